@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layering (each line depends only on lines above it):
+//   CZstd, CPcap, CSQLite             system libraries
+//   CallLog                           the log format: records, zstd frames, reader, writer
+//   Collector, Simulator, Capture,    producers and consumers of the format, side by side
+//   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
+//   Store                             SQLite schema and writer for analysis results
+//   callstats                         the command line, wiring the above
+let package = Package(
+    name: "callstats",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .executable(name: "callstats", targets: ["callstats"]),
+        .library(name: "Collector", targets: ["Collector"]),
+        .library(name: "CallLog", targets: ["CallLog"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(name: "CallLog", dependencies: ["CZstd"]),
+        .target(name: "Collector", dependencies: ["CallLog"]),
+        .target(name: "Simulator", dependencies: ["CallLog"]),
+        .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
+        .target(name: "Quality"),
+        .target(name: "Analysis", dependencies: ["CallLog", "Quality"]),
+        .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
+        .executableTarget(name: "callstats", dependencies: [
+            "CallLog", "Collector", "Simulator", "Capture", "Analysis", "Store",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
+        .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
+        .testTarget(name: "CollectorTests", dependencies: ["Collector", "TestSupport"]),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
+        .testTarget(name: "QualityTests", dependencies: ["Quality"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
+    ]
+)
