@@ -1,0 +1,268 @@
+/// What the analyser produces for one call: the rows the store writes.
+///
+/// These types are the contract between `Analysis` and `Store`; the SQLite schema
+/// (`Data/SCHEMA.md`) mirrors them column for column. Times are epoch milliseconds,
+/// durations milliseconds, rates per second; optional means "not measured", never zero.
+public struct CallAnalysis: Sendable {
+    public var call: CallSummary
+    public var streams: [StreamSummary]
+    public var intervals: [IntervalMetrics]
+    public var events: [CallEvent]
+    public var findings: [Finding]
+
+    public init(call: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
+                events: [CallEvent], findings: [Finding]) {
+        self.call = call
+        self.streams = streams
+        self.intervals = intervals
+        self.events = events
+        self.findings = findings
+    }
+}
+
+/// The three-way verdict a person reads at a glance.
+public enum Grade: String, Sendable, Comparable, CaseIterable {
+    case good, fair, poor
+    /// No media flowed at all (failed setup, ICE failure, or no statistics).
+    case noMedia = "no_media"
+
+    private var rank: Int {
+        switch self { case .good: 0; case .fair: 1; case .poor: 2; case .noMedia: 3 }
+    }
+    public static func < (a: Grade, b: Grade) -> Bool { a.rank < b.rank }
+}
+
+public struct CallSummary: Sendable, Equatable {
+    public var callID: String
+    public var startTs: Int64
+    public var endTs: Int64
+    public var durationMs: Int64
+
+    // Dimensions (from the `call` record; "unknown" when absent).
+    public var direction: String = "unknown"
+    public var sdk: String = "unknown"
+    public var sdkVersion: String = "unknown"
+    public var app: String = "unknown"
+    public var appVersion: String = "unknown"
+    public var platform: String = "unknown"
+    public var network: String = "unknown"
+    /// "audio" or "audio+video" (or "video").
+    public var media: String = "unknown"
+    /// Free-form labels, as compact JSON text.
+    public var labelsJSON: String = "{}"
+    /// Where the statistics came from: w3c, goog, wire, or a mix joined by "+".
+    public var source: String = "unknown"
+
+    // Setup (from `callMetric` / `iceState` events), each relative to callCreate/incomingCall.
+    public var restSentMs: Int64?
+    public var ringingMs: Int64?
+    public var answerMs: Int64?
+    /// Time to media: first iceConnected.
+    public var mediaMs: Int64?
+    /// iceNormal / iceOneRelay / iceNoRelay, or nil when not reported.
+    public var iceOutcome: String?
+    public var iceDisconnects: Int = 0
+    public var iceDisconnectedMs: Int64 = 0
+    public var ipChanges: Int = 0
+    public var reconnects: Int = 0
+
+    // Selected candidate pair.
+    public var localCandidateType: String?
+    public var remoteCandidateType: String?
+    /// udp, tcp, tls (relay protocol where known).
+    public var transport: String?
+    public var relayUsed: Bool = false
+
+    // End.
+    public var endReason: String?
+    public var endStatusCode: Int?
+    public var endStatusText: String?
+    public var sipStatus: Int?
+    public var sipReason: String?
+
+    // Quality.
+    public var audioCodec: String?
+    public var videoCodec: String?
+    /// Time-weighted mean over inbound audio intervals.
+    public var mosCQ: Double?
+    public var mosLQ: Double?
+    public var rFactor: Double?
+    /// The worst sustained MOS-CQ (lowest over a sliding window of intervals), what the grade uses.
+    public var mosWorst: Double?
+    public var videoScore: Double?
+    public var videoScoreWorst: Double?
+    /// Inbound audio network loss, %, whole call.
+    public var lossPct: Double?
+    public var jitterMs: Double?
+    /// RTCP round-trip time (remote-inbound-rtp / googRtt), mean, ms.
+    public var rttMs: Double?
+    /// ICE (candidate-pair) round-trip time, mean, ms: kept apart from RTCP RTT.
+    public var iceRttMs: Double?
+    public var concealmentPct: Double?
+    /// The SDK's own 0-100 score: mean and minimum.
+    public var sdkQualityMean: Double?
+    public var sdkQualityMin: Double?
+    /// Stats clock minus agent clock, ms, when they disagree by more than a second.
+    public var clockSkewMs: Int64?
+
+    public var grade: Grade = .noMedia
+    /// Why the grade is what it is, e.g. "mos 3.2 for 40 s; one-way audio".
+    public var gradeReason: String = ""
+    public var findingCount: Int = 0
+
+    public init(callID: String, startTs: Int64, endTs: Int64) {
+        self.callID = callID
+        self.startTs = startTs
+        self.endTs = endTs
+        self.durationMs = max(0, endTs - startTs)
+    }
+}
+
+public enum MediaKind: String, Sendable { case audio, video }
+public enum StreamDirection: String, Sendable { case inbound, outbound }
+
+/// One RTP stream (an SSRC in one direction) of a call.
+public struct StreamSummary: Sendable, Equatable {
+    public var callID: String
+    /// Stable within the call: "<pc>:<direction>:<kind>:<ssrc>".
+    public var streamID: String
+    public var ssrc: UInt32
+    public var direction: StreamDirection
+    public var kind: MediaKind
+    public var codec: String?
+    public var clockRate: Int?
+    public var source: String
+    public var startTs: Int64
+    public var endTs: Int64
+
+    public var packets: Int64 = 0
+    public var bytes: Int64 = 0
+    /// Packets lost as seen by the receiver (for outbound streams: from the remote's RTCP).
+    public var packetsLost: Int64 = 0
+    public var lossPct: Double?
+    public var jitterMeanMs: Double?
+    public var jitterMaxMs: Double?
+    public var rttMeanMs: Double?
+    public var bitrateKbps: Double?
+    public var concealmentPct: Double?
+    public var mosMean: Double?
+    public var mosMin: Double?
+
+    // Video.
+    public var fpsMean: Double?
+    public var widthMax: Int?
+    public var heightMax: Int?
+    public var freezeCount: Int = 0
+    public var freezeMs: Int64 = 0
+    public var videoScoreMean: Double?
+    /// The dominant qualityLimitationReason over the stream (outbound video).
+    public var qualityLimitation: String?
+    /// Counter resets seen (new SSRC with the same id, counters going backwards).
+    public var counterResets: Int = 0
+
+    public init(callID: String, streamID: String, ssrc: UInt32, direction: StreamDirection,
+                kind: MediaKind, source: String, startTs: Int64, endTs: Int64) {
+        self.callID = callID
+        self.streamID = streamID
+        self.ssrc = ssrc
+        self.direction = direction
+        self.kind = kind
+        self.source = source
+        self.startTs = startTs
+        self.endTs = endTs
+    }
+}
+
+/// Quality of one stream over one sampling interval (between two consecutive snapshots).
+public struct IntervalMetrics: Sendable, Equatable {
+    public var callID: String
+    public var streamID: String
+    public var startTs: Int64
+    public var endTs: Int64
+
+    public var packets: Int64?
+    public var packetsLost: Int64?
+    public var lossPct: Double?
+    public var jitterMs: Double?
+    public var rttMs: Double?
+    public var iceRttMs: Double?
+    public var bitrateKbps: Double?
+
+    // Audio.
+    public var concealmentPct: Double?
+    public var jitterBufferMs: Double?
+    public var burstRatio: Double?
+    public var rFactor: Double?
+    public var mosCQ: Double?
+    public var mosLQ: Double?
+
+    // Video.
+    public var fps: Double?
+    public var width: Int?
+    public var height: Int?
+    public var freezeCount: Int?
+    public var freezeMs: Int64?
+    public var videoScore: Double?
+    public var qualityLimitation: String?
+
+    public init(callID: String, streamID: String, startTs: Int64, endTs: Int64) {
+        self.callID = callID
+        self.streamID = streamID
+        self.startTs = startTs
+        self.endTs = endTs
+    }
+}
+
+/// A timeline entry: SDK events, call-state changes, quality callbacks, the end.
+public struct CallEvent: Sendable, Equatable {
+    public var callID: String
+    public var ts: Int64
+    /// The record kind: event, quality, end.
+    public var kind: String
+    public var action: String
+    public var type: String
+    /// Remaining fields as compact JSON text.
+    public var detailJSON: String
+
+    public init(callID: String, ts: Int64, kind: String, action: String, type: String, detailJSON: String = "{}") {
+        self.callID = callID
+        self.ts = ts
+        self.kind = kind
+        self.action = action
+        self.type = type
+        self.detailJSON = detailJSON
+    }
+}
+
+public enum Severity: String, Sendable, Comparable {
+    case info, warn, poor
+    private var rank: Int { switch self { case .info: 0; case .warn: 1; case .poor: 2 } }
+    public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+}
+
+/// Something wrong (or notable) with a call, when it started and how long it lasted.
+public struct Finding: Sendable, Equatable {
+    public var callID: String
+    /// Stable identifier, e.g. `one_way_audio`, `high_loss`, `ice_failure` (see SCHEMA.md).
+    public var code: String
+    public var severity: Severity
+    public var startTs: Int64
+    public var durationMs: Int64
+    /// The stream it concerns, when it concerns one.
+    public var streamID: String?
+    /// The worst value seen while it lasted (unit depends on the code).
+    public var value: Double?
+    public var detail: String
+
+    public init(callID: String, code: String, severity: Severity, startTs: Int64, durationMs: Int64,
+                streamID: String? = nil, value: Double? = nil, detail: String) {
+        self.callID = callID
+        self.code = code
+        self.severity = severity
+        self.startTs = startTs
+        self.durationMs = durationMs
+        self.streamID = streamID
+        self.value = value
+        self.detail = detail
+    }
+}

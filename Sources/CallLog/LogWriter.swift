@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes records to one log file: NDJSON, zstd-compressed when the name ends in `.zst`.
+///
+/// Synchronous and single-threaded by design; the in-app collector runs it on its own queue
+/// and handles rotation, disk caps and back-pressure around it.
+///
+/// Crash safety: records are durable at `flush()`. Compressed output is one zstd frame per
+/// segment with a `ZSTD_e_flush` at every flush, so a file cut anywhere still decodes up to
+/// its last flush. A segment ends after `segmentBytes` of text; each segment begins with full
+/// statistics snapshots, so damage inside one never spreads to the next.
+public final class LogWriter {
+    public struct Options: Sendable {
+        /// zstd level; 3 is zstd's default and the speed/size sweet spot for this data.
+        public var compressionLevel: Int32 = 3
+        /// Write statistics as deltas against the previous snapshot of the same chain.
+        public var deltaStats = true
+        /// Uncompressed bytes per zstd frame (segment).
+        public var segmentBytes = 8 << 20
+        /// One independent frame per flush instead of flushing inside a long frame
+        /// (larger files; kept for measurement and for readers that cannot stream).
+        public var framePerFlush = false
+
+        public init() {}
+    }
+
+    public let path: String
+    public let options: Options
+    private let fd: Int32
+    private let compressor: ZstdCompressor?
+    private var encoder = StatsDeltaEncoder()
+    private var text: [UInt8] = []
+    private var compressed: [UInt8] = []
+    private var segmentText = 0
+    private var frameOpen = false
+    /// Bytes written to the file so far (compressed size for `.zst`).
+    public private(set) var bytesWritten = 0
+    /// Uncompressed NDJSON bytes written so far.
+    public private(set) var textBytes = 0
+    public private(set) var records = 0
+
+    public enum OpenError: Error, CustomStringConvertible {
+        case cannotOpen(path: String, reason: String)
+        public var description: String {
+            switch self { case .cannotOpen(let p, let r): "cannot open \(p) for writing: \(r)" }
+        }
+    }
+
+    /// Creates (or appends to) `path`. Appending to a `.zst` file starts a new frame, which
+    /// readers handle like any multi-frame file.
+    public init(path: String, options: Options = Options()) throws {
+        self.path = path
+        self.options = options
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OpenError.cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        compressor = path.hasSuffix(".zst") ? ZstdCompressor(level: options.compressionLevel) : nil
+    }
+
+    deinit {
+        try? close()
+    }
+
+    /// Encodes and buffers a record. Nothing reaches the file before `flush()` (or a full buffer).
+    public func append(_ record: LogRecord) throws {
+        let toWrite = options.deltaStats ? encoder.encode(record) : record
+        if record.kind == .end { encoder.forget(call: record.call) }
+        let before = text.count
+        toWrite.write(to: &text)
+        text.append(0x0A)
+        segmentText += text.count - before
+        records += 1
+        if text.count >= 1 << 20 { try drain(.continue) }
+        if segmentText >= options.segmentBytes { try endSegment() }
+    }
+
+    /// Makes everything appended so far decodable from the file; `sync` also fsyncs it.
+    public func flush(sync: Bool = false) throws {
+        try drain(options.framePerFlush ? .end : .flush)
+        if options.framePerFlush { startSegment() }
+        if sync { fsync(fd) }
+    }
+
+    /// Ends the current segment (closing its zstd frame) and starts a new one.
+    public func endSegment() throws {
+        try drain(.end)
+        startSegment()
+    }
+
+    private func startSegment() {
+        segmentText = 0
+        frameOpen = false
+        encoder.reset()
+    }
+
+    public func close() throws {
+        guard fd >= 0, !closed else { return }
+        try drain(.end)
+        fsync(fd)
+        Glibc_close(fd)
+        closed = true
+    }
+
+    private var closed = false
+
+    private func drain(_ directive: ZstdCompressor.Directive) throws {
+        guard !closed else { return }
+        if let compressor {
+            if text.isEmpty && !frameOpen && directive != .continue { return }
+            compressor.compress(text, directive, into: &compressed)
+            frameOpen = directive != .end
+            try writeAll(compressed)
+            compressed.removeAll(keepingCapacity: true)
+        } else {
+            try writeAll(text)
+        }
+        textBytes += text.count
+        text.removeAll(keepingCapacity: true)
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, bytes.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw WriteError(path: path, errno: errno)
+            }
+            off += n
+        }
+        bytesWritten += bytes.count
+    }
+
+    public struct WriteError: Error, CustomStringConvertible {
+        public var path: String
+        public var errno: Int32
+        public var description: String { "cannot write \(path): \(String(cString: strerror(errno)))" }
+    }
+}
+
+@inline(__always) private func Glibc_close(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #elseif canImport(Darwin)
+    _ = Darwin.close(fd)
+    #endif
+}

@@ -1,0 +1,303 @@
+/// Writing only what changed between two statistics snapshots of the same call.
+///
+/// A getStats report repeats ~90 % of itself every poll (certificates, codecs, candidates,
+/// unchanged counters), so the writer stores the first snapshot of a chain in full and then
+/// deltas; the reader rebuilds every full snapshot exactly (equal as JSON values, objects and
+/// keys in their original order). A chain is one (call, peer connection, format) inside one
+/// file segment: the writer starts every segment with full snapshots, so a segment never
+/// depends on another and a damaged segment loses nothing outside itself.
+///
+/// Delta body (`"delta"` replaces `"report"`; `seq` counts snapshots, `base` names the one it
+/// applies to):
+/// - `t`: the timestamp most objects carry now. Every kept object whose timestamp equalled the
+///   previous snapshot's `t` moves to this `t` without being listed.
+/// - `set`: `{id: {field: value}}` changed fields; object values merge recursively.
+/// - `inc`: `{id: {field: n}}` integer fields that grew or shrank by n (shorter than the value).
+/// - `put`: whole objects, new or replaced (a replaced one lost a field).
+/// - `del`: ids no longer present.
+/// - `order`: all ids in order, only when the natural order (kept ones, then new) is wrong.
+public struct StatsChainKey: Hashable, Sendable {
+    public var call: String
+    public var peerConnection: String
+    public var format: String
+
+    public init(call: String, peerConnection: String, format: String) {
+        self.call = call
+        self.peerConnection = peerConnection
+        self.format = format
+    }
+
+    public init?(record: LogRecord) {
+        guard record.kind == .stats else { return nil }
+        self.init(call: record.call, peerConnection: record["pc"]?.stringValue ?? "",
+                  format: record["format"]?.stringValue ?? "")
+    }
+}
+
+/// A snapshot as the codec keeps it: objects in order plus an index by id.
+struct Snapshot {
+    var objects: [JSONObject]
+    var index: [String: Int]
+    var t: JSONValue?
+    var seq: Int64
+
+    init?(report: [JSONValue], seq: Int64) {
+        var objects = [JSONObject]()
+        objects.reserveCapacity(report.count)
+        var index = [String: Int](minimumCapacity: report.count)
+        for v in report {
+            guard case .object(let o) = v, let id = o["id"]?.stringValue, index[id] == nil else { return nil }
+            index[id] = objects.count
+            objects.append(o)
+        }
+        self.objects = objects
+        self.index = index
+        self.t = Snapshot.commonTimestamp(objects)
+        self.seq = seq
+    }
+
+    /// The most frequent `timestamp` (first seen wins ties), computed identically on both sides.
+    static func commonTimestamp(_ objects: [JSONObject]) -> JSONValue? {
+        var counts: [Double: Int] = [:]
+        var best: Double?
+        var bestCount = 0
+        for o in objects {
+            guard case .number(let t)? = o["timestamp"] else { continue }
+            let c = (counts[t] ?? 0) + 1
+            counts[t] = c
+            if c > bestCount { best = t; bestCount = c }
+        }
+        return best.map { .number($0) }
+    }
+
+    var report: [JSONValue] { objects.map { .object($0) } }
+}
+
+/// Turns full snapshots into delta records. One per log segment.
+public struct StatsDeltaEncoder {
+    private var chains: [StatsChainKey: Snapshot] = [:]
+
+    public init() {}
+
+    /// Forget all chains: the next snapshot of every chain is written in full.
+    public mutating func reset() { chains.removeAll(keepingCapacity: true) }
+
+    /// Forget one call's chains (at call end), keeping memory bounded by open calls.
+    public mutating func forget(call: String) { chains = chains.filter { $0.key.call != call } }
+
+    /// Returns the record to write for `record`: itself with `seq` added if it must be full,
+    /// or a delta record. Records other than full-report `stats` pass through unchanged.
+    public mutating func encode(_ record: LogRecord) -> LogRecord {
+        guard let key = StatsChainKey(record: record), case .array(let report)? = record["report"] else { return record }
+        let previous = chains[key]
+        let seq = (previous?.seq ?? -1) + 1
+        guard let current = Snapshot(report: report, seq: seq) else {
+            // Objects without unique ids cannot be diffed; keep the chain broken so the next is full too.
+            chains[key] = nil
+            return record
+        }
+        chains[key] = current
+        var full = record
+        full.body["report"] = nil
+        full.body["seq"] = .number(Double(seq))
+        full.body["report"] = .array(report)
+        guard let previous else { return full }
+        let delta = StatsDeltaEncoder.diff(from: previous, to: current)
+        var out = record
+        out.body["report"] = nil
+        out.body["seq"] = .number(Double(seq))
+        out.body["base"] = .number(Double(previous.seq))
+        out.body["delta"] = .object(delta)
+        // Rare: nearly everything changed. Then the full report is the smaller record.
+        if out.jsonLine.utf8.count >= full.jsonLine.utf8.count { return full }
+        return out
+    }
+
+    static func diff(from old: Snapshot, to new: Snapshot) -> JSONObject {
+        var set = JSONObject(), inc = JSONObject(), put = [JSONValue](), del = [JSONValue]()
+        for o in new.objects {
+            let id = o["id"]!.stringValue!
+            guard let oi = old.index[id] else { put.append(.object(o)); continue }
+            let before = advanced(old.objects[oi], from: old.t, to: new.t)
+            guard let (s, n) = fieldDiff(before, o) else { put.append(.object(o)); continue }
+            if !s.isEmpty { set[id] = .object(s) }
+            if !n.isEmpty { inc[id] = .object(n) }
+        }
+        for o in old.objects {
+            let id = o["id"]!.stringValue!
+            if new.index[id] == nil { del.append(.string(id)) }
+        }
+        var d = JSONObject()
+        if let t = new.t { d["t"] = t }
+        if !set.isEmpty { d["set"] = .object(set) }
+        if !inc.isEmpty { d["inc"] = .object(inc) }
+        if !put.isEmpty { d["put"] = .array(put) }
+        if !del.isEmpty { d["del"] = .array(del) }
+        let natural = naturalOrder(old: old, newIDs: Set(new.index.keys), added: put.compactMap { v -> String? in
+            guard let id = v["id"]?.stringValue, old.index[id] == nil else { return nil }
+            return id
+        })
+        let actual = new.objects.map { $0["id"]!.stringValue! }
+        if natural != actual { d["order"] = .array(actual.map { .string($0) }) }
+        return d
+    }
+
+    /// Changed fields of `new` relative to `old`, split into plain sets and integer increments;
+    /// nil when `new` lacks a field of `old` (the object is then written whole).
+    static func fieldDiff(_ old: JSONObject, _ new: JSONObject) -> (JSONObject, JSONObject)? {
+        var set = JSONObject(), inc = JSONObject()
+        // Merging appends new keys, so the result keeps key order only if `new` starts with
+        // exactly `old`'s keys; otherwise (a lost or moved key) the object is written whole.
+        guard new.entries.count >= old.entries.count,
+              zip(old.entries, new.entries).allSatisfy({ $0.key == $1.key }) else { return nil }
+        for e in new.entries {
+            guard let before = old[e.key] else { set.entries.append(e); continue }
+            if before == e.value { continue }
+            if case .object(let bo) = before, case .object(let no) = e.value {
+                guard let (s, n) = fieldDiff(bo, no) else { return nil }
+                // Nested increments are rare; fold them into the nested set for simplicity.
+                var merged = s
+                for ne in n.entries { merged[ne.key] = no[ne.key] }
+                set.entries.append((key: e.key, value: .object(merged)))
+            } else if let a = before.exactInteger, let b = e.value.exactInteger {
+                inc.entries.append((key: e.key, value: .number(Double(b - a))))
+            } else {
+                set.entries.append(e)
+            }
+        }
+        return (set, inc)
+    }
+
+    static func advanced(_ o: JSONObject, from oldT: JSONValue?, to newT: JSONValue?) -> JSONObject {
+        guard let oldT, let newT, o["timestamp"] == oldT else { return o }
+        var copy = o
+        copy["timestamp"] = newT
+        return copy
+    }
+
+    static func naturalOrder(old: Snapshot, newIDs: Set<String>, added: [String]) -> [String] {
+        old.objects.compactMap { o -> String? in
+            let id = o["id"]!.stringValue!
+            return newIDs.contains(id) ? id : nil
+        } + added
+    }
+}
+
+extension JSONValue {
+    /// The value as an integer when it is one exactly (|x| ≤ 2^53), for lossless increments.
+    var exactInteger: Int64? {
+        guard case .number(let d) = self, d.rounded() == d, abs(d) <= 9_007_199_254_740_992 else { return nil }
+        return Int64(d)
+    }
+}
+
+/// Why a delta record could not be restored.
+public enum StatsDeltaError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// The snapshot it applies to is missing (lost in a damaged segment, or the file was cut
+    /// and concatenated). Records are skipped until the chain's next full snapshot.
+    case missingBase(expected: Int64, have: Int64?)
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case .missingBase(let e, let h):
+            "delta applies to snapshot \(e) but " + (h.map { "the last one seen is \($0)" } ?? "no full snapshot was seen")
+        case .malformed(let m): "malformed delta: \(m)"
+        }
+    }
+}
+
+/// Rebuilds full snapshots from a stream of full and delta records. One per log segment
+/// (the reader resets it where the writer reset its encoder: at a new zstd frame or file).
+public struct StatsDeltaDecoder {
+    private var chains: [StatsChainKey: Snapshot] = [:]
+
+    public init() {}
+
+    public mutating func reset() { chains.removeAll(keepingCapacity: true) }
+
+    public mutating func forget(call: String) { chains = chains.filter { $0.key.call != call } }
+
+    /// Returns `record` with a full `report`. Full records are remembered as the chain's base.
+    public mutating func decode(_ record: LogRecord) throws(StatsDeltaError) -> LogRecord {
+        guard let key = StatsChainKey(record: record) else { return record }
+        let seq = record["seq"]?.exactInteger
+        if case .array(let report)? = record["report"] {
+            chains[key] = Snapshot(report: report, seq: seq ?? 0)
+            return record
+        }
+        guard case .object(let delta)? = record["delta"] else { return record }
+        guard let base = record["base"]?.exactInteger, let seq else { throw .malformed("no seq/base") }
+        guard let old = chains[key], old.seq == base else {
+            let have = chains[key]?.seq
+            chains[key] = nil
+            throw .missingBase(expected: base, have: have)
+        }
+        let new = try StatsDeltaDecoder.apply(delta, to: old, seq: seq)
+        chains[key] = new
+        var out = record
+        out.body["delta"] = nil
+        out.body["base"] = nil
+        out.body["report"] = .array(new.report)
+        return out
+    }
+
+    static func apply(_ d: JSONObject, to old: Snapshot, seq: Int64) throws(StatsDeltaError) -> Snapshot {
+        let t = d["t"]
+        var putByID: [String: JSONObject] = [:]
+        var added: [String] = []
+        if let put = d["put"] {
+            guard case .array(let items) = put else { throw .malformed("put is not an array") }
+            for item in items {
+                guard case .object(let o) = item, let id = o["id"]?.stringValue else { throw .malformed("put item without id") }
+                putByID[id] = o
+                if old.index[id] == nil { added.append(id) }
+            }
+        }
+        var deleted = Set<String>()
+        if case .array(let ids)? = d["del"] { for v in ids { if let s = v.stringValue { deleted.insert(s) } } }
+        let set = d["set"]?.objectValue ?? JSONObject()
+        let inc = d["inc"]?.objectValue ?? JSONObject()
+
+        var objects = [JSONObject]()
+        objects.reserveCapacity(old.objects.count + added.count)
+        for o in old.objects {
+            guard let id = o["id"]?.stringValue, !deleted.contains(id) else { continue }
+            if let p = putByID[id] { objects.append(p); continue }
+            var cur = StatsDeltaEncoder.advanced(o, from: old.t, to: t)
+            if case .object(let s)? = set[id] { merge(s, into: &cur) }
+            if case .object(let n)? = inc[id] {
+                for e in n.entries {
+                    guard let a = cur[e.key]?.exactInteger, let b = e.value.exactInteger else { throw .malformed("inc on a non-integer field \(e.key)") }
+                    cur[e.key] = .number(Double(a + b))
+                }
+            }
+            objects.append(cur)
+        }
+        for id in added { objects.append(putByID[id]!) }
+        if case .array(let order)? = d["order"] {
+            var byID: [String: JSONObject] = [:]
+            for o in objects { byID[o["id"]!.stringValue!] = o }
+            var reordered = [JSONObject]()
+            for v in order {
+                guard let id = v.stringValue, let o = byID[id] else { throw .malformed("order names an unknown id") }
+                reordered.append(o)
+            }
+            objects = reordered
+        }
+        guard var snap = Snapshot(report: objects.map { .object($0) }, seq: seq) else { throw .malformed("duplicate ids") }
+        snap.seq = seq
+        return snap
+    }
+
+    static func merge(_ changes: JSONObject, into target: inout JSONObject) {
+        for e in changes.entries {
+            if case .object(let nested) = e.value, case .object(var existing)? = target[e.key] {
+                merge(nested, into: &existing)
+                target[e.key] = .object(existing)
+            } else {
+                target[e.key] = e.value
+            }
+        }
+    }
+}
