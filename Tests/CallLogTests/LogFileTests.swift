@@ -1,0 +1,182 @@
+import CallLog
+import Foundation
+import TestSupport
+import XCTest
+
+/// Writer and reader together, including every way a file can be damaged.
+final class LogFileTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("calllog") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// A small call: info, events, statistics whose counters grow, an end.
+    func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] {
+        var out: [LogRecord] = [
+            .callInfo(call: call, ts: 1_000, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.2",
+                      app: "demo", appVersion: "1.0", platform: "ios", network: "wifi", media: ["audio"]),
+            .event(call: call, ts: 1_010, action: "callMetric", type: "callCreate"),
+        ]
+        for i in 0..<snapshots {
+            let t = Double(2_000 + i * 1_000)
+            let report: [JSONValue] = [
+                ["id": "IT01A1", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": 1,
+                 "packetsReceived": .number(Double(50 * i)), "packetsLost": .number(Double(i / 3)), "jitter": .number(0.002 + Double(i % 4) / 1000)],
+                ["id": "CF01", "timestamp": .number(t), "type": "certificate", "fingerprint": "AB:CD", "base64Certificate": "MIIB"],
+            ]
+            out.append(.stats(call: call, ts: Int64(t), format: .w3c, report: report))
+        }
+        out.append(.end(call: call, ts: 30_000, reason: "terminatedLocally", statusCode: 9901, durationMs: 29_000))
+        return out
+    }
+
+    func testRoundTripCompressedAndPlain() throws {
+        for name in ["a.ndjson.zst", "a.ndjson"] {
+            let path = dir.appendingPathComponent(name).path
+            let records = sampleRecords()
+            let w = try LogWriter(path: path)
+            for r in records { try w.append(r) }
+            try w.close()
+            let (read, issues) = LogReader(path: path).readAll()
+            XCTAssertEqual(issues, [])
+            // Written stats gain a `seq`; everything else is identical.
+            XCTAssertEqual(read.count, records.count)
+            for (a, b) in zip(read, records) {
+                var a = a
+                a.body["seq"] = nil
+                XCTAssertEqual(a, b)
+            }
+        }
+    }
+
+    func testDeltasMakeTheFileSmaller() throws {
+        var sizes: [Bool: Int] = [:]
+        for delta in [true, false] {
+            var o = LogWriter.Options()
+            o.deltaStats = delta
+            let path = dir.appendingPathComponent("d\(delta).ndjson").path
+            let w = try LogWriter(path: path, options: o)
+            for r in sampleRecords(snapshots: 100) { try w.append(r) }
+            try w.close()
+            sizes[delta] = w.bytesWritten
+        }
+        XCTAssertLessThan(sizes[true]!, sizes[false]! * 6 / 10)
+    }
+
+    /// Cut a compressed file at every 7th byte: each cut yields exactly the records flushed
+    /// before it, reports the cut, and never anything invalid.
+    func testTruncatedFileYieldsEveryFlushedRecord() throws {
+        let path = dir.appendingPathComponent("t.ndjson.zst").path
+        let records = sampleRecords(snapshots: 30)
+        let w = try LogWriter(path: path)
+        var flushedAt: [Int] = []  // file size after record i was flushed
+        for r in records {
+            try w.append(r)
+            try w.flush()
+            flushedAt.append(w.bytesWritten)
+        }
+        try w.close()
+        let full = try Data(contentsOf: URL(fileURLWithPath: path))
+        let cutPath = dir.appendingPathComponent("cut.ndjson.zst").path
+        for cut in stride(from: 0, to: full.count, by: 7) {
+            try full.prefix(cut).write(to: URL(fileURLWithPath: cutPath))
+            let (read, issues) = LogReader(path: cutPath).readAll()
+            let expected = flushedAt.filter { $0 <= cut }.count
+            XCTAssertEqual(read.count, expected, "cut at \(cut)")
+            if cut > 0 && expected < records.count {
+                XCTAssertTrue(issues.contains { $0.category == .truncatedFile }, "cut at \(cut) not reported")
+            }
+            XCTAssertFalse(issues.contains { $0.category == .invalidRecord }, "cut at \(cut) produced a bad record")
+        }
+    }
+
+    /// Damage inside one segment loses at most that segment; the others are read in full.
+    func testCorruptSegmentIsSkippedAndTheRestRead() throws {
+        let path = dir.appendingPathComponent("c.ndjson.zst").path
+        let w = try LogWriter(path: path)
+        var segmentEnds: [Int] = []
+        for s in 0..<3 {
+            for r in sampleRecords(call: "call-\(s)") { try w.append(r) }
+            try w.endSegment()
+            segmentEnds.append(w.bytesWritten)
+        }
+        try w.close()
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        // Overwrite bytes in the middle of the second segment.
+        let mid = (segmentEnds[0] + segmentEnds[1]) / 2
+        for i in mid..<(mid + 16) { bytes[i] ^= 0xA5 }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let (read, issues) = LogReader(path: path).readAll()
+        let calls = Dictionary(grouping: read, by: \.call).mapValues(\.count)
+        XCTAssertEqual(calls["call-0"], 23)
+        XCTAssertEqual(calls["call-2"], 23)
+        XCTAssertTrue(issues.contains { $0.category == .damagedFrame || $0.category == .invalidRecord }, "\(issues)")
+        XCTAssertFalse(issues.contains { $0.file != path })
+    }
+
+    func testGarbageBetweenFramesIsSkipped() throws {
+        let a = ZstdCompressor.compressFrame(Array((sampleRecords(call: "x").map(\.jsonLine).joined(separator: "\n") + "\n").utf8))
+        let b = ZstdCompressor.compressFrame(Array((sampleRecords(call: "y").map(\.jsonLine).joined(separator: "\n") + "\n").utf8))
+        let garbage = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }
+        let path = dir.appendingPathComponent("g.ndjson.zst").path
+        try Data(a + garbage + b).write(to: URL(fileURLWithPath: path))
+        let (read, issues) = LogReader(path: path).readAll()
+        XCTAssertEqual(Set(read.map(\.call)), ["x", "y"])
+        XCTAssertEqual(read.count, 46)
+        XCTAssertEqual(issues.filter { $0.category == .damagedFrame }.count, 1, "\(issues)")
+    }
+
+    func testMalformedLinesAreReportedWithLineNumbersAndSkipped() throws {
+        let good = sampleRecords(snapshots: 3).map(\.jsonLine)
+        var lines = good
+        lines.insert("this is not json", at: 2)
+        lines.insert(#"{"kind":"stats","ts":5}"#, at: 4)
+        lines.insert("", at: 5)
+        let path = dir.appendingPathComponent("m.ndjson").path
+        try (lines.joined(separator: "\n") + "\n{\"kind\":\"event\",\"call\"").write(toFile: path, atomically: true, encoding: .utf8)
+        let (read, issues) = LogReader(path: path).readAll()
+        XCTAssertEqual(read.count, good.count)
+        XCTAssertEqual(issues.map(\.line), [3, 5, 6, 10])
+        XCTAssertEqual(issues.map(\.category), [.invalidRecord, .invalidRecord, .invalidRecord, .partialLine])
+        XCTAssertTrue(issues[1].description.hasPrefix("\(path):5: invalid record: missing field \"call\""), issues[1].description)
+    }
+
+    func testOverlongLineIsSkipped() throws {
+        let path = dir.appendingPathComponent("l.ndjson").path
+        let huge = #"{"kind":"event","call":"c","ts":1,"pad":""# + String(repeating: "x", count: 3_000_000) + "\"}"
+        let lines = [sampleRecords()[0].jsonLine, huge, sampleRecords()[1].jsonLine]
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        var reader = LogReader(path: path)
+        reader.lines.maximumLineBytes = 1 << 20
+        reader.lines.chunkBytes = 1 << 16
+        let (read, issues) = reader.readAll()
+        XCTAssertEqual(read.count, 2)
+        XCTAssertEqual(issues.map(\.category), [.lineTooLong])
+        XCTAssertEqual(issues.first?.line, 2)
+    }
+
+    func testDeltaWithoutItsBaseIsReportedAndTheChainRecovers() throws {
+        let path = dir.appendingPathComponent("b.ndjson").path
+        let w = try LogWriter(path: path)
+        for r in sampleRecords(snapshots: 6) { try w.append(r) }
+        try w.endSegment()  // the next segment starts with a full snapshot again
+        for r in sampleRecords(snapshots: 6).dropFirst(2).dropLast() { try w.append(r) }
+        try w.close()
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.remove(at: 3)  // the second snapshot: the deltas after it have no base
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let (read, issues) = LogReader(path: path).readAll()
+        XCTAssertEqual(issues.map(\.category), Array(repeating: .missingDeltaBase, count: 4))
+        XCTAssertEqual(read.filter { $0.kind == .stats }.count, 1 + 6)
+    }
+
+    func testFindsLogFilesInFolders() throws {
+        let sub = dir.appendingPathComponent("sub")
+        try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+        for n in ["a.ndjson.zst", "b.ndjson", "sub/c.ndjson.zst", "notes.txt", "sub/.hidden.ndjson"] {
+            FileManager.default.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data())
+        }
+        let (files, missing) = LogFiles.find([dir.path, dir.appendingPathComponent("nope").path])
+        XCTAssertEqual(files.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.ndjson.zst", "b.ndjson", "c.ndjson.zst"])
+        XCTAssertEqual(missing.count, 1)
+    }
+}
