@@ -1,0 +1,50 @@
+# callstats: `make demo` analyses the sample logs in Data/ and shows the result;
+# `make test` runs the tests. Both install missing system libraries first (Debian).
+
+SWIFT   ?= swift
+DB      ?= demo.sqlite
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BIN     := .build/release/callstats
+
+.PHONY: all deps test-deps build demo test bench clean
+
+all: build
+
+# System libraries the package links (zstd, libpcap, SQLite) plus tools the tests compare
+# against (tshark, zstd). Installed only when missing.
+deps:
+	@missing=""; \
+	for h in zstd.h pcap/pcap.h sqlite3.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
+	for c in pkg-config zstd; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing system packages (missing:$$missing)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev libpcap-dev libsqlite3-dev pkg-config zstd >/dev/null; \
+	fi
+
+# Optional comparison tools for the tests: without them those comparisons are skipped.
+test-deps: deps
+	@command -v tshark >/dev/null || { echo "Installing tshark (packet statistics are compared with it)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
+	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
+
+build: deps
+	$(SWIFT) build -c release --product callstats
+
+demo: build
+	@rm -f $(DB) $(DB)-wal $(DB)-shm
+	$(BIN) analyze Data/sample --db $(DB)
+	@echo
+	$(BIN) query --db $(DB) "SELECT * FROM poor_share_by_network"
+	@echo
+	$(BIN) query --db $(DB) "SELECT call_id, started, grade, mos_worst, loss_pct, rtt_ms, grade_reason FROM worst_calls LIMIT 8"
+
+test: test-deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: build
+	$(BIN) bench
+
+clean:
+	rm -rf .build $(DB) $(DB)-wal $(DB)-shm

@@ -1,0 +1,101 @@
+/// Hourly and daily rollups by dimension, recomputed per touched bucket.
+///
+/// A bucket is rebuilt whole from the `calls` table whenever a call starting in it was
+/// written, so re-runs and calls that continue in later files keep rollups exact (no
+/// incremental sums to drift). Percentiles are nearest-rank: the smallest value with at
+/// least p·n values at or below it, so they are always values that occurred.
+extension CallStore {
+    public static let hourMs: Int64 = 3_600_000
+    public static let dayMs: Int64 = 86_400_000
+
+    /// Rebuilds the hour and day buckets containing each of `callStarts` (epoch ms, UTC).
+    public func refreshRollups(forCallStarts callStarts: some Sequence<Int64>) throws {
+        var hours = Set<Int64>(), days = Set<Int64>()
+        for t in callStarts {
+            hours.insert(floorDiv(t, CallStore.hourMs) * CallStore.hourMs)
+            days.insert(floorDiv(t, CallStore.dayMs) * CallStore.dayMs)
+        }
+        for h in hours.sorted() { try rebuildBucket(period: "hour", start: h, length: CallStore.hourMs) }
+        for d in days.sorted() { try rebuildBucket(period: "day", start: d, length: CallStore.dayMs) }
+    }
+
+    /// Rebuilds every bucket from scratch.
+    public func rebuildAllRollups() throws {
+        try db.execute("DELETE FROM rollups")
+        let starts = try db.rows("SELECT DISTINCT start_ts / 3600000 * 3600000 FROM calls").compactMap { $0.first?.int64 }
+        try refreshRollups(forCallStarts: starts)
+    }
+
+    private func rebuildBucket(period: String, start: Int64, length: Int64) throws {
+        try db.run("DELETE FROM rollups WHERE period = ? AND bucket_ts = ?", [.text(period), .integer(start)])
+        let dims = Schema.rollupDimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
+        let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
+        let rows = try db.rows(
+            "SELECT grade, duration_ms, \(dims), \(metrics) FROM calls WHERE start_ts >= ? AND start_ts < ?",
+            [.integer(start), .integer(start + length)])
+        guard !rows.isEmpty else { return }
+
+        let dimCount = Schema.rollupDimensions.count
+        var groups: [GroupKey: Accumulator] = [:]
+        for r in rows {
+            let grade = r[0].string ?? ""
+            let minutes = Double(r[1].int64 ?? 0) / 60_000
+            let values = (0..<Schema.rollupMetrics.count).map { r[2 + dimCount + $0].double }
+            for (d, dim) in Schema.rollupDimensions.enumerated() {
+                let key = GroupKey(dimension: dim.name, value: r[2 + d].description)
+                groups[key, default: Accumulator()].add(grade: grade, minutes: minutes, metrics: values)
+            }
+        }
+        let columns = ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "minutes"]
+            + Schema.rollupMetricColumns
+        let sql = "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+        for (key, acc) in groups {
+            var values: [SQLValue] = [.text(period), .integer(start), .text(key.dimension), .text(key.value),
+                                      acc.calls.sqlValue, acc.good.sqlValue, acc.fair.sqlValue, acc.poor.sqlValue,
+                                      acc.noMedia.sqlValue, acc.minutes.sqlValue]
+            for m in acc.metrics.indices {
+                var v = acc.metrics[m]
+                v.sort()
+                values.append(v.count.sqlValue)
+                values.append((v.isEmpty ? nil : v.reduce(0, +) / Double(v.count)).sqlValue)
+                for p in Schema.percentiles { values.append(CallStore.nearestRank(v, p.fraction).sqlValue) }
+            }
+            try db.run(sql, values)
+        }
+    }
+
+    /// Nearest-rank percentile of sorted values.
+    public static func nearestRank(_ sorted: [Double], _ p: Double) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
+    private struct GroupKey: Hashable {
+        var dimension: String
+        var value: String
+    }
+
+    private struct Accumulator {
+        var calls = 0, good = 0, fair = 0, poor = 0, noMedia = 0
+        var minutes = 0.0
+        var metrics: [[Double]] = Array(repeating: [], count: Schema.rollupMetrics.count)
+
+        mutating func add(grade: String, minutes m: Double, metrics values: [Double?]) {
+            calls += 1
+            minutes += m
+            switch grade {
+            case "good": good += 1
+            case "fair": fair += 1
+            case "poor": poor += 1
+            default: noMedia += 1
+            }
+            for (i, v) in values.enumerated() { if let v, v.isFinite { metrics[i].append(v) } }
+        }
+    }
+}
+
+@inline(__always) func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+}

@@ -1,0 +1,235 @@
+import CSQLite
+
+/// A thin, safe layer over the SQLite C API: just what the store needs.
+///
+/// Every value reaches SQL through bound parameters, never through string building, so nothing
+/// read from a log can change a statement.
+public final class Database {
+    let handle: OpaquePointer
+    public let path: String
+    private var statements: [String: Statement] = [:]
+
+    public struct Error: Swift.Error, CustomStringConvertible {
+        public var code: Int32
+        public var message: String
+        public var sql: String?
+        public var description: String { message + (sql.map { " (in: \($0.prefix(120)))" } ?? "") }
+    }
+
+    public init(path: String, readOnly: Bool = false) throws {
+        var db: OpaquePointer?
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw Error(code: rc, message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, sql: String? = nil) -> Error {
+        Error(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements without parameters (DDL, pragmas, BEGIN/COMMIT).
+    public func execute(_ sql: String) throws {
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let message = err.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(err)
+            throw Error(code: rc, message: message, sql: sql)
+        }
+    }
+
+    /// A prepared statement, cached by its text: hot inserts are prepared once per connection.
+    public func statement(_ sql: String) throws -> Statement {
+        if let s = statements[sql] {
+            s.reset()
+            return s
+        }
+        let s = try Statement(db: self, sql: sql)
+        statements[sql] = s
+        return s
+    }
+
+    /// Runs `sql` with `values` bound in order.
+    public func run(_ sql: String, _ values: [SQLValue] = []) throws {
+        let s = try statement(sql)
+        try s.bind(values)
+        while try s.step() {}
+    }
+
+    /// All rows of a query, as values.
+    public func rows(_ sql: String, _ values: [SQLValue] = []) throws -> [[SQLValue]] {
+        let s = try Statement(db: self, sql: sql)
+        try s.bind(values)
+        var out: [[SQLValue]] = []
+        while try s.step() { out.append((0..<s.columnCount).map { s.value($0) }) }
+        return out
+    }
+
+    /// The first column of the first row, if any.
+    public func scalar(_ sql: String, _ values: [SQLValue] = []) throws -> SQLValue? {
+        try rows(sql, values).first?.first
+    }
+
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A value crossing the SQLite boundary.
+public enum SQLValue: Equatable, Sendable, CustomStringConvertible {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    public var description: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let i): String(i)
+        case .real(let d): String(d)
+        case .text(let s): s
+        case .blob(let b): "<\(b.count) bytes>"
+        }
+    }
+
+    public var int64: Int64? {
+        switch self {
+        case .integer(let i): i
+        case .real(let d): Int64(exactly: d.rounded())
+        default: nil
+        }
+    }
+
+    public var double: Double? {
+        switch self {
+        case .integer(let i): Double(i)
+        case .real(let d): d
+        default: nil
+        }
+    }
+
+    public var string: String? { if case .text(let s) = self { return s }; return nil }
+}
+
+/// Conversions so rows can be written as `[x, y, z]` with optionals meaning NULL.
+public protocol SQLConvertible { var sqlValue: SQLValue { get } }
+extension Int: SQLConvertible { public var sqlValue: SQLValue { .integer(Int64(self)) } }
+extension Int64: SQLConvertible { public var sqlValue: SQLValue { .integer(self) } }
+extension UInt32: SQLConvertible { public var sqlValue: SQLValue { .integer(Int64(self)) } }
+extension Bool: SQLConvertible { public var sqlValue: SQLValue { .integer(self ? 1 : 0) } }
+extension String: SQLConvertible { public var sqlValue: SQLValue { .text(self) } }
+extension Double: SQLConvertible {
+    /// NaN and infinities are not measurements: they become NULL.
+    public var sqlValue: SQLValue { isFinite ? .real(self) : .null }
+}
+extension Optional: SQLConvertible where Wrapped: SQLConvertible {
+    public var sqlValue: SQLValue { self?.sqlValue ?? .null }
+}
+
+public final class Statement {
+    let handle: OpaquePointer
+    unowned let db: Database
+    let sql: String
+
+    init(db: Database, sql: String) throws {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db.handle, sql, -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw db.error(rc, sql: sql) }
+        handle = stmt
+        self.db = db
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    public func bind(_ values: [SQLValue]) throws {
+        for (i, v) in values.enumerated() {
+            let idx = Int32(i + 1)
+            let rc: Int32
+            switch v {
+            case .null: rc = sqlite3_bind_null(handle, idx)
+            case .integer(let n): rc = sqlite3_bind_int64(handle, idx, n)
+            case .real(let d): rc = sqlite3_bind_double(handle, idx, d)
+            case .text(let s): rc = sqlite3_bind_text(handle, idx, s, -1, Statement.transient)
+            case .blob(let b):
+                rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), Statement.transient) }
+            }
+            guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
+        }
+    }
+
+    /// Advances; true while a row is available.
+    public func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw db.error(rc, sql: sql)
+        }
+    }
+
+    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+    public func columnName(_ i: Int) -> String { String(cString: sqlite3_column_name(handle, Int32(i))) }
+
+    public func value(_ i: Int) -> SQLValue {
+        let idx = Int32(i)
+        switch sqlite3_column_type(handle, idx) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, idx))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, idx))
+        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, idx)))
+        case SQLITE_BLOB:
+            let n = Int(sqlite3_column_bytes(handle, idx))
+            guard n > 0, let p = sqlite3_column_blob(handle, idx) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: p, count: n)))
+        default: return .null
+        }
+    }
+}
+
+/// The result of a user's query: column names and rows, for printing.
+public struct QueryResult: Sendable {
+    public var columns: [String]
+    public var rows: [[SQLValue]]
+}
+
+extension Database {
+    /// Runs a user's SQL (one statement) and returns names and rows.
+    public func query(_ sql: String, limit: Int = .max) throws -> QueryResult {
+        let s = try Statement(db: self, sql: sql)
+        let columns = (0..<s.columnCount).map { s.columnName($0) }
+        var rows: [[SQLValue]] = []
+        while rows.count < limit, try s.step() { rows.append((0..<s.columnCount).map { s.value($0) }) }
+        return QueryResult(columns: columns, rows: rows)
+    }
+}

@@ -1,0 +1,200 @@
+/// The SQLite schema: the product's interface for everyone who queries results.
+///
+/// `Data/SCHEMA.md` documents every table, column and view; a test checks that each column
+/// here is documented there. Changing a column means a new `version` and a migration step.
+public enum Schema {
+    public static let version = 1
+
+    /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in `calls`).
+    public static let rollupDimensions: [(name: String, column: String)] = [
+        ("all", "'*'"),
+        ("codec", "audio_codec"),
+        ("media", "media"),
+        ("platform", "platform"),
+        ("sdk", "sdk || ' ' || sdk_version"),
+        ("app_version", "app || ' ' || app_version"),
+        ("network", "network"),
+        ("candidate_type", "local_candidate_type"),
+        ("end_reason", "end_reason"),
+    ]
+
+    /// Per-call metrics summarised in rollups: (name prefix, expression over `calls`).
+    public static let rollupMetrics: [(name: String, column: String)] = [
+        ("mos", "mos_cq"),
+        ("loss", "loss_pct"),
+        ("jitter", "jitter_ms"),
+        ("rtt", "rtt_ms"),
+        ("setup", "media_ms"),
+    ]
+
+    public static let percentiles: [(name: String, fraction: Double)] = [
+        ("p5", 0.05), ("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
+    ]
+
+    static var rollupMetricColumns: [String] {
+        rollupMetrics.flatMap { m in ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" } }
+    }
+
+    static let tables = """
+    CREATE TABLE IF NOT EXISTS meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+
+    CREATE TABLE IF NOT EXISTS ingested_files (
+        path         TEXT NOT NULL,
+        fingerprint  TEXT NOT NULL PRIMARY KEY,
+        size         INTEGER NOT NULL,
+        mtime        INTEGER NOT NULL,
+        records      INTEGER NOT NULL,
+        skipped      INTEGER NOT NULL,
+        calls        INTEGER NOT NULL,
+        ingested_at  INTEGER NOT NULL
+    );
+
+    CREATE TABLE IF NOT EXISTS calls (
+        call_id TEXT PRIMARY KEY,
+        start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, duration_ms INTEGER NOT NULL,
+        direction TEXT, sdk TEXT, sdk_version TEXT, app TEXT, app_version TEXT, platform TEXT,
+        network TEXT, media TEXT, labels TEXT, source TEXT,
+        rest_sent_ms INTEGER, ringing_ms INTEGER, answer_ms INTEGER, media_ms INTEGER,
+        ice_outcome TEXT, ice_disconnects INTEGER, ice_disconnected_ms INTEGER, ip_changes INTEGER,
+        reconnects INTEGER, local_candidate_type TEXT, remote_candidate_type TEXT, transport TEXT,
+        relay_used INTEGER,
+        end_reason TEXT, end_status_code INTEGER, end_status_text TEXT, sip_status INTEGER, sip_reason TEXT,
+        audio_codec TEXT, video_codec TEXT,
+        mos_cq REAL, mos_lq REAL, r_factor REAL, mos_worst REAL, video_score REAL, video_score_worst REAL,
+        loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL, concealment_pct REAL,
+        sdk_quality_mean REAL, sdk_quality_min REAL, clock_skew_ms INTEGER,
+        grade TEXT NOT NULL, grade_reason TEXT, finding_count INTEGER NOT NULL,
+        complete INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
+
+    CREATE TABLE IF NOT EXISTS streams (
+        call_id TEXT NOT NULL, stream_id TEXT NOT NULL, ssrc INTEGER, direction TEXT, kind TEXT,
+        codec TEXT, clock_rate INTEGER, source TEXT, start_ts INTEGER, end_ts INTEGER,
+        packets INTEGER, bytes INTEGER, packets_lost INTEGER, loss_pct REAL,
+        jitter_mean_ms REAL, jitter_max_ms REAL, rtt_mean_ms REAL, bitrate_kbps REAL,
+        concealment_pct REAL, mos_mean REAL, mos_min REAL,
+        fps_mean REAL, width_max INTEGER, height_max INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
+        video_score_mean REAL, quality_limitation TEXT, counter_resets INTEGER,
+        PRIMARY KEY (call_id, stream_id)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE IF NOT EXISTS intervals (
+        call_id TEXT NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
+        packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
+        bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
+        r_factor REAL, mos_cq REAL, mos_lq REAL,
+        fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
+        video_score REAL, quality_limitation TEXT
+    );
+    CREATE INDEX IF NOT EXISTS intervals_call ON intervals(call_id, stream_id, start_ts);
+
+    CREATE TABLE IF NOT EXISTS events (
+        call_id TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
+        action TEXT, type TEXT, detail TEXT
+    );
+    CREATE INDEX IF NOT EXISTS events_call ON events(call_id, ts);
+
+    CREATE TABLE IF NOT EXISTS findings (
+        call_id TEXT NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL,
+        start_ts INTEGER NOT NULL, duration_ms INTEGER NOT NULL, stream_id TEXT, value REAL, detail TEXT
+    );
+    CREATE INDEX IF NOT EXISTS findings_call ON findings(call_id);
+    CREATE INDEX IF NOT EXISTS findings_code ON findings(code, start_ts);
+
+    CREATE TABLE IF NOT EXISTS call_material (
+        call_id  TEXT PRIMARY KEY,
+        material BLOB NOT NULL
+    );
+    """
+
+    static var rollupTable: String {
+        let metrics = rollupMetricColumns.map { "\($0) REAL" }.joined(separator: ", ")
+        return """
+        CREATE TABLE IF NOT EXISTS rollups (
+            period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
+            calls INTEGER NOT NULL, good INTEGER NOT NULL, fair INTEGER NOT NULL, poor INTEGER NOT NULL,
+            no_media INTEGER NOT NULL, minutes REAL NOT NULL,
+            \(metrics),
+            PRIMARY KEY (period, bucket_ts, dimension, value)
+        ) WITHOUT ROWID;
+        """
+    }
+
+    /// The questions people ask first, as views.
+    static let views = """
+    CREATE VIEW IF NOT EXISTS worst_calls AS
+        SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
+               grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
+               round(jitter_ms, 1) AS jitter_ms, round(rtt_ms) AS rtt_ms, network, platform, grade_reason
+        FROM calls WHERE grade != 'good'
+        ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
+
+    CREATE VIEW IF NOT EXISTS worst_calls_last_day AS
+        SELECT * FROM worst_calls
+        WHERE started >= datetime((SELECT max(start_ts) FROM calls) / 1000 - 86400, 'unixepoch');
+
+    CREATE VIEW IF NOT EXISTS poor_share_by_network AS
+        SELECT network, count(*) AS calls,
+               sum(grade = 'poor') AS poor, sum(grade = 'no_media') AS no_media,
+               round(100.0 * sum(grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
+               round(avg(mos_cq), 2) AS mos_mean
+        FROM calls GROUP BY network ORDER BY poor_pct DESC;
+
+    CREATE VIEW IF NOT EXISTS setup_p95_by_app_version AS
+        WITH ranked AS (
+            SELECT app || ' ' || app_version AS app_version, media_ms,
+                   row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
+                   count(*) OVER (PARTITION BY app, app_version) AS n
+            FROM calls WHERE media_ms IS NOT NULL)
+        SELECT app_version, max(n) AS calls,
+               min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
+               min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
+        FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
+
+    CREATE VIEW IF NOT EXISTS findings_summary AS
+        SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
+               round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
+        FROM findings GROUP BY code, severity ORDER BY calls DESC;
+
+    CREATE VIEW IF NOT EXISTS daily_quality AS
+        SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media,
+               round(100.0 * (poor + no_media) / calls, 1) AS poor_pct,
+               round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
+        FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
+    """
+
+    /// Creates or upgrades the schema. A newer database than this program knows is refused.
+    static func migrate(_ db: Database) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
+        if let current, current > version {
+            throw StoreError.newerSchema(path: db.path, found: current, supported: version)
+        }
+        try db.transaction {
+            try db.execute(tables)
+            try db.execute(rollupTable)
+            try db.execute(views)
+            try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
+        }
+    }
+}
+
+public enum StoreError: Error, CustomStringConvertible {
+    case newerSchema(path: String, found: Int, supported: Int)
+    case locked(path: String, holder: String)
+    case notADatabase(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .newerSchema(let p, let f, let s):
+            "\(p) has schema version \(f), newer than this callstats understands (\(s)); upgrade callstats"
+        case .locked(let p, let h):
+            "\(p) is being written by another callstats analyze (\(h)); wait for it to finish or use another --db"
+        case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import ArgumentParser
+import Store
+
+/// `callstats query`: SQL over the analysis database, printed for people or programs.
+struct QueryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Run SQL against an analysis database and print the result.",
+        discussion: """
+            The database is opened read-only. Tables and views are described in Data/SCHEMA.md.
+
+            Examples:
+              callstats query "SELECT * FROM poor_share_by_network"
+              callstats query --format csv "SELECT call_id, mos_cq FROM calls WHERE grade = 'poor'"
+              callstats query --format json "SELECT * FROM worst_calls LIMIT 5"
+            """)
+
+    @Argument(help: "One SQL statement.")
+    var sql: String
+
+    @Option(name: .long, help: "The analysis database.")
+    var db = "callstats.sqlite"
+
+    @Option(help: "table (aligned, for people), csv, or json (an array of objects).")
+    var format: OutputFormat = .table
+
+    @Option(help: "Print at most this many rows.")
+    var limit: Int = 10_000
+
+    func run() throws {
+        let store = try CallStore(path: db, forWriting: false)
+        let result = try store.db.query(sql, limit: limit)
+        var out = OutputBuffer()
+        for line in ResultFormatter.render(result, as: format) { out.line(line) }
+        out.flush()
+    }
+}
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, csv, json
+}
+
+/// Renders query results as aligned text, CSV (RFC 4180) or JSON.
+enum ResultFormatter {
+    static func render(_ r: QueryResult, as format: OutputFormat) -> [String] {
+        switch format {
+        case .table: table(r)
+        case .csv: csv(r)
+        case .json: [json(r)]
+        }
+    }
+
+    static func cell(_ v: SQLValue) -> String {
+        switch v {
+        case .null: ""
+        case .real(let d):
+            // Enough digits to read, not the binary noise of a double.
+            d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(format3(d))
+        default: v.description
+        }
+    }
+
+    static func format3(_ d: Double) -> String {
+        let scaled = (d * 1000).rounded() / 1000
+        return scaled.description
+    }
+
+    static func table(_ r: QueryResult) -> [String] {
+        let cells = r.rows.map { $0.map(cell) }
+        var widths = r.columns.map(\.count)
+        for row in cells { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
+        let numeric = r.columns.indices.map { i in
+            r.rows.contains { if case .integer = $0[i] { true } else if case .real = $0[i] { true } else { false } }
+        }
+        func pad(_ s: String, _ i: Int) -> String {
+            let fill = String(repeating: " ", count: widths[i] - s.count)
+            return numeric[i] ? fill + s : s + fill
+        }
+        var lines = [r.columns.indices.map { pad(r.columns[$0], $0) }.joined(separator: "  ")]
+        lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+        for row in cells { lines.append(row.indices.map { pad(row[$0], $0) }.joined(separator: "  ")) }
+        lines.append("(\(r.rows.count) row\(r.rows.count == 1 ? "" : "s"))")
+        return lines
+    }
+
+    static func csv(_ r: QueryResult) -> [String] {
+        func quote(_ s: String) -> String {
+            s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+                ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        }
+        return [r.columns.map(quote).joined(separator: ",")] + r.rows.map { $0.map { quote(cell($0)) }.joined(separator: ",") }
+    }
+
+    static func json(_ r: QueryResult) -> String {
+        var out = "["
+        for (n, row) in r.rows.enumerated() {
+            out += n == 0 ? "{" : ",{"
+            for (i, v) in row.enumerated() {
+                if i > 0 { out += "," }
+                out += jsonString(r.columns[i]) + ":"
+                switch v {
+                case .null: out += "null"
+                case .integer(let x): out += String(x)
+                case .real(let d): out += d.isFinite ? String(d) : "null"
+                case .text(let s): out += jsonString(s)
+                case .blob(let b): out += jsonString("<\(b.count) bytes>")
+                }
+            }
+            out += "}"
+        }
+        return out + "]"
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Exit codes, so scripts can tell "ran, but skipped some input" from failure.
+enum ExitStatus {
+    static let ok: Int32 = 0
+    static let failure: Int32 = 1
+    /// The run finished but some input was skipped (damaged, malformed); details on stderr.
+    static let skippedInput: Int32 = 3
+}
+
+/// Writing to the terminal without Foundation's buffering surprises.
+enum Terminal {
+    static var isInteractive: Bool { isatty(2) == 1 }
+
+    static func error(_ message: String) {
+        let line = Array((message + "\n").utf8)
+        line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// A status line that rewrites itself on a terminal (progress), and nothing elsewhere.
+    static func status(_ message: String) {
+        guard isInteractive else { return }
+        let line = Array(("\r\u{1B}[2K" + message).utf8)
+        line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
+    static func clearStatus() {
+        guard isInteractive else { return }
+        let line = Array("\r\u{1B}[2K".utf8)
+        line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+/// Buffered standard output: one write per 64 KiB instead of one per line.
+struct OutputBuffer {
+    private var bytes: [UInt8] = []
+
+    mutating func line(_ s: String) {
+        bytes.append(contentsOf: s.utf8)
+        bytes.append(0x0A)
+        if bytes.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + off, bytes.count - off) }
+            if n <= 0 { break }  // closed pipe (e.g. `| head`): stop quietly
+            off += n
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
