@@ -7,6 +7,7 @@ import PackageDescription
 //   Collector, Simulator, Capture,    producers and consumers of the format, side by side
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
 //   Store                             SQLite schema and writer for analysis results
+//   Ingest                            the analyze job: log files -> calls -> database, incrementally
 //   callstats                         the command line, wiring the above
 let package = Package(
     name: "callstats",
@@ -31,8 +32,9 @@ let package = Package(
         .target(name: "Quality"),
         .target(name: "Analysis", dependencies: ["CallLog", "Quality"]),
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
+        .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Collector", "Simulator", "Capture", "Analysis", "Store",
+            "CallLog", "Collector", "Simulator", "Capture", "Analysis", "Store", "Ingest",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -44,6 +46,7 @@ let package = Package(
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
     ]
 )

@@ -113,8 +113,6 @@ public final class CallStore {
 
     public func storedCall(_ callID: String) throws -> StoredCall? {
         guard let row = try db.rows("SELECT complete, start_ts, end_ts FROM calls WHERE call_id = ?", [.text(callID)]).first else {
-            // Material without a call row: a run stopped between the two writes of a batch cannot
-            // happen (one transaction), but material alone is still usable.
             if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)]) {
                 return StoredCall(complete: false, startTs: 0, endTs: 0, material: m)
             }
@@ -127,8 +125,9 @@ public final class CallStore {
         return StoredCall(complete: row[0].int64 == 1, startTs: row[1].int64 ?? 0, endTs: row[2].int64 ?? 0, material: material)
     }
 
-    /// Replaces everything stored for the call with `analysis`. `material` is kept only for calls
-    /// that have not ended, so a later file can continue them; ended calls drop it to save space.
+    /// Replaces everything stored for the call with `analysis`. `material` (the call's compact
+    /// accumulated inputs) is kept for every call: records of a call that arrive later — a
+    /// continuation in a new file, or the same records again — merge with it exactly.
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?) throws {
         let id = analysis.call.callID
         for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
@@ -148,7 +147,7 @@ public final class CallStore {
                 """, [f.callID.sqlValue, f.code.sqlValue, f.severity.rawValue.sqlValue, f.startTs.sqlValue,
                       f.durationMs.sqlValue, f.streamID.sqlValue, f.value.sqlValue, f.detail.sqlValue])
         }
-        if !complete, let material {
+        if let material {
             try db.run("INSERT INTO call_material(call_id, material) VALUES (?, ?)", [.text(id), .blob(material)])
         }
     }

@@ -1,0 +1,132 @@
+import Analysis
+import Foundation
+import Store
+import TestSupport
+import XCTest
+
+final class StoreTests: XCTestCase {
+    var dir: URL!
+    var path: String { dir.appendingPathComponent("t.sqlite").path }
+    override func setUp() { dir = TestPaths.temporaryDirectory("store") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    static let hour: Int64 = 3_600_000
+    static let base: Int64 = 1_795_300_000_000 / 86_400_000 * 86_400_000  // a UTC midnight
+
+    func call(_ id: String, start: Int64, mos: Double?, grade: Grade, network: String = "wifi", setup: Int64? = 900) -> CallAnalysis {
+        var c = CallSummary(callID: id, startTs: start, endTs: start + 60_000)
+        c.network = network
+        c.mosCQ = mos
+        c.mosWorst = mos
+        c.grade = grade
+        c.mediaMs = setup
+        c.app = "demo"
+        c.appVersion = "1.0"
+        var s = StreamSummary(callID: id, streamID: "a:inbound:audio:1", ssrc: 1, direction: .inbound, kind: .audio,
+                              source: "w3c", startTs: start, endTs: start + 60_000)
+        s.packets = 3000
+        var i = IntervalMetrics(callID: id, streamID: s.streamID, startTs: start, endTs: start + 10_000)
+        i.mosCQ = mos
+        i.lossPct = .nan  // not a measurement: must be stored as NULL
+        let f = Finding(callID: id, code: "high_loss", severity: .warn, startTs: start, durationMs: 30_000, value: 2.5, detail: "loss 2.5 %")
+        return CallAnalysis(call: c, streams: [s], intervals: [i],
+                            events: [CallEvent(callID: id, ts: start, kind: "event", action: "callMetric", type: "callCreate")],
+                            findings: [f])
+    }
+
+    func testEveryColumnIsDocumented() throws {
+        let store = try CallStore(path: path)
+        let doc = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("Data/SCHEMA.md"), encoding: .utf8)
+        let tables = try store.db.rows("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").compactMap { $0[0].string }
+        XCTAssertTrue(tables.contains("rollups"))
+        for table in tables {
+            XCTAssertTrue(doc.contains("`\(table)`"), "\(table) is not in SCHEMA.md")
+            for col in try store.db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap({ $0[0].string }) {
+                // Percentile columns are documented by pattern (mos_p5 … mos_p99).
+                let pattern = col.replacingOccurrences(of: #"_p(5|50|90|95|99)$"#, with: "_p5", options: .regularExpression)
+                XCTAssertTrue(doc.contains("`\(col)`") || doc.contains("`\(pattern)`"),
+                              "\(table).\(col) is not in SCHEMA.md")
+            }
+        }
+    }
+
+    func testWriteReplacesACallWhole() throws {
+        let store = try CallStore(path: path)
+        try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: false, material: [1, 2, 3])
+        try store.write(call("c1", start: Self.base, mos: 2.9, grade: .poor), complete: true, material: [4])
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT mos_cq FROM calls")?.double, 2.9)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM intervals")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM findings")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT loss_pct FROM intervals"), .null)
+        let stored = try store.storedCall("c1")
+        XCTAssertEqual(stored?.complete, true)
+        XCTAssertEqual(stored?.material, [4])
+    }
+
+    func testRollupsMatchHandComputedPercentiles() throws {
+        let store = try CallStore(path: path)
+        // Ten calls in one hour with MOS 1.5, 1.8, ... ; two on cellular.
+        let moses = [4.3, 4.2, 4.1, 4.0, 3.9, 3.5, 3.0, 2.5, 1.8, 1.5]
+        for (n, m) in moses.enumerated() {
+            let g: Grade = m >= 4 ? .good : m >= 3.5 ? .fair : .poor
+            try store.write(call("c\(n)", start: Self.base + Int64(n) * 60_000, mos: m, grade: g,
+                                 network: n < 8 ? "wifi" : "cellular", setup: Int64(500 + 100 * n)), complete: true, material: nil)
+        }
+        try store.write(call("other-day", start: Self.base + 30 * Self.hour, mos: nil, grade: .noMedia), complete: true, material: nil)
+        try store.rebuildAllRollups()
+        let row = try store.db.rows("""
+            SELECT calls, good, fair, poor, no_media, mos_n, mos_p5, mos_p50, mos_p95, setup_p95, round(mos_mean, 4)
+            FROM rollups WHERE period = 'hour' AND bucket_ts = ? AND dimension = 'all'
+            """, [.integer(Self.base)]).first
+        // Sorted MOS: 1.5 1.8 2.5 3.0 3.5 3.9 4.0 4.1 4.2 4.3; nearest rank p5 → 1st, p50 → 5th, p95 → 10th.
+        XCTAssertEqual(row, [.integer(10), .integer(4), .integer(2), .integer(4), .integer(0), .real(10), .real(1.5), .real(3.5), .real(4.3), .real(1400), .real(3.28)])
+        let cellular = try store.db.rows("SELECT calls, poor FROM rollups WHERE period = 'day' AND dimension = 'network' AND value = 'cellular'")
+        XCTAssertEqual(cellular, [[.integer(2), .integer(2)]])
+        XCTAssertEqual(try store.db.scalar("SELECT count(DISTINCT bucket_ts) FROM rollups WHERE period = 'day'")?.int64, 2)
+        // Views answer the first questions.
+        let share = try store.db.rows("SELECT network, calls, poor_pct FROM poor_share_by_network WHERE network = 'cellular'")
+        XCTAssertEqual(share, [[.text("cellular"), .integer(2), .real(100)]])
+        let setup = try store.db.rows("SELECT app_version, calls, setup_p95_ms FROM setup_p95_by_app_version")
+        XCTAssertEqual(setup, [[.text("demo 1.0"), .integer(11), .integer(1400)]])
+        XCTAssertEqual(try store.db.scalar("SELECT call_id FROM worst_calls LIMIT 1")?.string, "other-day")
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM worst_calls_last_day")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT calls FROM findings_summary WHERE code = 'high_loss'")?.int64, 11)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM daily_quality")?.int64, 2)
+    }
+
+    func testNearestRank() {
+        XCTAssertNil(CallStore.nearestRank([], 0.5))
+        XCTAssertEqual(CallStore.nearestRank([7], 0.99), 7)
+        XCTAssertEqual(CallStore.nearestRank([1, 2, 3, 4], 0.5), 2)
+        XCTAssertEqual(CallStore.nearestRank([1, 2, 3, 4], 0.51), 3)
+        XCTAssertEqual(CallStore.nearestRank(Array(1...100).map(Double.init), 0.95), 95)
+    }
+
+    func testSecondWriterIsRefusedClearly() throws {
+        let first = try CallStore(path: path)
+        XCTAssertThrowsError(try CallStore(path: path)) { error in
+            XCTAssertTrue("\(error)".contains("being written by another callstats analyze"), "\(error)")
+        }
+        // Readers are not blocked.
+        XCTAssertNoThrow(try CallStore(path: path, forWriting: false))
+        _ = first
+    }
+
+    func testNewerSchemaIsRefusedAndGarbageIsNotADatabase() throws {
+        do {
+            let store = try CallStore(path: path)
+            try store.db.run("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+        }
+        XCTAssertThrowsError(try CallStore(path: path)) { XCTAssertTrue("\($0)".contains("schema version 99"), "\($0)") }
+        let junk = dir.appendingPathComponent("junk.sqlite").path
+        try Data(repeating: 0x42, count: 4096).write(to: URL(fileURLWithPath: junk))
+        XCTAssertThrowsError(try CallStore(path: junk)) { XCTAssertTrue("\($0)".contains("not a callstats database"), "\($0)") }
+    }
+
+    func testValuesFromLogsCannotInjectSQL() throws {
+        let store = try CallStore(path: path)
+        try store.write(call("x'); DROP TABLE calls; --", start: Self.base, mos: 4, grade: .good), complete: true, material: nil)
+        XCTAssertEqual(try store.db.scalar("SELECT call_id FROM calls")?.string, "x'); DROP TABLE calls; --")
+    }
+}
