@@ -75,6 +75,21 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     public init(nilLiteral: ()) { self = .null }
 }
 
+extension JSONValue {
+    /// Equality as JSON defines it: arrays ordered, object members unordered.
+    public func isEquivalent(to other: JSONValue) -> Bool {
+        switch (self, other) {
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.isEquivalent(to: $1) }
+        case (.object(let a), .object(let b)):
+            guard a.count == b.count else { return false }
+            return a.entries.allSatisfy { e in b[e.key].map { e.value.isEquivalent(to: $0) } ?? false }
+        default:
+            return self == other
+        }
+    }
+}
+
 // MARK: - Serialisation
 
 extension JSONValue {

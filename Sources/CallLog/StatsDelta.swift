@@ -2,8 +2,11 @@
 ///
 /// A getStats report repeats ~90 % of itself every poll (certificates, codecs, candidates,
 /// unchanged counters), so the writer stores the first snapshot of a chain in full and then
-/// deltas; the reader rebuilds every full snapshot exactly (equal as JSON values, objects and
-/// keys in their original order). A chain is one (call, peer connection, format) inside one
+/// deltas; the reader rebuilds every full snapshot exactly: equal as JSON values, with the
+/// report's objects in their original order. Members of an object are unordered in JSON
+/// (RFC 8259) and Chrome does not keep them in a stable order between polls, so member order
+/// is not carried (it cost a tenth of the log); a changed member keeps its place, a new one
+/// is appended. A chain is one (call, peer connection, format) inside one
 /// file segment: the writer starts every segment with full snapshots, so a segment never
 /// depends on another and a damaged segment loses nothing outside itself.
 ///
@@ -12,8 +15,11 @@
 /// - `t`: the timestamp most objects carry now. Every kept object whose timestamp equalled the
 ///   previous snapshot's `t` moves to this `t` without being listed.
 /// - `set`: `{id: {field: value}}` changed fields; object values merge recursively.
-/// - `inc`: `{id: {field: n}}` integer fields that grew or shrank by n (shorter than the value).
-/// - `put`: whole objects, new or replaced (a replaced one lost a field).
+/// - `inc`: `{id: {field: d}}` numbers that changed by d: the reader computes `old + d` in IEEE
+///   double arithmetic, and the writer uses `inc` only when that gives the new value bit for bit
+///   and `d` is shorter to write than the value (counters, cumulative durations, timestamps).
+/// - `unset`: `{id: [field]}` fields no longer present.
+/// - `put`: whole objects that are new.
 /// - `del`: ids no longer present.
 /// - `order`: all ids in order, only when the natural order (kept ones, then new) is wrong.
 public struct StatsChainKey: Hashable, Sendable {
@@ -114,14 +120,16 @@ public struct StatsDeltaEncoder {
     }
 
     static func diff(from old: Snapshot, to new: Snapshot) -> JSONObject {
-        var set = JSONObject(), inc = JSONObject(), put = [JSONValue](), del = [JSONValue]()
+        var set = JSONObject(), inc = JSONObject(), unset = JSONObject()
+        var put = [JSONValue](), del = [JSONValue]()
         for o in new.objects {
             let id = o["id"]!.stringValue!
             guard let oi = old.index[id] else { put.append(.object(o)); continue }
             let before = advanced(old.objects[oi], from: old.t, to: new.t)
-            guard let (s, n) = fieldDiff(before, o) else { put.append(.object(o)); continue }
-            if !s.isEmpty { set[id] = .object(s) }
-            if !n.isEmpty { inc[id] = .object(n) }
+            let change = fieldDiff(before, o)
+            if !change.set.isEmpty { set[id] = .object(change.set) }
+            if !change.inc.isEmpty { inc[id] = .object(change.inc) }
+            if !change.unset.isEmpty { unset[id] = .array(change.unset.map { .string($0) }) }
         }
         for o in old.objects {
             let id = o["id"]!.stringValue!
@@ -131,6 +139,7 @@ public struct StatsDeltaEncoder {
         if let t = new.t { d["t"] = t }
         if !set.isEmpty { d["set"] = .object(set) }
         if !inc.isEmpty { d["inc"] = .object(inc) }
+        if !unset.isEmpty { d["unset"] = .object(unset) }
         if !put.isEmpty { d["put"] = .array(put) }
         if !del.isEmpty { d["del"] = .array(del) }
         let natural = naturalOrder(old: old, newIDs: Set(new.index.keys), added: put.compactMap { v -> String? in
@@ -142,30 +151,70 @@ public struct StatsDeltaEncoder {
         return d
     }
 
-    /// Changed fields of `new` relative to `old`, split into plain sets and integer increments;
-    /// nil when `new` lacks a field of `old` (the object is then written whole).
-    static func fieldDiff(_ old: JSONObject, _ new: JSONObject) -> (JSONObject, JSONObject)? {
+    struct FieldChange {
         var set = JSONObject(), inc = JSONObject()
-        // Merging appends new keys, so the result keeps key order only if `new` starts with
-        // exactly `old`'s keys; otherwise (a lost or moved key) the object is written whole.
-        guard new.entries.count >= old.entries.count,
-              zip(old.entries, new.entries).allSatisfy({ $0.key == $1.key }) else { return nil }
+        var unset: [String] = []
+    }
+
+    /// What turns `old` into `new`: changed fields (nested objects merged), integer increments,
+    /// removed fields.
+    static func fieldDiff(_ old: JSONObject, _ new: JSONObject) -> FieldChange {
+        var c = FieldChange()
         for e in new.entries {
-            guard let before = old[e.key] else { set.entries.append(e); continue }
+            guard let before = old[e.key] else { c.set.entries.append(e); continue }
             if before == e.value { continue }
             if case .object(let bo) = before, case .object(let no) = e.value {
-                guard let (s, n) = fieldDiff(bo, no) else { return nil }
-                // Nested increments are rare; fold them into the nested set for simplicity.
-                var merged = s
-                for ne in n.entries { merged[ne.key] = no[ne.key] }
-                set.entries.append((key: e.key, value: .object(merged)))
-            } else if let a = before.exactInteger, let b = e.value.exactInteger {
-                inc.entries.append((key: e.key, value: .number(Double(b - a))))
+                let nested = fieldDiff(bo, no)
+                if nested.unset.isEmpty {
+                    // Nested increments are rare; carry them as plain values.
+                    var merged = nested.set
+                    for ne in nested.inc.entries { merged[ne.key] = no[ne.key] }
+                    c.set.entries.append((key: e.key, value: .object(merged)))
+                } else {
+                    c.set.entries.append(e)  // replaced whole: objects in `set` merge, so clear first
+                    c.unset.append(e.key)
+                }
+            } else if case .number(let a) = before, case .number(let b) = e.value,
+                      let d = StatsDeltaEncoder.shortestAddend(from: a, to: b) {
+                c.inc.entries.append((key: e.key, value: .number(d)))
             } else {
-                set.entries.append(e)
+                c.set.entries.append(e)
             }
         }
-        return (set, inc)
+        for e in old.entries where new[e.key] == nil { c.unset.append(e.key) }
+        return c
+    }
+
+    /// The number with the shortest text whose IEEE sum with `a` is exactly `b`, when it is
+    /// shorter to write than `b` itself.
+    static func shortestAddend(from a: Double, to b: Double) -> Double? {
+        guard a.isFinite, b.isFinite else { return nil }
+        let exact = b - a
+        guard exact.isFinite, exact != 0 else { return nil }
+        let limit = numberText(b).count
+        var best: Double?
+        var bestLength = limit
+        if a + exact == b, numberText(exact).count < bestLength {
+            best = exact
+            bestLength = numberText(exact).count
+        }
+        // Fewer significant digits often still land on the same double.
+        let magnitude = (abs(exact)).log10Floor
+        for digits in 1...15 {
+            let scale = pow10(digits - 1 - magnitude)
+            let candidate = scale.isFinite && scale > 0 ? (exact * scale).rounded() / scale : exact
+            guard candidate.isFinite, a + candidate == b else { continue }
+            let length = numberText(candidate).count
+            if length < bestLength { best = candidate; bestLength = length }
+            break
+        }
+        return best
+    }
+
+    static func numberText(_ d: Double) -> [UInt8] {
+        var out = [UInt8]()
+        JSONValue.writeNumber(d, to: &out)
+        return out
     }
 
     static func advanced(_ o: JSONObject, from oldT: JSONValue?, to newT: JSONValue?) -> JSONObject {
@@ -258,6 +307,7 @@ public struct StatsDeltaDecoder {
         if case .array(let ids)? = d["del"] { for v in ids { if let s = v.stringValue { deleted.insert(s) } } }
         let set = d["set"]?.objectValue ?? JSONObject()
         let inc = d["inc"]?.objectValue ?? JSONObject()
+        let unset = d["unset"]?.objectValue ?? JSONObject()
 
         var objects = [JSONObject]()
         objects.reserveCapacity(old.objects.count + added.count)
@@ -265,11 +315,17 @@ public struct StatsDeltaDecoder {
             guard let id = o["id"]?.stringValue, !deleted.contains(id) else { continue }
             if let p = putByID[id] { objects.append(p); continue }
             var cur = StatsDeltaEncoder.advanced(o, from: old.t, to: t)
+            if case .array(let gone)? = unset[id] {
+                let names = Set(gone.compactMap(\.stringValue))
+                cur.entries.removeAll { names.contains($0.key) }
+            }
             if case .object(let s)? = set[id] { merge(s, into: &cur) }
             if case .object(let n)? = inc[id] {
                 for e in n.entries {
-                    guard let a = cur[e.key]?.exactInteger, let b = e.value.exactInteger else { throw .malformed("inc on a non-integer field \(e.key)") }
-                    cur[e.key] = .number(Double(a + b))
+                    guard case .number(let a)? = cur[e.key], case .number(let b) = e.value else {
+                        throw .malformed("inc on a non-number field \(e.key)")
+                    }
+                    cur[e.key] = .number(a + b)
                 }
             }
             objects.append(cur)
@@ -300,4 +356,21 @@ public struct StatsDeltaDecoder {
             }
         }
     }
+}
+
+extension Double {
+    /// ⌊log10 |x|⌋ for finite non-zero x, without Foundation.
+    var log10Floor: Int {
+        var x = abs(self), e = 0
+        while x >= 10 { x /= 10; e += 1 }
+        while x < 1 { x *= 10; e -= 1 }
+        return e
+    }
+}
+
+/// 10^n as a double, exact for the small n used here.
+func pow10(_ n: Int) -> Double {
+    var r = 1.0
+    if n >= 0 { for _ in 0..<n { r *= 10 } } else { for _ in 0..<(-n) { r /= 10 } }
+    return r
 }

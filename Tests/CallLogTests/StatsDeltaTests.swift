@@ -20,7 +20,8 @@ final class StatsDeltaTests: XCTestCase {
             let restored = try decoder.decode(reparsed)
             let got = restored["report"]?.arrayValue ?? []
             XCTAssertEqual(got.count, s.stats.count, "object count at \(s.time) side \(s.side)")
-            for (g, w) in zip(got, s.stats) where g != w {
+            XCTAssertTrue(JSONValue.array(got).isEquivalent(to: .array(s.stats)))
+            for (g, w) in zip(got, s.stats) where !g.isEquivalent(to: w) {
                 XCTFail("side \(s.side) at \(s.time): restored \(g.serialized()) != original \(w.serialized())")
                 break
             }
