@@ -1,0 +1,122 @@
+import XCTest
+@testable import Quality
+
+final class EModelTests: XCTestCase {
+    func testDefaultsGiveTheG107Rating() {
+        let b = EModel.breakdown(EModelParameters())
+        XCTAssertEqual(b.rating, 93.206208, accuracy: 1e-5)
+        XCTAssertEqual(b.basicSignalToNoise, 94.768822, accuracy: 1e-5)
+        XCTAssertEqual(b.simultaneousImpairment, 1.413568, accuracy: 1e-5)
+        XCTAssertEqual(b.overallLoudnessImpairment, 0.440178, accuracy: 1e-5)
+        XCTAssertEqual(b.sidetoneImpairment, -0.000715, accuracy: 1e-5)
+        XCTAssertEqual(b.quantizingImpairment, 0.974105, accuracy: 1e-5)
+        XCTAssertEqual(b.delayImpairment, 0.149046, accuracy: 1e-5)
+        XCTAssertEqual(b.listenerEchoImpairment, 0.149046, accuracy: 1e-5)
+        XCTAssertEqual(b.talkerEchoImpairment, 0, accuracy: 1e-12)
+        XCTAssertEqual(b.absoluteDelayImpairment, 0)
+        XCTAssertEqual(b.effectiveEquipmentImpairment, 0)
+        XCTAssertEqual(EModel.rating(EModelParameters()), 93.206208, accuracy: 1e-5)
+    }
+
+    /// Reference §1.4.3: defaults, T = Ta, Tr = 2·Ta, Ie = 0, no loss.
+    func testDelayTableFullAndSimplified() {
+        let rows: [(ta: Double, idd: Double, idFull: Double, rFull: Double, idSimplified: Double, rSimplified: Double)] = [
+            (0, 0.000, 0.149, 93.206, 0.000, 93.200),
+            (50, 0.000, 1.599, 91.756, 1.200, 92.000),
+            (100, 0.000, 2.692, 90.664, 2.400, 90.800),
+            (150, 0.164, 3.816, 89.539, 3.600, 89.600),
+            (177.3, 1.172, 5.303, 88.052, 4.255, 88.945),
+            (200, 3.044, 7.551, 85.805, 7.297, 85.903),
+            (250, 8.917, 14.178, 79.177, 13.997, 79.203),
+            (300, 14.761, 20.689, 72.666, 20.697, 72.503),
+            (400, 24.070, 31.108, 62.247, 34.097, 59.103),
+            (500, 30.636, 38.552, 54.803, 47.497, 45.703),
+        ]
+        for row in rows {
+            let p = EModelParameters.voip(
+                oneWayDelayMs: row.ta, codec: .g711WithPLC, packetLossPercent: 0, burstRatio: 1)
+            let b = EModel.breakdown(p)
+            XCTAssertEqual(b.absoluteDelayImpairment, row.idd, accuracy: 5e-4, "Idd at \(row.ta)")
+            XCTAssertEqual(b.delayImpairment, row.idFull, accuracy: 5e-4, "Id at \(row.ta)")
+            XCTAssertEqual(b.rating, row.rFull, accuracy: 5e-4, "R at \(row.ta)")
+            XCTAssertEqual(EModel.simplifiedDelayImpairment(oneWayDelayMs: row.ta), row.idSimplified, accuracy: 5e-4)
+            XCTAssertEqual(
+                EModel.simplifiedRating(oneWayDelayMs: row.ta, effectiveEquipmentImpairment: 0),
+                row.rSimplified, accuracy: 5e-4)
+        }
+    }
+
+    func testEchoFreeDelayLeavesOnlyIdd() {
+        var p = EModelParameters()
+        p.absoluteDelayMs = 150
+        let b = EModel.breakdown(p)
+        XCTAssertEqual(b.absoluteDelayImpairment, 0.164, accuracy: 5e-4)
+        XCTAssertEqual(b.rating, 93.04, accuracy: 5e-3)
+    }
+
+    func testAbsoluteDelayImpairmentDefaultClass() {
+        XCTAssertEqual(EModel.absoluteDelayImpairment(absoluteDelayMs: 100), 0)
+        XCTAssertEqual(EModel.absoluteDelayImpairment(absoluteDelayMs: 177.3), 1.172, accuracy: 5e-4)
+        // Exponent 6·sT, not amplet2's 6 − sT (which gives 1.66 here).
+        XCTAssertNotEqual(EModel.absoluteDelayImpairment(absoluteDelayMs: 177.3), 1.66, accuracy: 0.1)
+    }
+
+    func testMarkovLossExample() throws {
+        let loss = try XCTUnwrap(EModel.markovLoss(lossAfterReceived: 0.02, receivedAfterLoss: 0.5))
+        XCTAssertEqual(loss.packetLossPercent, 3.846, accuracy: 5e-4)
+        XCTAssertEqual(loss.burstRatio, 1.923, accuracy: 5e-4)
+        // Same burst ratio from the mean run length 1/q (reference §1.5).
+        XCTAssertEqual(StatsInputs.burstRatio(meanLossRunPackets: 2, lossPercent: loss.packetLossPercent),
+                       loss.burstRatio, accuracy: 1e-12)
+        XCTAssertNil(EModel.markovLoss(lossAfterReceived: 0, receivedAfterLoss: 0))
+    }
+
+    func testEffectiveEquipmentImpairment() {
+        // No loss: just Ie.
+        XCTAssertEqual(EModel.effectiveEquipmentImpairment(codec: .g729A, packetLossPercent: 0, burstRatio: 1), 11)
+        // G.711+PLC, 1 % random: 95·1/(1 + 25.1).
+        XCTAssertEqual(EModel.effectiveEquipmentImpairment(codec: .g711WithPLC, packetLossPercent: 1, burstRatio: 1),
+                       95.0 / 26.1, accuracy: 1e-12)
+        // G.729A, 2 % with BurstR 2: 11 + 84·2/(1 + 19).
+        XCTAssertEqual(EModel.effectiveEquipmentImpairment(codec: .g729A, packetLossPercent: 2, burstRatio: 2),
+                       11 + 84 * 2.0 / 20, accuracy: 1e-12)
+        // Bursty loss hurts more than random loss of the same amount.
+        XCTAssertGreaterThan(
+            EModel.effectiveEquipmentImpairment(codec: .opus, packetLossPercent: 5, burstRatio: 3),
+            EModel.effectiveEquipmentImpairment(codec: .opus, packetLossPercent: 5, burstRatio: 1))
+        // 100 % loss of a codec with Bpl 25.1 and random loss: 95·100/125.1.
+        XCTAssertEqual(EModel.effectiveEquipmentImpairment(codec: .opus, packetLossPercent: 100, burstRatio: 1),
+                       9500 / 125.1, accuracy: 1e-9)
+    }
+
+    func testVoIPScoresWithoutImpairment() {
+        let q = EModel.voip(oneWayDelayMs: 0, packetLossPercent: 0, burstRatio: 1, codec: .g711WithPLC)
+        XCTAssertEqual(q.rating, 93.206208, accuracy: 1e-5)
+        XCTAssertEqual(q.listeningRating, 93.206208, accuracy: 1e-5)
+        XCTAssertEqual(q.listeningMOS, q.conversationalMOS, accuracy: 1e-12)
+        XCTAssertEqual(q.simplifiedRating, 93.2, accuracy: 1e-12)
+        XCTAssertEqual(q.conversationalMOS, 4.409406, accuracy: 1e-5)
+    }
+
+    func testListeningQualityIgnoresDelay() {
+        let near = EModel.voip(oneWayDelayMs: 40, packetLossPercent: 2, burstRatio: 1.5, codec: .opus)
+        let far = EModel.voip(oneWayDelayMs: 400, packetLossPercent: 2, burstRatio: 1.5, codec: .opus)
+        let ieEff = EModel.effectiveEquipmentImpairment(codec: .opus, packetLossPercent: 2, burstRatio: 1.5)
+        // Listening R = R(Ta = 0) − Ie,eff = 93.206208 − Ie,eff.
+        XCTAssertEqual(near.listeningRating, 93.206208 - ieEff, accuracy: 1e-5)
+        XCTAssertEqual(far.listeningRating, near.listeningRating, accuracy: 1e-9)
+        XCTAssertEqual(far.listeningMOS, near.listeningMOS, accuracy: 1e-12)
+        XCTAssertLessThan(far.conversationalMOS, near.conversationalMOS)
+        XCTAssertGreaterThan(far.listeningMOS, far.conversationalMOS)
+    }
+
+    func testVoIPParametersFollowTheDelayConvention() {
+        let p = EModelParameters.voip(oneWayDelayMs: 80, codec: .g729A, packetLossPercent: 1, burstRatio: 2)
+        XCTAssertEqual(p.absoluteDelayMs, 80)
+        XCTAssertEqual(p.echoPathDelayMs, 80)
+        XCTAssertEqual(p.roundTripDelayMs, 160)
+        XCTAssertEqual(p.equipmentImpairment, 11)
+        XCTAssertEqual(p.packetLossRobustness, 19)
+        XCTAssertEqual(p.talkerEchoLoudnessRating, 65)
+    }
+}
