@@ -14,6 +14,9 @@
 /// applies to):
 /// - `t`: the timestamp most objects carry now. Every kept object whose timestamp equalled the
 ///   previous snapshot's `t` moves to this `t` without being listed.
+/// - Prediction: every number of a kept object is first predicted as its previous value plus
+///   its previous change (counters grow at a steady rate); only numbers that differ from the
+///   prediction are listed, in `inc` (relative to the prediction) or `set`.
 /// - `set`: `{id: {field: value}}` changed fields; object values merge recursively.
 /// - `inc`: `{id: {field: d}}` numbers that changed by d: the reader computes `old + d` in IEEE
 ///   double arithmetic, and the writer uses `inc` only when that gives the new value bit for bit
@@ -46,6 +49,8 @@ struct Snapshot {
     var index: [String: Int]
     var t: JSONValue?
     var seq: Int64
+    /// Per object id, each number's last change: the prediction for the next snapshot.
+    var rates: [String: [String: Double]] = [:]
 
     init?(report: [JSONValue], seq: Int64) {
         var objects = [JSONObject]()
@@ -97,11 +102,12 @@ public struct StatsDeltaEncoder {
         guard let key = StatsChainKey(record: record), case .array(let report)? = record["report"] else { return record }
         let previous = chains[key]
         let seq = (previous?.seq ?? -1) + 1
-        guard let current = Snapshot(report: report, seq: seq) else {
+        guard var current = Snapshot(report: report, seq: seq) else {
             // Objects without unique ids cannot be diffed; keep the chain broken so the next is full too.
             chains[key] = nil
             return record
         }
+        if let previous { StatsDeltaEncoder.computeRates(old: previous, new: &current) }
         chains[key] = current
         var full = record
         full.body["report"] = nil
@@ -125,7 +131,7 @@ public struct StatsDeltaEncoder {
         for o in new.objects {
             let id = o["id"]!.stringValue!
             guard let oi = old.index[id] else { put.append(.object(o)); continue }
-            let before = advanced(old.objects[oi], from: old.t, to: new.t)
+            let before = predicted(advanced(old.objects[oi], from: old.t, to: new.t), rates: old.rates[id])
             let change = fieldDiff(before, o)
             if !change.set.isEmpty { set[id] = .object(change.set) }
             if !change.inc.isEmpty { inc[id] = .object(change.inc) }
@@ -215,6 +221,41 @@ public struct StatsDeltaEncoder {
         var out = [UInt8]()
         JSONValue.writeNumber(d, to: &out)
         return out
+    }
+
+    /// Numbers moved on by their last change (both sides compute this identically).
+    static func predicted(_ o: JSONObject, rates: [String: Double]?) -> JSONObject {
+        guard let rates, !rates.isEmpty else { return o }
+        var out = o
+        for i in out.entries.indices {
+            if case .number(let v) = out.entries[i].value, let r = rates[out.entries[i].key] {
+                out.entries[i].value = .number(v + r)
+            }
+        }
+        return out
+    }
+
+    /// Each number's change from `old` to `new`, the next prediction's increments.
+    static func changeRates(from old: JSONObject, to new: JSONObject) -> [String: Double] {
+        var rates: [String: Double] = [:]
+        for e in new.entries {
+            guard case .number(let b) = e.value, case .number(let a)? = old[e.key] else { continue }
+            let r = b - a
+            if r != 0 && r.isFinite { rates[e.key] = r }
+        }
+        return rates
+    }
+
+    /// Fills `new.rates` from the previous snapshot (shared by encoder and decoder).
+    static func computeRates(old: Snapshot, new: inout Snapshot) {
+        var rates: [String: [String: Double]] = [:]
+        for o in new.objects {
+            guard let id = o["id"]?.stringValue, let oi = old.index[id] else { continue }
+            let before = advanced(old.objects[oi], from: old.t, to: new.t)
+            let r = changeRates(from: before, to: o)
+            if !r.isEmpty { rates[id] = r }
+        }
+        new.rates = rates
     }
 
     static func advanced(_ o: JSONObject, from oldT: JSONValue?, to newT: JSONValue?) -> JSONObject {
@@ -314,7 +355,7 @@ public struct StatsDeltaDecoder {
         for o in old.objects {
             guard let id = o["id"]?.stringValue, !deleted.contains(id) else { continue }
             if let p = putByID[id] { objects.append(p); continue }
-            var cur = StatsDeltaEncoder.advanced(o, from: old.t, to: t)
+            var cur = StatsDeltaEncoder.predicted(StatsDeltaEncoder.advanced(o, from: old.t, to: t), rates: old.rates[id])
             if case .array(let gone)? = unset[id] {
                 let names = Set(gone.compactMap(\.stringValue))
                 cur.entries.removeAll { names.contains($0.key) }
@@ -342,7 +383,7 @@ public struct StatsDeltaDecoder {
             objects = reordered
         }
         guard var snap = Snapshot(report: objects.map { .object($0) }, seq: seq) else { throw .malformed("duplicate ids") }
-        snap.seq = seq
+        StatsDeltaEncoder.computeRates(old: old, new: &snap)
         return snap
     }
 

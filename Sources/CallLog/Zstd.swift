@@ -32,6 +32,8 @@ public final class ZstdCompressor {
         self.level = level
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)
+        // A 1 MiB window bounds memory (apps, readers) at every level; logs gain nothing beyond it.
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, 20)
     }
 
     deinit { ZSTD_freeCCtx(cctx) }

@@ -12,8 +12,8 @@ final class LogSizeProbe: XCTestCase {
             let kept = rec.snapshots.filter { s in
                 let i = bySide[s.side, default: 0]; bySide[s.side] = i + 1; return i % every == 0
             }
-            for (delta, perFlush) in [(false, false), (true, false), (true, true), (false, true)] {
-                var o = LogWriter.Options(); o.deltaStats = delta; o.framePerFlush = perFlush
+            for (delta, perFlush, level) in [(false, false, 3), (true, false, 3), (true, false, 9), (true, false, 19), (false, false, 19)] as [(Bool, Bool, Int32)] {
+                var o = LogWriter.Options(); o.deltaStats = delta; o.framePerFlush = perFlush; o.compressionLevel = level
                 let path = NSTemporaryDirectory() + "/probe-\(every)-\(delta)-\(perFlush).ndjson.zst"
                 try? FileManager.default.removeItem(atPath: path)
                 let w = try LogWriter(path: path, options: o)
@@ -23,7 +23,7 @@ final class LogSizeProbe: XCTestCase {
                 }
                 try w.close()
                 let minutes = Double(rec.snapshots.last!.time - rec.snapshots.first!.time + 1000) / 60000
-                print("every \(every)s delta=\(delta) framePerFlush=\(perFlush): \(w.bytesWritten) B, text \(w.textBytes) B, \(String(format: "%.2f", Double(w.bytesWritten) / 1024 / 2 / minutes)) KiB/pc-min")
+                print("L\(level) every \(every)s delta=\(delta) framePerFlush=\(perFlush): \(w.bytesWritten) B, text \(w.textBytes) B, \(String(format: "%.2f", Double(w.bytesWritten) / 1024 / 2 / minutes)) KiB/pc-min")
             }
         }
     }
