@@ -78,7 +78,7 @@ extension CaptureSession {
         calls[number] = nil
         if callIndex[call.id] == number { callIndex[call.id] = nil }
         for f in call.flows where flowCalls[f] == number { flowCalls[f] = nil }
-        if call.byeNanos != nil, let id = call.sipCallID {
+        if call.byeNanos != nil, let id = call.sipCallID as String? {
             signalled = signalled.filter { $0.value.call != id }
         }
     }
@@ -87,17 +87,17 @@ extension CaptureSession {
 
     mutating func handleSIP(_ sip: SIPMessage, flow: FlowKey, at now: Int64) {
         counters.sipMessages += 1
-        guard let callID = sip.callID else { return }
-        if sip.method == "BYE", let c = callIndex[callID], calls[c] != nil {
+        let callID = sip.callID
+        if sip.method == "BYE", let callID, let c = callIndex[callID], calls[c] != nil {
             calls[c]!.byeNanos = now
             calls[c]!.lastActivityNanos = now
         }
         guard !sip.media.isEmpty else { return }
-        let number = sipCall(callID, at: now)
+        let number = callID.map { sipCall($0, at: now) }
         if signalled.count > 20_000 { signalled.removeAll() }  // bound; SDP is re-sent on re-INVITE
         for m in sip.media where m.port != 0 {
             guard let address = m.address else { continue }
-            if !calls[number]!.media.contains(m.media) { calls[number]!.media.append(m.media) }
+            if let number, !calls[number]!.media.contains(m.media) { calls[number]!.media.append(m.media) }
             let rtp = Endpoint(address: address, port: m.port)
             signalled[rtp] = SignalledMedia(
                 role: m.isRTP ? .rtp : .other, call: callID, media: m.media, rtpmap: m.rtpmap, secure: m.isSecure)

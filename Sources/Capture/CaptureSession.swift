@@ -33,7 +33,8 @@ public struct RTPStreamSummary: Sendable {
 struct SignalledMedia {
     enum Role { case rtp, rtcp, other }
     var role: Role
-    var call: String
+    /// The SIP Call-ID (or MGCP call identifier); nil when the carrier names no call.
+    var call: String?
     var media: String
     var rtpmap: [UInt8: PayloadFormat]
     var secure: Bool
@@ -148,6 +149,10 @@ public struct CaptureSession {
 
         if flow.source.port == 5060 || flow.destination.port == 5060 || SIPMessage.startsLikeSIP(p) {
             if let sip = SIPMessage.parse(p) { handleSIP(sip, flow: flow, at: now) }
+            return
+        }
+        if SIPMessage.gatewayControlPorts.contains(flow.source.port) || SIPMessage.gatewayControlPorts.contains(flow.destination.port) {
+            if let message = SIPMessage.parse(p, anyText: true) { handleSIP(message, flow: flow, at: now) }
             return
         }
         if !signalled.isEmpty, let media = signalled[flow.destination] ?? signalled[flow.source] {

@@ -84,7 +84,10 @@ public struct RTPStreamStatistics: Sendable {
     public private(set) var jitterComputed = false
     var lastTimeMs = 0.0
     var lastExtendedTimestamp: Int64 = 0
+    var firstExtendedTimestamp: Int64 = 0
+    /// Timestamp of the last packet that entered the jitter computation.
     var sequenceTimestamp: Int64 = 0
+    var lastDeltaMs = 0.0
     var previousPayloadType: UInt8 = 0
 
     public private(set) var wireshark = WiresharkSequenceView()
@@ -117,6 +120,7 @@ public struct RTPStreamStatistics: Sendable {
             seenWindow = (1, 0)
             lastExtendedTimestamp = 0x1_0000_0000 + Int64(h.timestamp)
             sequenceTimestamp = lastExtendedTimestamp
+            firstExtendedTimestamp = lastExtendedTimestamp
             lastTimeMs = timeMs
             previousPayloadType = h.payloadType
             wireshark = WiresharkSequenceView(
@@ -131,37 +135,40 @@ public struct RTPStreamStatistics: Sendable {
         let step = Int64(Int32(bitPattern: h.timestamp &- UInt32(truncatingIfNeeded: lastExtendedTimestamp)))
         let extendedTimestamp = lastExtendedTimestamp + step
         lastExtendedTimestamp = extendedTimestamp
-        let inTimeSequence = sequenceTimestamp <= extendedTimestamp
+        // Packets stamped before the stream's first packet (a sender restart, a stray late
+        // packet) are left out of the timing figures, as in Wireshark 4.0.
+        let inTimeSequence = firstExtendedTimestamp <= extendedTimestamp
         updateWiresharkSequence(h.sequenceNumber, inTimeSequence: inTimeSequence)
 
         let isComfortNoise = StaticPayloadTypes.isComfortNoise(h.payloadType)
         let followsComfortNoise = StaticPayloadTypes.isComfortNoise(previousPayloadType)
         previousPayloadType = h.payloadType
 
-        let deltaMs = timeMs - lastTimeMs
         var currentJitter = 0.0
-        if p.clockRate != 0 {
-            jitterComputed = true
-            // D(i,j) of RFC 3550 §6.4.1, against the last packet that was in timestamp order.
-            let nominalMs = Double(extendedTimestamp - sequenceTimestamp) * 1000 / Double(p.clockRate)
-            let difference = abs(timeMs - (lastTimeMs + nominalMs))
-            currentJitter = (15 * jitterMs + difference) / 16
-            jitterMs = currentJitter
+        if inTimeSequence {
+            lastDeltaMs = timeMs - lastTimeMs
+            if p.clockRate != 0 {
+                jitterComputed = true
+                // D(i,j) of RFC 3550 §6.4.1, in ms, against the last packet with a known clock
+                // rate: telephone events and unknown payload types do not move the reference.
+                let nominalMs = Double(extendedTimestamp - sequenceTimestamp) * 1000 / Double(p.clockRate)
+                let difference = abs(timeMs - (lastTimeMs + nominalMs))
+                currentJitter = (15 * jitterMs + difference) / 16
+                jitterMs = currentJitter
+                sequenceTimestamp = extendedTimestamp
+            }
+            lastTimeMs = timeMs
         }
         // "Regular" packets: not the first of a talkspurt, not comfort noise or right after it,
         // not out of timestamp order. Only these count towards the maxima and the mean.
         if !h.marker && !isComfortNoise && !followsComfortNoise && inTimeSequence {
-            if deltaMs > maxDeltaMs { maxDeltaMs = deltaMs }
-            if deltaMs > windowMaxDeltaMs { windowMaxDeltaMs = deltaMs }
+            if lastDeltaMs > maxDeltaMs { maxDeltaMs = lastDeltaMs }
+            if lastDeltaMs > windowMaxDeltaMs { windowMaxDeltaMs = lastDeltaMs }
             if p.clockRate != 0 {
                 if jitterMs > maxJitterMs { maxJitterMs = jitterMs }
                 if jitterMs > windowMaxJitterMs { windowMaxJitterMs = jitterMs }
                 meanJitterMs = (meanJitterMs * Double(packets - 1) + currentJitter) / Double(packets)
             }
-        }
-        if inTimeSequence {
-            lastTimeMs = timeMs
-            sequenceTimestamp = extendedTimestamp
         }
         wireshark.stopSequence = h.sequenceNumber
         packets += 1

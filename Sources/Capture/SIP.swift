@@ -41,17 +41,29 @@ public struct SIPMessage: Equatable, Sendable {
         return false
     }
 
-    public static func parse(_ p: UnsafeRawBufferPointer) -> SIPMessage? {
-        guard startsLikeSIP(p) else { return nil }
-        let text = String(decoding: p, as: UTF8.self)
-        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" })
-            .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
-        guard let start = lines.first else { return nil }
+    /// UDP ports of the gateway-control protocols that also carry SDP: MGCP (2427, 2727) and
+    /// Megaco/H.248 text (2944, 2945).
+    public static let gatewayControlPorts: Set<UInt16> = [2427, 2727, 2944, 2945]
+
+    /// Parses a SIP message; with `anyText`, any text message with an SDP body (MGCP's
+    /// `C:` call identifier is then taken as the Call-ID).
+    public static func parse(_ p: UnsafeRawBufferPointer, anyText: Bool = false) -> SIPMessage? {
+        guard anyText || startsLikeSIP(p) else { return nil }
+        // Split on LF bytes: as Characters, "\r\n" is one grapheme and never equals "\n".
+        var lines: [Substring] = []
+        var start = 0
+        for i in 0...p.count where i == p.count || p.u8(i) == 0x0A {
+            var end = i
+            if end > start, p.u8(end - 1) == 0x0D { end -= 1 }
+            lines.append(Substring(String(decoding: p.slice(from: start, count: end - start), as: UTF8.self)))
+            start = i + 1
+        }
+        guard let first = lines.first else { return nil }
         var message = SIPMessage(method: nil, statusCode: nil, callID: nil, media: [])
-        if start.hasPrefix("SIP/2.0 ") {
-            message.statusCode = Int(start.dropFirst(8).prefix(3))
+        if first.hasPrefix("SIP/2.0 ") {
+            message.statusCode = Int(first.dropFirst(8).prefix(3))
         } else {
-            message.method = String(start.prefix(while: { $0 != " " }))
+            message.method = String(first.prefix(while: { $0 != " " }))
         }
         lines.removeFirst()
         var bodyStart: Int?
@@ -63,35 +75,51 @@ public struct SIPMessage: Equatable, Sendable {
             let value = line[line.index(after: colon)...].trimmingSpaces()
             switch name {
             case "call-id", "i": message.callID = String(value)
+            case "c" where anyText && !value.contains("/"): message.callID = "mgcp:" + value
             case "content-type", "c": isSDP = value.lowercased().hasPrefix("application/sdp")
             default: break
             }
         }
         if let bodyStart, isSDP || lines.dropFirst(bodyStart).first?.hasPrefix("v=0") == true {
             message.media = parseSDP(lines.dropFirst(bodyStart))
+        } else if anyText, let v = lines.firstIndex(where: { $0.hasSuffix("v=0") }) {
+            // Megaco puts SDP inside "Local { … }" descriptors, indented.
+            message.media = parseSDP(lines[v...])
         }
         return message
     }
 
+    /// Reads `c=`, `m=` and `a=` lines. Several sessions may follow one another (Megaco's
+    /// local and remote descriptors, each opened by `v=0` and wrapped in `L{…}` / `R{…}`).
     static func parseSDP(_ lines: ArraySlice<Substring>) -> [SDPMedia] {
         var sessionAddress: IPAddress?
         var media: [SDPMedia] = []
-        for line in lines {
+        var current: Int?
+        for raw in lines {
+            var line = raw.trimmingSpaces()
+            if let brace = line.lastIndex(of: "{") { line = line[line.index(after: brace)...] }
+            while line.last == "}" { line = line.dropLast() }
             guard line.count >= 2, line.dropFirst().first == "=" else { continue }
             let value = line.dropFirst(2)
             switch line.first {
+            case "v":
+                sessionAddress = nil
+                current = nil
             case "c":
                 // c=IN IP4 192.0.2.1 (a TTL or count may follow a slash)
                 let parts = value.split(separator: " ")
                 guard parts.count >= 3, let addr = IPAddress(parts[2].split(separator: "/")[0]) else { continue }
-                if media.isEmpty { sessionAddress = addr } else { media[media.count - 1].address = addr }
+                if let current { media[current].address = addr } else { sessionAddress = addr }
             case "m":
                 let parts = value.split(separator: " ")
+                current = nil
                 guard parts.count >= 3, let port = UInt16(parts[1].split(separator: "/")[0]) else { continue }
                 media.append(SDPMedia(
                     media: String(parts[0]), address: sessionAddress, port: port, transport: String(parts[2]),
                     formats: parts.dropFirst(3).compactMap { UInt8($0) }, rtpmap: [:], rtcpPort: nil, rtcpMux: false))
-            case "a" where !media.isEmpty:
+                current = media.count - 1
+            case "a":
+                guard let current else { continue }
                 if value.hasPrefix("rtpmap:") {
                     // a=rtpmap:96 opus/48000/2
                     let rest = value.dropFirst(7)
@@ -101,11 +129,11 @@ public struct SIPMessage: Equatable, Sendable {
                     let name = String(enc[0])
                     var rate = enc.count > 1 ? UInt32(enc[1]) ?? 0 : 0
                     if rate == 0 { rate = StaticPayloadTypes.clockRate(encodingName: name) }
-                    media[media.count - 1].rtpmap[pt] = PayloadFormat(name: name, clockRate: rate)
+                    media[current].rtpmap[pt] = PayloadFormat(name: name, clockRate: rate)
                 } else if value.hasPrefix("rtcp:") {
-                    media[media.count - 1].rtcpPort = UInt16(value.dropFirst(5).prefix(while: { $0.isNumber }))
+                    media[current].rtcpPort = UInt16(value.dropFirst(5).prefix(while: { $0.isNumber }))
                 } else if value == "rtcp-mux" {
-                    media[media.count - 1].rtcpMux = true
+                    media[current].rtcpMux = true
                 }
             default:
                 break
