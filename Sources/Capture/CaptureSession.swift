@@ -141,6 +141,15 @@ public struct CaptureSession {
         }
     }
 
+    /// Advances the session's clock without a packet, so that a quiet live capture still
+    /// ends intervals and closes idle streams. Call it when a read times out, with the
+    /// current time in epoch nanoseconds.
+    public mutating func tick(nowNanos: Int64) {
+        guard originNanos != nil else { return }
+        if nowNanos > clockNanos { clockNanos = nowNanos }
+        if clockNanos >= nextHousekeepingNanos { housekeeping() }
+    }
+
     mutating func handleUDP(_ d: UDPDatagram, at now: Int64) {
         counters.udpDatagrams += 1
         let p = d.payload
