@@ -46,6 +46,9 @@ public final class PcapSource: @unchecked Sendable {
     public let linkType: LinkType
     public let isLive: Bool
 
+    /// For live captures: how long `run` waits for a packet before reporting a timeout.
+    var readTimeoutMs: Int32 = 100
+
     init(handle: OpaquePointer, isLive: Bool) {
         self.handle = handle
         self.isLive = isLive
@@ -106,6 +109,7 @@ public final class PcapSource: @unchecked Sendable {
             throw PcapError(message: "cannot activate \(name): \(message)")
         }
         let source = PcapSource(handle: h, isLive: true)
+        source.readTimeoutMs = options.readTimeoutMs
         if let filter = options.filter { try source.setFilter(filter) }
         return source
     }
@@ -142,7 +146,25 @@ public final class PcapSource: @unchecked Sendable {
         var delivered = 0
         var header: UnsafeMutablePointer<pcap_pkthdr>?
         var data: UnsafePointer<UInt8>?
+        // In immediate mode Linux libpcap may ignore the read timeout, so wait with poll().
+        let fd = isLive ? pcap_get_selectable_fd(handle) : -1
         while delivered < maxFrames {
+            if fd >= 0 && returnOnTimeout {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, readTimeoutMs) == 0 {
+                    // Nothing arrived; packets already in the ring still come out below.
+                    pcap_setnonblock(handle, 1, nil)
+                    let r = pcap_next_ex(handle, &header, &data)
+                    pcap_setnonblock(handle, 0, nil)
+                    if r == 1, let h = header?.pointee, let data {
+                        let nanos = Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec)
+                        body(nanos, UnsafeRawBufferPointer(start: data, count: Int(h.caplen)), Int(h.len))
+                        delivered += 1
+                        continue
+                    }
+                    return .timeout
+                }
+            }
             let r = pcap_next_ex(handle, &header, &data)
             switch r {
             case 1:
