@@ -4,12 +4,19 @@
 /// never is. So this is the cold path: fragments are copied, and a hostile or lossy capture
 /// can hold at most `maximumDatagrams` partial datagrams of at most `maximumDatagramBytes`,
 /// each dropped `timeoutNanos` after its first fragment.
-public struct IPReassembler {
+public struct IPReassembler: Sendable {
     public struct Key: Hashable, Sendable {
         var source: IPAddress
         var destination: IPAddress
         var identification: UInt32
         var isIPv6: Bool
+
+        public init(source: IPAddress, destination: IPAddress, identification: UInt32, isIPv6: Bool) {
+            self.source = source
+            self.destination = destination
+            self.identification = identification
+            self.isIPv6 = isIPv6
+        }
     }
 
     struct Pending {
@@ -38,7 +45,7 @@ public struct IPReassembler {
 
     /// Stores one fragment. `firstHeader` is the IPv6 next header of the first fragment
     /// (nil for later fragments, which do not carry it); IPv4 callers pass UDP implicitly.
-    mutating func add(
+    public mutating func add(
         key: Key, offset: Int, more: Bool, bytes: UnsafeRawBufferPointer, complete: Bool,
         timestampNanos: Int64, firstHeader: UInt8? = 17
     ) -> DecodeOutcome {
