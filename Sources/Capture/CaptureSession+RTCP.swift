@@ -1,0 +1,58 @@
+import CallLog
+
+extension CaptureSession {
+    /// How many recent sender reports per SSRC are remembered for round-trip matching.
+    static let senderReportMemory = 8
+
+    mutating func handleRTCP(_ p: UnsafeRawBufferPointer, flow: FlowKey, at now: Int64, viaTURN: Bool) {
+        guard let compound = RTCPCompound.parse(p) else { return }
+        counters.rtcpPackets += 1
+        let media = signalled[flow.destination] ?? signalled[flow.source]
+        let call = callFor(flow: flow, signalledCall: media?.call, at: now)
+        calls[call]!.lastActivityNanos = now
+        var roundTrips: [UInt32: Double] = [:]
+        var jitterRates: [UInt32: UInt32] = [:]
+        for packet in compound.packets {
+            switch packet {
+            case .senderReport(let ssrc, let ntp, _, _, _, let reports):
+                rememberSenderReport(ssrc: ssrc, ntp: ntp, at: now)
+                measure(reports, at: now, roundTrips: &roundTrips, rates: &jitterRates)
+            case .receiverReport(_, let reports):
+                measure(reports, at: now, roundTrips: &roundTrips, rates: &jitterRates)
+            default:
+                break
+            }
+        }
+        // RTCP alone (no RTP yet, or RTP not recognised) still makes the call known.
+        announceCall(call, at: now)
+        emit(CaptureRecords.rtcp(
+            compound, call: calls[call]!.id, flow: flow, ts: milliseconds(now), viaTURN: viaTURN,
+            roundTripsMs: roundTrips, clockRates: jitterRates))
+        // A BYE does not close the stream at once: packets in flight may follow. The stream
+        // closes on idle, and its call's `end` then says "bye" if SIP said so.
+    }
+
+    mutating func rememberSenderReport(ssrc: UInt32, ntp: UInt64, at now: Int64) {
+        let middle = UInt32(truncatingIfNeeded: ntp >> 16)
+        var list = senderReports[ssrc] ?? []
+        if list.count >= CaptureSession.senderReportMemory { list.removeFirst() }
+        list.append((middle, now))
+        senderReports[ssrc] = list
+        if senderReports.count > configuration.maximumStreams { senderReports.removeAll() }
+    }
+
+    /// Round-trip time seen from the capture point (RFC 3550 §6.4.1): the report's arrival,
+    /// less the arrival of the SR it names (matched by the NTP middle 32 bits in LSR), less
+    /// the receiver's DLSR. Measured on the wire, so both arrivals use the capture clock and
+    /// no clock synchronisation is needed; the figure covers the path from the capture
+    /// point to the reporting receiver and back.
+    mutating func measure(_ reports: [RTCPReportBlock], at now: Int64, roundTrips: inout [UInt32: Double], rates: inout [UInt32: UInt32]) {
+        for r in reports {
+            if let rate = ssrcClockRates[r.ssrc] { rates[r.ssrc] = rate }
+            guard r.lastSR != 0, let list = senderReports[r.ssrc],
+                  let sr = list.last(where: { $0.ntpMiddle == r.lastSR }) else { continue }
+            let rttMs = Double(now - sr.arrivalNanos) / 1e6 - Double(r.delaySinceLastSR) * 1000 / 65536
+            roundTrips[r.ssrc] = rttMs
+        }
+    }
+}
