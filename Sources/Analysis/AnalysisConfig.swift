@@ -1,0 +1,39 @@
+/// Thresholds for findings and grades. Defaults are the published ones (see the README,
+/// "How a call is graded"): Teams CQD and Twilio for jitter, loss and RTT; Teams for
+/// concealment and frame rate; ITU-T G.109 categories for MOS.
+public struct AnalysisConfig: Sendable, Equatable {
+    /// Network loss, % per interval.
+    public var lossWarnPct = 1.0
+    public var lossPoorPct = 5.0
+    /// Inbound jitter, ms.
+    public var jitterWarnMs = 30.0
+    /// RTCP round-trip time, ms.
+    public var rttWarnMs = 300.0
+    public var rttPoorMs = 500.0
+    /// Concealed share of played audio, %.
+    public var concealmentWarnPct = 7.0
+    /// Received video frame rate while not paused, fps.
+    public var lowFps = 7.0
+    /// Frozen share of an interval's video, %.
+    public var freezeWarnPct = 10.0
+    /// Time from call creation to media, ms.
+    public var setupWarnMs: Int64 = 5_000
+    public var setupPoorMs: Int64 = 10_000
+    /// MOS-CQ below these over a sustained window makes the call fair / poor (G.109: R 70 / 60).
+    public var mosFair = 3.6
+    public var mosPoor = 3.1
+    /// A condition counts when it holds in this many of the last `persistenceWindow` samples.
+    public var persistenceCount = 3
+    public var persistenceWindow = 5
+    /// Sliding window (intervals) for the worst sustained MOS.
+    public var worstWindow = 3
+    /// Consecutive snapshots further apart than this many median periods are not one interval.
+    public var gapFactor = 3.0
+    /// Agent and stats clocks differing by more than this is reported, ms.
+    public var clockSkewMs: Int64 = 1_000
+    /// Added to RTT/2 + jitter buffer + packet time for one-way delay (device, processing), ms.
+    public var deviceAllowanceMs = 20.0
+    public var packetTimeMs = 20.0
+
+    public init() {}
+}

@@ -1,0 +1,235 @@
+import CallLog
+import Quality
+
+/// Turns a call's material into its analysis: intervals per stream, summaries, findings, grade.
+/// Pure and deterministic: the same material always gives the same rows.
+public enum CallAnalyzer {
+    public static func analyze(_ input: CallMaterial, config: AnalysisConfig = AnalysisConfig()) -> CallAnalysis {
+        var m = input
+        m.normalize()
+        var call = CallSummary(callID: m.callID, startTs: m.firstTs == .max ? 0 : m.firstTs,
+                               endTs: m.lastTs == .min ? 0 : m.lastTs)
+        Setup.apply(m, to: &call)
+
+        // Streams: readings grouped by stream id, in time order.
+        var readings: [String: [(ts: Int64, statsTs: Double, r: StreamReading, pair: PairReading?)]] = [:]
+        var order: [String] = []
+        var sources = Set<String>()
+        for s in m.snapshots {
+            sources.insert(s.source)
+            for r in s.streams {
+                if readings[r.streamID] == nil { order.append(r.streamID) }
+                readings[r.streamID, default: []].append((s.ts, s.statsTs, r, s.pair))
+            }
+        }
+        call.source = sources.isEmpty ? "none" : sources.sorted().joined(separator: "+")
+        let period = medianPeriod(m.snapshots)
+
+        var streams: [StreamSummary] = []
+        var intervals: [IntervalMetrics] = []
+        var findings: [Finding] = []
+        for id in order {
+            let series = readings[id]!
+            let first = series.first!.r
+            var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: first.ssrc, direction: first.direction,
+                                        kind: first.kind, source: sourceName(id, m), startTs: series.first!.ts,
+                                        endTs: series.last!.ts)
+            summary.codec = series.last { $0.r.codec != nil }?.r.codec
+            summary.clockRate = series.last { !$0.r.clockRate.isNaN }.map { Int($0.r.clockRate) }
+            var streamIntervals: [IntervalMetrics] = []
+            for i in 1..<max(1, series.count) where series.count > 1 {
+                let a = series[i - 1], b = series[i]
+                let dt = Double(b.ts - a.ts)
+                guard dt > 0, dt <= config.gapFactor * max(period, 1) else { continue }
+                if let interval = Intervals.measure(a.r, b.r, start: a.ts, end: b.ts, pair: b.pair,
+                                                    call: m.callID, config: config, resets: &summary.counterResets) {
+                    streamIntervals.append(interval)
+                }
+            }
+            Intervals.summarize(series.map(\.r), streamIntervals, into: &summary)
+            findings += Findings.forStream(summary, streamIntervals, config: config)
+            streams.append(summary)
+            intervals += streamIntervals
+        }
+        if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
+        Summary.apply(streams: streams, intervals: intervals, material: m, config: config, to: &call)
+        findings += Findings.forCall(call, streams: streams, intervals: intervals, material: m, config: config)
+        findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
+        Summary.grade(&call, findings: findings, streams: streams, config: config)
+        call.findingCount = findings.count
+        return CallAnalysis(call: call, streams: streams, intervals: intervals, events: m.events, findings: findings)
+    }
+
+    private static func sourceName(_ streamID: String, _ m: CallMaterial) -> String {
+        streamID.hasPrefix("wire:") ? "wire" : (m.snapshots.first { $0.streams.contains { $0.streamID == streamID } }?.source ?? "w3c")
+    }
+
+    /// The usual gap between snapshots of one peer connection, ms.
+    static func medianPeriod(_ snapshots: [Snapshot]) -> Double {
+        var last: [String: Int64] = [:], gaps: [Int64] = []
+        for s in snapshots {
+            if let p = last[s.peerConnection], s.ts > p { gaps.append(s.ts - p) }
+            last[s.peerConnection] = s.ts
+        }
+        guard !gaps.isEmpty else { return 10_000 }
+        gaps.sort()
+        return Double(gaps[gaps.count / 2])
+    }
+
+    /// Median of (stats clock − agent clock), ms.
+    static func clockSkew(_ snapshots: [Snapshot]) -> Int64? {
+        var d = snapshots.compactMap { s -> Double? in s.statsTs.isFinite && s.statsTs > 0 ? s.statsTs - Double(s.ts) : nil }
+        guard !d.isEmpty else { return nil }
+        d.sort()
+        return Int64(d[d.count / 2].rounded())
+    }
+}
+
+/// Per-interval metrics from two consecutive readings of a stream.
+enum Intervals {
+    static func delta(_ a: Double, _ b: Double) -> Double? {
+        guard a.isFinite, b.isFinite else { return nil }
+        return b - a
+    }
+
+    /// Values outside these are damage, not measurements: they become "not measured".
+    static func sane(_ v: Double?, max limit: Double) -> Double? {
+        guard let v, v.isFinite, v >= 0, v <= limit else { return nil }
+        return v
+    }
+
+    static func measure(_ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
+                        call: String, config: AnalysisConfig, resets: inout Int) -> IntervalMetrics? {
+        let seconds = Double(end - start) / 1000
+        // Counters going backwards: the SDK restarted them (ICE restart, IP change). No interval.
+        if let dp = delta(a.packets, b.packets), dp < 0 { resets += 1; return nil }
+        if let db = delta(a.bytes, b.bytes), db < 0 { resets += 1; return nil }
+        var i = IntervalMetrics(callID: call, streamID: b.streamID, startTs: start, endTs: end)
+        let dPackets = delta(a.packets, b.packets)
+        i.packets = dPackets.map { Int64($0) }
+        if let dp = dPackets, let dl = delta(a.lost, b.lost) {
+            let lost = max(0, dl)
+            i.packetsLost = Int64(lost)
+            if b.direction == .inbound {
+                i.lossPct = StatsInputs.networkLossPercent(packetsLost: lost, packetsReceived: dp)
+            } else if dp > 0 {
+                // Outbound: the remote's cumulative loss against what we sent meanwhile.
+                i.lossPct = min(100, 100 * lost / (lost + dp))
+            }
+        }
+        i.jitterMs = sane(b.jitterMs, max: 10_000)
+        if let dTotal = delta(a.rttTotalSeconds, b.rttTotalSeconds), let dCount = delta(a.rttCount, b.rttCount), dCount > 0, dTotal >= 0 {
+            i.rttMs = sane(1000 * dTotal / dCount, max: 60_000)
+        } else {
+            i.rttMs = sane(b.rttMs, max: 60_000)
+        }
+        i.iceRttMs = sane(pair?.rttMs, max: 60_000)
+        if let db = delta(a.bytes, b.bytes), seconds > 0 { i.bitrateKbps = db * 8 / seconds / 1000 }
+
+        if b.kind == .audio && b.direction == .inbound {
+            audio(a, b, &i, config: config)
+        } else if b.kind == .video {
+            video(a, b, &i, seconds: seconds)
+        }
+        return i
+    }
+
+    static func audio(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, config: AnalysisConfig) {
+        let dConcealed = delta(a.audibleConcealed, b.audibleConcealed)
+        let dTotal = delta(a.totalSamples, b.totalSamples)
+        if let c = dConcealed, let t = dTotal, t > 0, c >= 0 {
+            i.concealmentPct = min(100, 100 * c / t)
+        } else if let plc = delta(a.plcCalls, b.plcCalls), let calls = delta(a.decodeCalls, b.decodeCalls), calls > 0, plc >= 0 {
+            i.concealmentPct = min(100, 100 * plc / calls)
+        }
+        if let d = delta(a.jitterBufferDelay, b.jitterBufferDelay), let n = delta(a.jitterBufferEmitted, b.jitterBufferEmitted) {
+            i.jitterBufferMs = sane(StatsInputs.averageJitterBufferDelayMs(jitterBufferDelaySeconds: d, jitterBufferEmittedCount: n), max: 10_000)
+        } else {
+            i.jitterBufferMs = sane(b.jitterBufferMs, max: 10_000)
+        }
+        // Loss as the listener hears it: concealment where the stats have it, else network loss.
+        guard let loss = i.concealmentPct ?? i.lossPct else { return }
+        let clock = b.clockRate.isFinite && b.clockRate > 0 ? b.clockRate : 48_000
+        var burst = 1.0
+        if let c = dConcealed, let e = delta(a.concealmentEvents, b.concealmentEvents), e > 0 {
+            let run = StatsInputs.meanLossRunPackets(concealedSamples: c, silentConcealedSamples: 0, concealmentEvents: e,
+                                                    samplesPerPacket: StatsInputs.samplesPerPacket(clockRate: clock, packetTimeMs: config.packetTimeMs))
+            burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
+        }
+        i.burstRatio = burst
+        let codec = b.codec.flatMap { CodecImpairment.lookup($0.split(separator: "/").last.map(String.init) ?? $0) } ?? .opus
+        let ta = StatsInputs.oneWayDelayMs(roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
+                                           packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
+        let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
+        i.rFactor = q.rating
+        i.mosCQ = q.conversationalMOS
+        i.mosLQ = q.listeningMOS
+    }
+
+    static func video(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, seconds: Double) {
+        if let df = delta(a.frames, b.frames), df >= 0, seconds > 0, b.direction == .inbound {
+            i.fps = df / seconds
+        } else {
+            i.fps = sane(b.fps, max: 1_000)
+        }
+        i.width = sane(b.width, max: 100_000).map { Int($0) }
+        i.height = sane(b.height, max: 100_000).map { Int($0) }
+        let freezes = sane(delta(a.freezeCount, b.freezeCount), max: 1e6) ?? 0
+        let frozen = min(seconds, sane(delta(a.freezeSeconds, b.freezeSeconds), max: 1e6) ?? 0)
+        i.freezeCount = Int(freezes)
+        i.freezeMs = Int64(frozen * 1000)
+        if b.direction == .inbound, let fps = i.fps {
+            let paused = min(seconds, sane(delta(a.pauseSeconds, b.pauseSeconds), max: 1e6) ?? 0)
+            let pixels = Double((i.width ?? 0) * (i.height ?? 0))
+            // Expected size unknown to the stats: judge against 720p, a common conversational target.
+            let stats = VideoIntervalStats(intervalSeconds: seconds, pausesDurationSeconds: paused, framesRendered: fps * seconds,
+                                           freezeCount: freezes, freezesDurationSeconds: frozen,
+                                           receivedPixels: pixels, expectedPixels: pixels > 0 ? max(pixels, 1280 * 720) : 0)
+            i.videoScore = VideoScore(stats)?.score
+        }
+        if b.direction == .outbound {
+            let d: [(String, Double?)] = [("bandwidth", delta(a.qlBandwidth, b.qlBandwidth)), ("cpu", delta(a.qlCPU, b.qlCPU)),
+                                          ("other", delta(a.qlOther, b.qlOther))]
+            let dominant = d.compactMap { k, v in v.map { (k, $0) } }.max { $0.1 < $1.1 }
+            if let dominant, dominant.1 > 0.5 * seconds { i.qualityLimitation = dominant.0 } else if let q = b.qualityLimitation {
+                i.qualityLimitation = q
+            } else if dominant != nil { i.qualityLimitation = "none" }
+        }
+    }
+
+    static func summarize(_ readings: [StreamReading], _ intervals: [IntervalMetrics], into s: inout StreamSummary) {
+        // Totals: sums of interval deltas, so counter resets never make them negative or double.
+        s.packets = intervals.reduce(0) { $0 + ($1.packets ?? 0) }
+        s.packetsLost = intervals.reduce(0) { $0 + ($1.packetsLost ?? 0) }
+        if let first = readings.first, first.packets.isFinite, s.counterResets == 0, let last = readings.last, last.packets.isFinite {
+            s.packets = Int64(last.packets)
+            if last.lost.isFinite { s.packetsLost = Int64(max(0, last.lost)) }
+            if last.bytes.isFinite { s.bytes = Int64(last.bytes) }
+        }
+        if s.packets + s.packetsLost > 0 {
+            s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
+        }
+        let w = intervals.map { Double($0.endTs - $0.startTs) }
+        func mean(_ key: KeyPath<IntervalMetrics, Double?>) -> Double? {
+            var sum = 0.0, weight = 0.0
+            for (i, x) in intervals.enumerated() { if let v = x[keyPath: key] { sum += v * w[i]; weight += w[i] } }
+            return weight > 0 ? sum / weight : nil
+        }
+        s.jitterMeanMs = mean(\.jitterMs)
+        s.jitterMaxMs = intervals.compactMap(\.jitterMs).max()
+        s.rttMeanMs = mean(\.rttMs)
+        s.bitrateKbps = mean(\.bitrateKbps)
+        s.concealmentPct = mean(\.concealmentPct)
+        s.mosMean = mean(\.mosCQ)
+        s.mosMin = intervals.compactMap(\.mosCQ).min()
+        s.fpsMean = mean(\.fps)
+        s.widthMax = intervals.compactMap(\.width).max()
+        s.heightMax = intervals.compactMap(\.height).max()
+        s.freezeCount = intervals.reduce(0) { $0 + ($1.freezeCount ?? 0) }
+        s.freezeMs = intervals.reduce(0) { $0 + ($1.freezeMs ?? 0) }
+        s.videoScoreMean = mean(\.videoScore)
+        var byReason: [String: Double] = [:]
+        for (i, x) in intervals.enumerated() { if let q = x.qualityLimitation { byReason[q, default: 0] += w[i] } }
+        s.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key
+    }
+}

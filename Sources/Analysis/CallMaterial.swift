@@ -1,0 +1,175 @@
+import CallLog
+
+/// One stream's counters at one snapshot, in one vocabulary for W3C, goog and wire records.
+/// NaN means "not reported". Times in ms, durations in s as W3C gives them.
+public struct StreamReading: Sendable, Equatable {
+    public var streamID: String
+    public var direction: StreamDirection
+    public var kind: MediaKind
+    public var ssrc: UInt32
+    public var codec: String?
+    public var clockRate: Double = .nan
+
+    public var packets: Double = .nan        // received (inbound) or sent (outbound)
+    public var bytes: Double = .nan
+    public var lost: Double = .nan           // inbound: packetsLost; outbound: as the remote reported
+    public var jitterMs: Double = .nan       // inbound: measured here; outbound: as the remote reported
+    public var audibleConcealed: Double = .nan   // concealedSamples − silentConcealedSamples
+    public var totalSamples: Double = .nan
+    public var concealmentEvents: Double = .nan
+    public var jitterBufferDelay: Double = .nan  // s, summed
+    public var jitterBufferEmitted: Double = .nan
+    public var plcCalls: Double = .nan       // goog: googDecodingPLC (10 ms decode calls)
+    public var decodeCalls: Double = .nan    // goog: googDecodingCTN
+    public var jitterBufferMs: Double = .nan // goog: googJitterBufferMs (current)
+    public var frames: Double = .nan         // framesDecoded (inbound) / sent
+    public var fps: Double = .nan
+    public var width: Double = .nan
+    public var height: Double = .nan
+    public var freezeCount: Double = .nan
+    public var freezeSeconds: Double = .nan
+    public var pauseSeconds: Double = .nan
+    public var qlBandwidth: Double = .nan
+    public var qlCPU: Double = .nan
+    public var qlOther: Double = .nan
+    public var qualityLimitation: String?
+    /// RTCP round-trip time: latest, and the running sum and count where given.
+    public var rttMs: Double = .nan
+    public var rttTotalSeconds: Double = .nan
+    public var rttCount: Double = .nan
+    /// Wire records carry interval figures directly.
+    public var intervalLossPct: Double = .nan
+
+    public init(streamID: String, direction: StreamDirection, kind: MediaKind, ssrc: UInt32) {
+        self.streamID = streamID
+        self.direction = direction
+        self.kind = kind
+        self.ssrc = ssrc
+    }
+}
+
+/// The selected ICE candidate pair at a snapshot.
+public struct PairReading: Sendable, Equatable {
+    public var rttMs: Double = .nan
+    public var localType: String?
+    public var remoteType: String?
+    public var transport: String?
+    public var relayProtocol: String?
+    public var networkType: String?
+    public init() {}
+}
+
+/// What one statistics snapshot says, reduced to what the metrics use.
+public struct Snapshot: Sendable, Equatable {
+    /// Agent time of the record, epoch ms.
+    public var ts: Int64
+    /// The stats' own clock (the report's common timestamp), epoch ms; NaN when absent.
+    public var statsTs: Double
+    public var peerConnection: String
+    public var source: String
+    public var streams: [StreamReading]
+    public var pair: PairReading?
+}
+
+/// Everything recorded about one call, compact, mergeable and storable.
+///
+/// A call's records can arrive in any order, split over files and runs, and some twice;
+/// `merge` and the analyser sort and de-duplicate (same snapshot time and peer connection,
+/// same event), so the result never depends on how the input was cut.
+public struct CallMaterial: Sendable, Equatable {
+    public var callID: String
+    public var info: JSONObject?
+    public var infoTs: Int64 = .max
+    public var snapshots: [Snapshot] = []
+    public var events: [CallEvent] = []
+    public var end: JSONObject?
+    public var endTs: Int64?
+    public var firstTs: Int64 = .max
+    public var lastTs: Int64 = .min
+    /// Records of kinds the analyser does not use, counted.
+    public var otherRecords = 0
+
+    public init(callID: String) { self.callID = callID }
+
+    public var hasEnded: Bool { end != nil }
+
+    mutating func touch(_ ts: Int64) {
+        firstTs = min(firstTs, ts)
+        lastTs = max(lastTs, ts)
+    }
+
+    /// Adds a cold-path record (call, event, quality, end, agent, unknown kinds).
+    public mutating func add(_ r: LogRecord) {
+        touch(r.ts)
+        switch r.kind {
+        case .call:
+            // The earliest call record names the dimensions; a later one may update the network.
+            if info == nil || r.ts < infoTs {
+                let previous = info
+                info = r.body
+                infoTs = r.ts
+                if let previous, info?["network"] == nil { info?["network"] = previous["network"] }
+            } else if let network = r["network"] {
+                info?["network"] = network
+            }
+        case .event:
+            events.append(CallEvent(callID: callID, ts: r.ts, kind: "event",
+                                    action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
+                                    detailJSON: detail(r, without: ["action", "type"])))
+        case .quality:
+            let score = r["score"]?.doubleValue.map { String(Int($0.rounded())) } ?? ""
+            events.append(CallEvent(callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
+                                    detailJSON: detail(r, without: [])))
+        case .end:
+            if end == nil || (endTs ?? .max) > r.ts {
+                end = r.body
+                endTs = r.ts
+            }
+            events.append(CallEvent(callID: callID, ts: r.ts, kind: "end", action: "end",
+                                    type: r["reason"]?.stringValue ?? "", detailJSON: detail(r, without: ["reason"])))
+        default:
+            otherRecords += 1
+        }
+    }
+
+    private func detail(_ r: LogRecord, without: Set<String>) -> String {
+        var o = r.body
+        o.entries.removeAll { without.contains($0.key) }
+        return JSONValue.object(o).serialized()
+    }
+
+    public mutating func add(_ s: Snapshot) {
+        touch(s.ts)
+        snapshots.append(s)
+    }
+
+    /// Combines two partial views of the same call; duplicates collapse.
+    public mutating func merge(_ other: CallMaterial) {
+        if let i = other.info, info == nil || other.infoTs < infoTs { info = i; infoTs = other.infoTs }
+        if let e = other.end, end == nil || (other.endTs ?? .max) < (endTs ?? .max) { end = e; endTs = other.endTs }
+        snapshots += other.snapshots
+        events += other.events
+        firstTs = min(firstTs, other.firstTs)
+        lastTs = max(lastTs, other.lastTs)
+        otherRecords += other.otherRecords
+        normalize()
+    }
+
+    /// Sorts by time and drops exact repeats (the same record read twice).
+    public mutating func normalize() {
+        snapshots.sort { ($0.ts, $0.peerConnection, $0.source) < ($1.ts, $1.peerConnection, $1.source) }
+        var kept: [Snapshot] = []
+        kept.reserveCapacity(snapshots.count)
+        for s in snapshots {
+            if let last = kept.last, last.ts == s.ts, last.peerConnection == s.peerConnection, last.source == s.source {
+                continue
+            }
+            kept.append(s)
+        }
+        snapshots = kept
+        events.sort { ($0.ts, $0.kind, $0.action, $0.type, $0.detailJSON) < ($1.ts, $1.kind, $1.action, $1.type, $1.detailJSON) }
+        var uniqueEvents: [CallEvent] = []
+        for e in events where uniqueEvents.last != e { uniqueEvents.append(e) }
+        events = uniqueEvents
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+
+/// Findings: what went wrong, from when, for how long.
+///
+/// Interval conditions count only when they persist: a sample is part of an episode when at
+/// least `persistenceCount` of the last `persistenceWindow` samples are bad, so one bad sample
+/// never marks a good call. An episode runs from its first bad sample to its last.
+enum Findings {
+    struct Rule {
+        var code: String
+        var test: (IntervalMetrics) -> (bad: Bool, poor: Bool, value: Double?)
+        var describe: (Double) -> String
+    }
+
+    static func episodes(_ xs: [IntervalMetrics], config: AnalysisConfig,
+                         _ test: (IntervalMetrics) -> (bad: Bool, poor: Bool, value: Double?))
+        -> [(start: Int64, end: Int64, poor: Bool, worst: Double?)] {
+        let flags = xs.map(test)
+        var result: [(start: Int64, end: Int64, poor: Bool, worst: Double?)] = []
+        var current: (start: Int64, end: Int64, poorCount: Int, worst: Double?)?
+        for i in xs.indices {
+            let lo = max(0, i - config.persistenceWindow + 1)
+            let badInWindow = flags[lo...i].filter(\.bad).count
+            if badInWindow >= config.persistenceCount && flags[i].bad {
+                let first = (lo...i).first { flags[$0].bad }!
+                if current == nil { current = (xs[first].startTs, xs[i].endTs, 0, nil) }
+                current!.end = xs[i].endTs
+                for j in first...i where flags[j].bad {
+                    if flags[j].poor { current!.poorCount += 1 }
+                    if let v = flags[j].value { current!.worst = max(current!.worst ?? v, v) }
+                }
+            } else if let c = current, badInWindow == 0 || !flags[i].bad && i - lo + 1 == config.persistenceWindow && badInWindow < config.persistenceCount {
+                result.append((c.start, c.end, c.poorCount >= config.persistenceCount, c.worst))
+                current = nil
+            }
+        }
+        if let c = current { result.append((c.start, c.end, c.poorCount >= config.persistenceCount, c.worst)) }
+        return result
+    }
+
+    static func forStream(_ s: StreamSummary, _ xs: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
+        var rules: [Rule] = []
+        let inbound = s.direction == .inbound
+        if inbound {
+            rules.append(Rule(code: "high_loss", test: { i in
+                guard let l = i.lossPct, (i.packets ?? 0) + (i.packetsLost ?? 0) >= 10 else { return (false, false, nil) }
+                return (l > config.lossWarnPct, l > config.lossPoorPct, l)
+            }, describe: { String(format: "%@ loss up to %.1f %%", s.kind.rawValue, $0) }))
+            rules.append(Rule(code: "high_jitter", test: { i in
+                guard let j = i.jitterMs else { return (false, false, nil) }
+                return (j > config.jitterWarnMs, false, j)
+            }, describe: { String(format: "%@ jitter up to %.0f ms", s.kind.rawValue, $0) }))
+        }
+        if inbound && s.kind == .audio {
+            rules.append(Rule(code: "high_rtt", test: { i in
+                guard let r = i.rttMs else { return (false, false, nil) }
+                return (r > config.rttWarnMs, r > config.rttPoorMs, r)
+            }, describe: { String(format: "round-trip time up to %.0f ms", $0) }))
+            rules.append(Rule(code: "high_concealment", test: { i in
+                guard let c = i.concealmentPct else { return (false, false, nil) }
+                return (c > config.concealmentWarnPct, false, c)
+            }, describe: { String(format: "%.1f %% of audio concealed", $0) }))
+        }
+        if inbound && s.kind == .video {
+            rules.append(Rule(code: "low_fps", test: { i in
+                guard let f = i.fps, (i.packets ?? 0) > 0 else { return (false, false, nil) }
+                return (f < config.lowFps, false, f)
+            }, describe: { String(format: "video at %.1f fps", $0) }))
+            rules.append(Rule(code: "long_freeze", test: { i in
+                let span = Double(i.endTs - i.startTs)
+                guard let ms = i.freezeMs, span > 0 else { return (false, false, nil) }
+                let pct = 100 * Double(ms) / span
+                return (pct > config.freezeWarnPct, pct > 50, pct)
+            }, describe: { String(format: "video frozen %.0f %% of the time", $0) }))
+        }
+        if !inbound && s.kind == .video {
+            for reason in ["bandwidth", "cpu"] {
+                rules.append(Rule(code: "\(reason)_limited", test: { i in (i.qualityLimitation == reason, false, nil) },
+                                  describe: { _ in "sent video limited by \(reason)" }))
+            }
+        }
+        var out: [Finding] = []
+        for rule in rules {
+            for e in episodes(xs, config: config, rule.test) {
+                let worst = e.worst
+                out.append(Finding(callID: s.callID, code: rule.code, severity: e.poor ? .poor : .warn, startTs: e.start,
+                                   durationMs: e.end - e.start, streamID: s.streamID, value: worst,
+                                   detail: rule.describe(worst ?? 0)))
+            }
+        }
+        if s.counterResets > 0 {
+            out.append(Finding(callID: s.callID, code: "counter_reset", severity: .info, startTs: s.startTs, durationMs: 0,
+                               streamID: s.streamID, value: Double(s.counterResets), detail: "statistics counters restarted \(s.counterResets)×"))
+        }
+        return out
+    }
+
+    static func forCall(_ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
+                        material m: CallMaterial, config: AnalysisConfig) -> [Finding] {
+        var out: [Finding] = []
+        func add(_ code: String, _ severity: Severity, _ start: Int64, _ duration: Int64, _ value: Double?, _ detail: String) {
+            out.append(Finding(callID: c.callID, code: code, severity: severity, startTs: start, durationMs: duration, value: value, detail: detail))
+        }
+        let inboundPackets = streams.filter { $0.direction == .inbound }.reduce(0) { $0 + $1.packets }
+        let iceConnected = m.events.contains { $0.action == "iceState" && $0.type == "iceConnected" }
+        let failedEnd = ["failed", "timedOut"].contains(c.endReason ?? "")
+        if inboundPackets == 0 {
+            if !streams.isEmpty || failedEnd || (!iceConnected && m.events.contains { $0.action == "callMetric" }) {
+                let iceFailed = !iceConnected && (c.iceOutcome == "iceNoRelay" || failedEnd)
+                add(iceFailed ? "ice_failure" : "no_media", .poor, c.startTs, c.durationMs, nil,
+                    iceFailed ? "ICE never connected; no media" : "no media received")
+            }
+        }
+        // One-way audio: inbound audio stalls while outbound audio flows, persistently.
+        let inAudio = intervals.filter { i in streams.contains { $0.streamID == i.streamID && $0.direction == .inbound && $0.kind == .audio } }
+        let outAudio = intervals.filter { i in streams.contains { $0.streamID == i.streamID && $0.direction == .outbound && $0.kind == .audio } }
+        if !outAudio.isEmpty {
+            // Align by interval end: inbound packets received in the same period.
+            let flowing = outAudio.sorted { $0.startTs < $1.startTs }.map { o -> IntervalMetrics in
+                var x = o
+                let received = inAudio.filter { $0.endTs > o.startTs && $0.startTs < o.endTs }.reduce(0) { $0 + ($1.packets ?? 0) }
+                x.packetsLost = received  // reuse: packets received in this period
+                return x
+            }
+            let eps = episodes(flowing, config: config) { o in
+                let sent = o.packets ?? 0
+                let expectedReceived = Double(o.endTs - o.startTs) / 1000 * 10  // > 10 packets/s of speech
+                return (sent > 0 && Double(o.packetsLost ?? 0) < expectedReceived * 0.05, true, nil)
+            }
+            for e in eps where inboundPackets > 0 || !inAudio.isEmpty {
+                add("one_way_audio", .poor, e.start, e.end - e.start, nil, "audio is sent but none is received")
+            }
+        }
+        if let media = c.mediaMs, media > config.setupWarnMs {
+            add("slow_setup", media > config.setupPoorMs ? .poor : .warn, c.startTs, media, Double(media),
+                String(format: "media after %.1f s", Double(media) / 1000))
+        }
+        if c.iceOutcome == "iceNoRelay" && iceConnected {
+            add("ice_gathering_timeout", .info, c.startTs, 0, nil, "ICE gathering timed out without a relay candidate")
+        }
+        if c.relayUsed { add("relay_used", .info, c.startTs, c.durationMs, nil, "media relayed through TURN") }
+        if c.transport == "tcp" || c.transport == "tls" {
+            add("tcp_used", .warn, c.startTs, c.durationMs, nil, "media over \(c.transport!.uppercased())")
+        }
+        for e in m.events where e.action == "ipChange" && e.type == "ipChangeStarted" {
+            let end = m.events.first { $0.action == "ipChange" && $0.type == "ipChangeEnded" && $0.ts >= e.ts }?.ts ?? e.ts
+            add("ip_change", .info, e.ts, end - e.ts, nil, "network address changed during the call")
+        }
+        if c.iceDisconnects > 0 {
+            add("ice_disconnected", c.iceDisconnectedMs > 5_000 ? .warn : .info, c.startTs, c.iceDisconnectedMs, Double(c.iceDisconnects),
+                String(format: "ICE disconnected %d× for %.1f s", c.iceDisconnects, Double(c.iceDisconnectedMs) / 1000))
+        }
+        if let skew = c.clockSkewMs {
+            add("clock_skew", .info, c.startTs, 0, Double(skew), "statistics clock differs from the agent clock by \(skew) ms")
+        }
+        return out
+    }
+}

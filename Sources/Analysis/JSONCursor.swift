@@ -1,0 +1,203 @@
+import CallLog
+
+/// A forward-only reader over one line of JSON bytes: reads what is asked for, skips the rest.
+///
+/// This is the analyser's hot path: a getStats report is ~7 KB of which the metrics need a few
+/// hundred bytes. Every method checks bounds and fails with `ScanError` on malformed input,
+/// so damaged lines are rejected, never misread.
+struct JSONCursor {
+    let base: UnsafePointer<UInt8>
+    let end: Int
+    var pos = 0
+
+    init(_ buffer: UnsafeBufferPointer<UInt8>) {
+        base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!
+        end = buffer.count
+    }
+
+    struct ScanError: Error, CustomStringConvertible {
+        var message: String
+        var offset: Int
+        var description: String { "\(message) at byte \(offset + 1)" }
+    }
+
+    func fail(_ m: String) -> ScanError { ScanError(message: m, offset: pos) }
+
+    @inline(__always) mutating func skipSpace() {
+        while pos < end {
+            let c = base[pos]
+            if c != 0x20 && c != 0x0A && c != 0x0D && c != 0x09 { return }
+            pos += 1
+        }
+    }
+
+    @inline(__always) mutating func peek() throws(ScanError) -> UInt8 {
+        skipSpace()
+        guard pos < end else { throw fail("unexpected end of line") }
+        return base[pos]
+    }
+
+    @inline(__always) mutating func expect(_ c: UInt8) throws(ScanError) {
+        guard try peek() == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+        pos += 1
+    }
+
+    /// After a member or element: true if another follows (consumes ','), false at the closer.
+    @inline(__always) mutating func next(closer: UInt8) throws(ScanError) -> Bool {
+        let c = try peek()
+        if c == 0x2C { pos += 1; return true }
+        if c == closer { pos += 1; return false }
+        throw fail("expected ',' or '\(Character(Unicode.Scalar(closer)))'")
+    }
+
+    /// Iterates an object's members: `body` gets each key's raw bytes with the cursor on its value,
+    /// and must consume the value.
+    @inline(__always) mutating func object(_ body: (inout JSONCursor, UnsafeBufferPointer<UInt8>) throws(ScanError) -> Void) throws(ScanError) {
+        try expect(0x7B)
+        if try peek() == 0x7D { pos += 1; return }
+        repeat {
+            let key = try rawString()
+            try expect(0x3A)
+            try body(&self, key)
+        } while try next(closer: 0x7D)
+    }
+
+    @inline(__always) mutating func array(_ body: (inout JSONCursor) throws(ScanError) -> Void) throws(ScanError) {
+        try expect(0x5B)
+        if try peek() == 0x5D { pos += 1; return }
+        repeat { try body(&self) } while try next(closer: 0x5D)
+    }
+
+    /// A string's bytes between the quotes, escapes left as they are (keys and ids the
+    /// analyser compares never need unescaping; `string()` decodes when they do).
+    mutating func rawString() throws(ScanError) -> UnsafeBufferPointer<UInt8> {
+        guard try peek() == 0x22 else { throw fail("expected a string") }
+        pos += 1
+        let start = pos
+        while pos < end {
+            let c = base[pos]
+            if c == 0x22 {
+                let s = UnsafeBufferPointer(start: base + start, count: pos - start)
+                pos += 1
+                return s
+            }
+            if c == 0x5C { pos += 2; continue }
+            if c < 0x20 { throw fail("control character in string") }
+            pos += 1
+        }
+        throw fail("unterminated string")
+    }
+
+    /// A string value, decoded (escapes resolved through the full parser when present).
+    mutating func string() throws(ScanError) -> String {
+        let raw = try rawString()
+        if !raw.contains(0x5C) { return String(decoding: raw, as: UTF8.self) }
+        // Rare: re-parse the quoted string with the complete parser.
+        let quoted = UnsafeBufferPointer(start: raw.baseAddress! - 1, count: raw.count + 2)
+        guard case .string(let s)? = try? JSONValue.parse(quoted) else { throw fail("invalid string escape") }
+        return s
+    }
+
+    /// A number; a numeric string ("67136", as legacy stats give) is read as its number.
+    /// Anything else (null, true, other strings, objects) returns nil and is skipped.
+    mutating func numberOrNumericString() throws(ScanError) -> Double? {
+        let c = try peek()
+        if c == 0x22 {
+            let raw = try rawString()
+            var inner = JSONCursor(raw)
+            guard inner.end > 0, let v = try? inner.number(), inner.pos == inner.end else { return nil }
+            return v
+        }
+        if c == 0x2D || (c >= 0x30 && c <= 0x39) { return try number() }
+        try skipValue()
+        return nil
+    }
+
+    /// A JSON number. Up to 15 significant digits and a small exponent are converted exactly
+    /// here (one correctly rounded multiply or divide); the rest go through the standard parser.
+    mutating func number() throws(ScanError) -> Double {
+        skipSpace()
+        let start = pos
+        var negative = false
+        if pos < end && base[pos] == 0x2D { negative = true; pos += 1 }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var scale = 0
+        let intStart = pos
+        while pos < end, base[pos] &- 0x30 < 10 {
+            if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 } } else { scale += 1 }
+            pos += 1
+        }
+        guard pos > intStart else { throw fail("invalid number") }
+        if pos < end && base[pos] == 0x2E {
+            pos += 1
+            let f = pos
+            while pos < end, base[pos] &- 0x30 < 10 {
+                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 }; scale -= 1 }
+                pos += 1
+            }
+            guard pos > f else { throw fail("invalid number") }
+        }
+        var exponent = 0
+        if pos < end && base[pos] | 0x20 == 0x65 {
+            pos += 1
+            var expNegative = false
+            if pos < end && (base[pos] == 0x2B || base[pos] == 0x2D) { expNegative = base[pos] == 0x2D; pos += 1 }
+            let e = pos
+            while pos < end, base[pos] &- 0x30 < 10 {
+                if exponent < 10_000 { exponent = exponent * 10 + Int(base[pos] &- 0x30) }
+                pos += 1
+            }
+            guard pos > e else { throw fail("invalid number") }
+            if expNegative { exponent = -exponent }
+        }
+        let total = scale + exponent
+        if digits <= 15 && total >= -22 && total <= 22 {
+            let m = Double(mantissa)
+            let v = total >= 0 ? m * JSONCursor.powers[total] : m / JSONCursor.powers[-total]
+            return negative ? -v : v
+        }
+        let text = String(decoding: UnsafeBufferPointer(start: base + start, count: pos - start), as: UTF8.self)
+        guard let v = Double(text) else { throw fail("invalid number") }
+        return v
+    }
+
+    static let powers: [Double] = (0...22).map { e in (0..<e).reduce(1.0) { a, _ in a * 10 } }
+
+    /// Skips one value of any kind, checking its structure (depth-limited).
+    mutating func skipValue(depth: Int = 0) throws(ScanError) {
+        guard depth < JSONValue.maximumDepth else { throw fail("nesting too deep") }
+        let c = try peek()
+        switch c {
+        case 0x22: _ = try rawString()
+        case 0x7B:
+            try object { cursor, _ throws(ScanError) in try cursor.skipValue(depth: depth + 1) }
+        case 0x5B:
+            try array { cursor throws(ScanError) in try cursor.skipValue(depth: depth + 1) }
+        case 0x74: try literal(4)  // true
+        case 0x66: try literal(5)  // false
+        case 0x6E: try literal(4)  // null
+        default: _ = try number()
+        }
+    }
+
+    private mutating func literal(_ n: Int) throws(ScanError) {
+        guard pos + n <= end else { throw fail("invalid literal") }
+        let ok: Bool
+        switch n {
+        case 4: ok = (base[pos] == 0x74 && base[pos + 1] == 0x72 && base[pos + 2] == 0x75 && base[pos + 3] == 0x65)
+            || (base[pos] == 0x6E && base[pos + 1] == 0x75 && base[pos + 2] == 0x6C && base[pos + 3] == 0x6C)
+        default: ok = base[pos] == 0x66 && base[pos + 1] == 0x61 && base[pos + 2] == 0x6C && base[pos + 3] == 0x73 && base[pos + 4] == 0x65
+        }
+        guard ok else { throw fail("invalid literal") }
+        pos += n
+    }
+
+    /// True if the bytes equal the ASCII text.
+    @inline(__always) static func equals(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
+        guard b.count == s.utf8CodeUnitCount else { return false }
+        let p = s.utf8Start
+        for i in 0..<b.count where b[i] != p[i] { return false }
+        return true
+    }
+}

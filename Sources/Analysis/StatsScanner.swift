@@ -1,0 +1,273 @@
+import CallLog
+
+/// The latest state of one statistics chain (one call's peer connection in one format),
+/// holding only the objects and fields the analyser reads.
+///
+/// Full reports replace it; deltas update it by the rules of `CallLog/StatsDelta.swift`
+/// (timestamp advance, prediction from the last change, `set`/`inc`/`unset`/`put`/`del`),
+/// applied to the kept fields only. Prediction applies to top-level numbers, as in the writer.
+struct ChainState {
+    var objects: [String: StatObject] = [:]
+    var t: Double?
+    var seq: Int64 = -1
+}
+
+/// Why a stats record was not used.
+enum StatsScanError: Error {
+    case malformed(JSONCursor.ScanError)
+    case missingBase(expected: Int64, have: Int64?)
+}
+
+/// Reads `stats` records into chain states, fast.
+struct StatsScanner {
+    private var chains: [StatsChainKey: ChainState] = [:]
+    private let table = FieldTable.shared
+
+    init() {}
+
+    mutating func forget(call: String) {
+        chains = chains.filter { $0.key.call != call }
+    }
+
+    /// Applies one stats record (already known to be `kind: stats`) and returns the chain's state
+    /// after it, with the record's envelope.
+    mutating func scan(_ line: UnsafeBufferPointer<UInt8>) throws(StatsScanError) -> (key: StatsChainKey, ts: Int64, state: ChainState) {
+        var c = JSONCursor(line)
+        var call = "", pc = "", format = "", ts: Int64 = 0
+        var seq: Int64?, base: Int64?
+        var deferred: (pos: Int, isDelta: Bool)?
+        var result: ChainState?
+        var missing: (expected: Int64, have: Int64?)?
+        do throws(JSONCursor.ScanError) {
+            try c.object { cur, key throws(JSONCursor.ScanError) in
+                switch key.count {
+                case 2 where JSONCursor.equals(key, "ts"):
+                    guard let v = try cur.numberOrNumericString() else { throw cur.fail("ts is not a number") }
+                    ts = Int64(v)
+                case 2 where JSONCursor.equals(key, "pc"): pc = try cur.string()
+                case 3 where JSONCursor.equals(key, "seq"): seq = (try cur.numberOrNumericString()).map { Int64($0) }
+                case 4 where JSONCursor.equals(key, "call"): call = try cur.string()
+                case 4 where JSONCursor.equals(key, "base"): base = (try cur.numberOrNumericString()).map { Int64($0) }
+                case 6 where JSONCursor.equals(key, "format"): format = try cur.string()
+                case 6 where JSONCursor.equals(key, "report"), 5 where JSONCursor.equals(key, "delta"):
+                    let isDelta = key.count == 5
+                    if !format.isEmpty && !call.isEmpty {
+                        // Writers put call, format and pc first: parse in place.
+                        let k = StatsChainKey(call: call, peerConnection: pc, format: format)
+                        result = isDelta ? try applyDelta(&cur, key: k, seq: seq, base: base, missing: &missing)
+                                         : try readFull(&cur, key: k, seq: seq)
+                    } else {
+                        deferred = (cur.pos, isDelta)
+                        try cur.skipValue()
+                    }
+                default: try cur.skipValue()
+                }
+            }
+            let key = StatsChainKey(call: call, peerConnection: pc, format: format)
+            if result == nil, missing == nil, let deferred {
+                var again = JSONCursor(line)
+                again.pos = deferred.pos
+                result = deferred.isDelta ? try applyDelta(&again, key: key, seq: seq, base: base, missing: &missing)
+                                          : try readFull(&again, key: key, seq: seq)
+            }
+        } catch {
+            throw .malformed(error)
+        }
+        if let missing { throw .missingBase(expected: missing.expected, have: missing.have) }
+        guard let result else { throw .malformed(c.fail("stats record without report or delta")) }
+        let key = StatsChainKey(call: call, peerConnection: pc, format: format)
+        return (key, ts, result)
+    }
+
+    // MARK: - Full reports
+
+    private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
+        var state = ChainState()
+        state.seq = seq ?? 0
+        var counts: [Double: Int] = [:]
+        var best: Double?
+        var bestCount = 0
+        try c.array { cur throws(JSONCursor.ScanError) in
+            var id: String?
+            let o = try readObject(&cur, id: &id)
+            if !o.timestamp.isNaN {
+                let n = (counts[o.timestamp] ?? 0) + 1
+                counts[o.timestamp] = n
+                if n > bestCount { best = o.timestamp; bestCount = n }
+            }
+            if o.type != .other, let id { state.objects[id] = o }
+        }
+        state.t = best
+        chains[key] = state
+        return state
+    }
+
+    /// Reads one stats object, keeping the fields the analyser uses.
+    private func readObject(_ c: inout JSONCursor, id: inout String?) throws(JSONCursor.ScanError) -> StatObject {
+        var o = StatObject()
+        try c.object { cur, key throws(JSONCursor.ScanError) in
+            try readMember(&cur, key: key, into: &o, id: &id)
+        }
+        if o.type == .googSSRC { GoogStats.classify(&o, id: id) }
+        return o
+    }
+
+    private func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
+        switch table.lookup(key) {
+        case .num(let f)?: o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan
+        case .str(let f)?:
+            if try cur.peek() == 0x22 { o.str[f.rawValue] = try cur.string() } else {
+                // true/false (nominated, googActiveConnection) kept as text.
+                let start = cur.pos
+                try cur.skipValue()
+                o.str[f.rawValue] = String(decoding: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start), as: UTF8.self)
+            }
+        case .id?: id = try cur.string()
+        case .type?: o.type = StatType(name: try cur.string())
+        case .timestamp?: o.timestamp = try cur.numberOrNumericString() ?? .nan
+        case .values?:
+            // Legacy stats: the values object holds the fields.
+            if try cur.peek() == 0x7B {
+                try cur.object { inner, k throws(JSONCursor.ScanError) in
+                    try readMember(&inner, key: k, into: &o, id: &id)
+                }
+            } else { try cur.skipValue() }
+        case .qualityLimitationDurations?:
+            if try cur.peek() == 0x7B {
+                try cur.object { inner, k throws(JSONCursor.ScanError) in
+                    if let f = FieldTable.qualityLimitationField(k) { o.num[f.rawValue] = try inner.numberOrNumericString() ?? .nan } else { try inner.skipValue() }
+                }
+            } else { try cur.skipValue() }
+        case nil: try cur.skipValue()
+        }
+    }
+
+    // MARK: - Deltas
+
+    /// Nil (with `missing` set) when the snapshot it applies to was not seen.
+    private mutating func applyDelta(
+        _ c: inout JSONCursor, key: StatsChainKey, seq: Int64?, base: Int64?, missing: inout (expected: Int64, have: Int64?)?
+    ) throws(JSONCursor.ScanError) -> ChainState? {
+        guard let old = chains[key], let base, old.seq == base else {
+            missing = (base ?? -1, chains[key]?.seq)
+            chains[key] = nil
+            try c.skipValue()
+            return nil
+        }
+        var state = old
+        state.seq = seq ?? old.seq + 1
+        // Read the delta's parts first: advance and prediction need `t` before anything applies.
+        var newT: Double?
+        var sections: [(name: String, pos: Int)] = []
+        try c.object { cur, k throws(JSONCursor.ScanError) in
+            if JSONCursor.equals(k, "t") { newT = try cur.numberOrNumericString() } else {
+                sections.append((String(decoding: k, as: UTF8.self), cur.pos))
+                try cur.skipValue()
+            }
+        }
+        let endPos = c.pos
+        // Advance and predict every kept object, remembering the advanced values for rates.
+        var advancedOld: [String: StatObject] = [:]
+        for (id, var o) in state.objects {
+            if let prevT = old.t, let newT, o.timestamp == prevT { o.timestamp = newT }
+            advancedOld[id] = o
+            for i in 0..<NumField.count where o.rate[i] != 0 && !o.num[i].isNaN { o.num[i] += o.rate[i] }
+            if o.timestampRate != 0 { o.timestamp += o.timestampRate }
+            state.objects[id] = o
+        }
+        var replaced = Set<String>()
+        for section in ["del", "unset", "set", "inc", "put"] {
+            guard let s = sections.first(where: { $0.name == section }) else { continue }
+            var cur = c
+            cur.pos = s.pos
+            switch section {
+            case "del":
+                try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }
+            case "unset":
+                try cur.object { o, id throws(JSONCursor.ScanError) in
+                    let idString = String(decoding: id, as: UTF8.self)
+                    try o.array { a throws(JSONCursor.ScanError) in
+                        let name = try a.rawString()
+                        guard state.objects[idString] != nil else { return }
+                        clear(name, in: &state.objects[idString]!)
+                    }
+                }
+            case "set":
+                try cur.object { o, id throws(JSONCursor.ScanError) in
+                    let idString = String(decoding: id, as: UTF8.self)
+                    guard var obj = state.objects[idString] else { try o.skipValue(); return }
+                    var ignored: String?
+                    try o.object { m, k throws(JSONCursor.ScanError) in try readMember(&m, key: k, into: &obj, id: &ignored) }
+                    state.objects[idString] = obj
+                }
+            case "inc":
+                try cur.object { o, id throws(JSONCursor.ScanError) in
+                    let idString = String(decoding: id, as: UTF8.self)
+                    guard var obj = state.objects[idString] else { try o.skipValue(); return }
+                    try o.object { m, k throws(JSONCursor.ScanError) in
+                        let d = try m.numberOrNumericString() ?? 0
+                        if JSONCursor.equals(k, "timestamp") { obj.timestamp += d } else if case .num(let f)? = table.lookup(k) {
+                            obj.num[f.rawValue] += d
+                        }
+                    }
+                    state.objects[idString] = obj
+                }
+            default:  // put
+                try cur.array { a throws(JSONCursor.ScanError) in
+                    var id: String?
+                    let o = try readObject(&a, id: &id)
+                    guard let id else { return }
+                    replaced.insert(id)
+                    if o.type != .other { state.objects[id] = o } else { state.objects[id] = nil }
+                }
+            }
+        }
+        // The next prediction: each top-level number's change from its advanced old value.
+        for (id, var o) in state.objects {
+            guard !replaced.contains(id), let before = advancedOld[id] else { continue }
+            for f in NumField.predictable {
+                let i = f.rawValue
+                let r = o.num[i] - before.num[i]
+                o.rate[i] = (r.isFinite && r != 0) ? r : 0
+            }
+            let tr = o.timestamp - before.timestamp
+            o.timestampRate = (tr.isFinite && tr != 0) ? tr : 0
+            state.objects[id] = o
+        }
+        state.t = newT
+        c.pos = endPos
+        chains[key] = state
+        return state
+    }
+
+    private func clear(_ name: UnsafeBufferPointer<UInt8>, in o: inout StatObject) {
+        switch table.lookup(name) {
+        case .num(let f)?: o.num[f.rawValue] = .nan; o.rate[f.rawValue] = 0
+        case .str(let f)?: o.str[f.rawValue] = nil
+        case .timestamp?: o.timestamp = .nan; o.timestampRate = 0
+        case .qualityLimitationDurations?:
+            for f in [NumField.qlBandwidth, .qlCPU, .qlOther] { o.num[f.rawValue] = .nan }
+        case .values?:
+            for f in NumField.allCases where !NumField.predictable.contains(f) { o.num[f.rawValue] = .nan }
+            for f in StrField.allCases { o.str[f.rawValue] = nil }
+        default: break
+        }
+    }
+}
+
+extension NumField {
+    /// Top-level W3C numbers: the ones the log format predicts (nested members are not).
+    static let predictable: [NumField] = allCases.filter {
+        ![.qlBandwidth, .qlCPU, .qlOther].contains($0) && !"\($0)".hasPrefix("goog")
+    }
+}
+
+/// Legacy (goog) statistics: which `ssrc` objects are audio or video, sending or receiving.
+enum GoogStats {
+    static func classify(_ o: inout StatObject, id: String?) {
+        let video = o[.googFrameRateReceived] != nil || o[.googFrameWidthReceived] != nil
+            || o[.googFrameRateSent] != nil || o[.googFrameWidthSent] != nil
+            || o[.mediaType] == "video"
+        o.str[StrField.kind.rawValue] = video ? "video" : "audio"
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import CallLog
+
+/// Call setup, ICE and end from the event timeline.
+enum Setup {
+    static func apply(_ m: CallMaterial, to c: inout CallSummary) {
+        if let info = m.info {
+            func s(_ k: String) -> String? { info[k]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } }
+            c.direction = s("direction") ?? c.direction
+            c.sdk = s("sdk") ?? c.sdk
+            c.sdkVersion = s("sdkVersion") ?? c.sdkVersion
+            c.app = s("app") ?? c.app
+            c.appVersion = s("appVersion") ?? c.appVersion
+            c.platform = s("platform") ?? c.platform
+            c.network = s("network") ?? c.network
+            if case .array(let media)? = info["media"] {
+                let kinds = media.compactMap(\.stringValue)
+                if !kinds.isEmpty { c.media = kinds.joined(separator: "+") }
+            }
+            if case .object(let labels)? = info["labels"] { c.labelsJSON = JSONValue.object(labels).serialized() }
+        }
+        let events = m.events.filter { $0.kind == "event" }
+        let create = events.first { $0.action == EventName.callMetric && ($0.type == "callCreate" || $0.type == "incomingCall") }?.ts
+        func after(_ type: String, action: String = EventName.callMetric) -> Int64? {
+            guard let create, let t = events.first(where: { $0.action == action && $0.type == type && $0.ts >= create })?.ts else { return nil }
+            return t - create
+        }
+        c.restSentMs = after("callRestSent")
+        c.ringingMs = after("callRinging")
+        c.answerMs = after("callAnswerReceived")
+        c.mediaMs = after("iceConnected", action: EventName.iceState)
+        c.iceOutcome = events.last { $0.action == EventName.iceTimeout }?.type
+        var disconnectedAt: Int64?
+        for e in events where e.action == EventName.iceState {
+            if e.type == "iceDisconnected" {
+                c.iceDisconnects += 1
+                if disconnectedAt == nil { disconnectedAt = e.ts }
+            } else if e.type == "iceConnected", let d = disconnectedAt {
+                c.iceDisconnectedMs += e.ts - d
+                disconnectedAt = nil
+            }
+        }
+        if let d = disconnectedAt { c.iceDisconnectedMs += max(0, m.lastTs - d) }
+        c.ipChanges = events.filter { $0.action == EventName.ipChange && $0.type == "ipChangeStarted" }.count
+        c.reconnects = events.filter { $0.action == EventName.callState && $0.type == "reconnecting" }.count
+        if let end = m.end {
+            c.endReason = end["reason"]?.stringValue
+            c.endStatusCode = end["statusCode"]?.doubleValue.map { Int($0) } ?? end["statusCode"]?.stringValue.flatMap { Int($0) }
+            c.endStatusText = end["statusText"]?.stringValue
+            c.sipStatus = end["sipStatus"]?.doubleValue.map { Int($0) }
+            c.sipReason = end["sipReason"]?.stringValue
+        }
+        let scores = m.events.filter { $0.kind == "quality" }.compactMap { Double($0.type) }
+        if !scores.isEmpty {
+            c.sdkQualityMean = scores.reduce(0, +) / Double(scores.count)
+            c.sdkQualityMin = scores.min()
+        }
+    }
+}
+
+/// Call-level figures and the grade.
+enum Summary {
+    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], material m: CallMaterial,
+                      config: AnalysisConfig, to c: inout CallSummary) {
+        let inboundAudio = Set(streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID))
+        let inboundVideo = Set(streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID))
+        let audio = intervals.filter { inboundAudio.contains($0.streamID) }
+        let video = intervals.filter { inboundVideo.contains($0.streamID) }
+        func mean(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>) -> Double? {
+            var sum = 0.0, weight = 0.0
+            for x in xs { if let v = x[keyPath: key] { let w = Double(x.endTs - x.startTs); sum += v * w; weight += w } }
+            return weight > 0 ? sum / weight : nil
+        }
+        c.mosCQ = mean(audio, \.mosCQ)
+        c.mosLQ = mean(audio, \.mosLQ)
+        c.rFactor = mean(audio, \.rFactor)
+        c.mosWorst = worstSustained(audio, \.mosCQ, window: config.worstWindow)
+        c.videoScore = mean(video, \.videoScore)
+        c.videoScoreWorst = worstSustained(video, \.videoScore, window: config.worstWindow)
+        let lost = audio.reduce(0) { $0 + ($1.packetsLost ?? 0) }
+        let received = audio.reduce(0) { $0 + ($1.packets ?? 0) }
+        if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
+        c.jitterMs = mean(audio, \.jitterMs)
+        c.rttMs = mean(audio, \.rttMs) ?? mean(intervals, \.rttMs)
+        c.iceRttMs = mean(intervals, \.iceRttMs)
+        c.concealmentPct = mean(audio, \.concealmentPct)
+        c.audioCodec = streams.first { $0.kind == .audio && $0.codec != nil }?.codec
+        c.videoCodec = streams.first { $0.kind == .video && $0.codec != nil }?.codec
+        if c.media == "unknown" {
+            c.media = streams.contains { $0.kind == .video } ? "audio+video" : (streams.isEmpty ? "unknown" : "audio")
+        }
+        if let pair = m.snapshots.last(where: { $0.pair != nil })?.pair {
+            c.localCandidateType = pair.localType
+            c.remoteCandidateType = pair.remoteType
+            c.transport = pair.relayProtocol ?? pair.transport
+            c.relayUsed = pair.localType == "relay" || pair.remoteType == "relay"
+        }
+        if c.network == "unknown", let n = m.snapshots.last(where: { $0.pair?.networkType != nil })?.pair?.networkType {
+            c.network = n
+        }
+    }
+
+    /// The lowest mean over any `window` consecutive intervals (or over all, if fewer).
+    static func worstSustained(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>, window: Int) -> Double? {
+        // Per stream, in time order; the worst across streams.
+        let byStream = Dictionary(grouping: xs, by: \.streamID)
+        var worst: Double?
+        for (_, series) in byStream {
+            let values = series.sorted { $0.startTs < $1.startTs }.compactMap { $0[keyPath: key] }
+            guard !values.isEmpty else { continue }
+            let n = min(window, values.count)
+            for i in 0...(values.count - n) {
+                let m = values[i..<(i + n)].reduce(0, +) / Double(n)
+                worst = min(worst ?? m, m)
+            }
+        }
+        return worst
+    }
+
+    static func grade(_ c: inout CallSummary, findings: [Finding], streams: [StreamSummary], config: AnalysisConfig) {
+        if let f = findings.first(where: { $0.code == "no_media" || $0.code == "ice_failure" }) {
+            c.grade = .noMedia
+            c.gradeReason = f.detail
+            return
+        }
+        var reasons: [String] = []
+        var grade = Grade.good
+        if let worst = c.mosWorst {
+            if worst < config.mosPoor {
+                grade = .poor
+                reasons.append(String(format: "MOS %.2f sustained", worst))
+            } else if worst < config.mosFair {
+                grade = .fair
+                reasons.append(String(format: "MOS %.2f sustained", worst))
+            }
+        }
+        for f in findings where f.severity >= .warn {
+            let g: Grade = f.severity == .poor ? .poor : .fair
+            if g > grade { grade = g }
+            if reasons.count < 3 && !reasons.contains(f.detail) { reasons.append(f.detail) }
+        }
+        c.grade = grade
+        c.gradeReason = reasons.isEmpty ? "no problems found" : reasons.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,266 @@
+import Analysis
+import CallLog
+import Foundation
+import Store
+
+/// The `analyze` job: reads log files, analyses every call, writes the database.
+///
+/// Two kinds of threads: readers (one per core by default) each take whole files, decompress
+/// and scan them, and hand finished calls to one writer, the only thread that touches SQLite.
+/// Memory stays bounded: a reader holds the calls still open in its current file, and the
+/// hand-off queue is bounded, so readers wait when the writer falls behind.
+///
+/// Idempotence: a file whose fingerprint is in the ledger is skipped; every call's compact
+/// material is stored, and new records for a stored call merge with it (duplicates collapse),
+/// so re-reading anything never double-counts. Crash safety: the writer commits in
+/// transactions and records a file in the ledger in the transaction that writes its last
+/// calls; an interrupted run leaves a consistent database and the next run reads the
+/// unfinished files again.
+public final class AnalyzeRun {
+    public struct Options: Sendable {
+        public var paths: [String]
+        public var database: String
+        public var config = AnalysisConfig()
+        public var readers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        /// Calls per transaction: large enough to amortise commits, small enough to lose little.
+        public var callsPerTransaction = 2_000
+        /// Read files again even when the ledger has them.
+        public var force = false
+
+        public init(paths: [String], database: String) {
+            self.paths = paths
+            self.database = database
+        }
+    }
+
+    /// Figures for the progress line and the final summary.
+    public struct Progress: Sendable {
+        public var filesTotal = 0
+        public var filesDone = 0
+        public var filesSkipped = 0
+        public var records = 0
+        public var compressedBytes = 0
+        public var textBytes = 0
+        public var callsWritten = 0
+        public var seconds = 0.0
+    }
+
+    public struct Report: Sendable {
+        public var progress: Progress
+        /// Files skipped because the ledger already had their content, with the path it had.
+        public var alreadyIngested: [(file: String, as: String)]
+        public var missing: [String]
+        /// Skipped input by category, and the first few issues in full.
+        public var issueCounts: [String: Int]
+        public var firstIssues: [LogIssue]
+        public var totals: CallStore.Totals
+        public var callsInRun: Int
+        public var gradesInRun: [Grade: Int]
+
+        public var skippedAnything: Bool { !issueCounts.isEmpty || !missing.isEmpty }
+    }
+
+    public let options: Options
+    public var onProgress: (@Sendable (Progress) -> Void)?
+    /// Each issue as it is found (the CLI prints them on stderr).
+    public var onIssue: (@Sendable (LogIssue) -> Void)?
+
+    public init(options: Options) { self.options = options }
+
+    public func run() throws -> Report {
+        let started = Date()
+        let store = try CallStore(path: options.database, forWriting: true)
+        let (found, missing) = LogFiles.find(options.paths)
+
+        // Ledger check before any reading: already-ingested content is skipped whole.
+        var work: [(path: String, fingerprint: FileFingerprint)] = []
+        var already: [(String, String)] = []
+        var seenThisRun: [String: String] = [:]
+        for path in found {
+            guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
+            if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
+                already.append((path, previous))
+            } else if let twin = seenThisRun[fp.description] {
+                already.append((path, twin))
+            } else {
+                seenThisRun[fp.description] = path
+                work.append((path, fp))
+            }
+        }
+
+        var progress = Progress()
+        progress.filesTotal = found.count
+        progress.filesSkipped = already.count
+        let queue = HandOffQueue(capacity: 4_096)
+        let readers = min(options.readers, max(1, work.count))
+        let nextFile = AtomicCounter()
+        let config = options.config
+
+        // Readers.
+        let group = DispatchGroup()
+        for _ in 0..<readers {
+            group.enter()
+            Thread.detachNewThread { [work] in
+                defer { group.leave(); queue.readerFinished() }
+                while true {
+                    let i = nextFile.next()
+                    guard i < work.count else { return }
+                    FileReading.read(path: work[i].path, fingerprint: work[i].fingerprint, config: config, into: queue)
+                }
+            }
+        }
+
+        // The writer: this thread.
+        var issueCounts: [String: Int] = [:]
+        var firstIssues: [LogIssue] = []
+        var gradesInRun: [Grade: Int] = [:]
+        var callsInRun = Set<String>()
+        var touchedStarts = Set<Int64>()
+        var inTransaction = 0
+        var lastProgress = Date.distantPast
+        try store.db.execute("BEGIN IMMEDIATE")
+        do {
+            while let item = queue.take(readers: readers) {
+                switch item {
+                case .call(let pending):
+                    let written = try CallWriting.write(pending, to: store, config: config)
+                    touchedStarts.formUnion(written.starts)
+                    callsInRun.insert(written.analysis.call.callID)
+                    gradesInRun[written.analysis.call.grade, default: 0] += 1
+                    progress.callsWritten += 1
+                    inTransaction += 1
+                case .issue(let issue):
+                    issueCounts[issue.category.rawValue, default: 0] += 1
+                    if firstIssues.count < 20 { firstIssues.append(issue) }
+                    onIssue?(issue)
+                case .fileDone(let f):
+                    try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
+                    progress.filesDone += 1
+                    progress.records += f.entry.records
+                    progress.compressedBytes += Int(f.entry.size)
+                    progress.textBytes += f.textBytes
+                    // A file's calls and its ledger entry commit together.
+                    if inTransaction >= options.callsPerTransaction {
+                        try commitBatch(store, &touchedStarts)
+                        inTransaction = 0
+                    }
+                }
+                if let onProgress, Date().timeIntervalSince(lastProgress) > 0.25 {
+                    lastProgress = Date()
+                    progress.seconds = Date().timeIntervalSince(started)
+                    onProgress(progress)
+                }
+            }
+            try commitBatch(store, &touchedStarts)
+            try store.db.execute("COMMIT")
+        } catch {
+            try? store.db.execute("ROLLBACK")
+            queue.cancel()
+            group.wait()
+            throw error
+        }
+        group.wait()
+        progress.seconds = Date().timeIntervalSince(started)
+        var grades = gradesInRun
+        // A call seen in several files of this run is counted once, with its final grade.
+        if callsInRun.count != progress.callsWritten {
+            grades = [:]
+            for id in callsInRun {
+                if let g = try store.db.scalar("SELECT grade FROM calls WHERE call_id = ?", [.text(id)])?.string,
+                   let grade = Grade(rawValue: g) { grades[grade, default: 0] += 1 }
+            }
+        }
+        return Report(progress: progress, alreadyIngested: already, missing: missing, issueCounts: issueCounts,
+                      firstIssues: firstIssues, totals: try store.totals(), callsInRun: callsInRun.count,
+                      gradesInRun: grades)
+    }
+
+    /// Rollups for the touched buckets go in the same transaction as the calls.
+    private func commitBatch(_ store: CallStore, _ touched: inout Set<Int64>) throws {
+        try store.refreshRollups(forCallStarts: touched)
+        touched.removeAll()
+        try store.db.execute("COMMIT")
+        try store.db.execute("BEGIN IMMEDIATE")
+    }
+}
+
+/// Hands work from readers to the writer; bounded, so readers wait when the writer is behind.
+final class HandOffQueue: @unchecked Sendable {
+    enum Item {
+        case call(PendingCall)
+        case issue(LogIssue)
+        case fileDone(FileDone)
+    }
+
+    private let condition = NSCondition()
+    private var items: [Item] = []
+    private var head = 0
+    private let capacity: Int
+    private var finishedReaders = 0
+    private var cancelled = false
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func put(_ item: Item) {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count - head >= capacity && !cancelled { condition.wait() }
+        guard !cancelled else { return }
+        items.append(item)
+        condition.broadcast()
+    }
+
+    /// The next item, or nil once every reader has finished and the queue is empty.
+    func take(readers: Int) -> Item? {
+        condition.lock()
+        defer { condition.unlock() }
+        while head == items.count {
+            if finishedReaders == readers || cancelled { return nil }
+            condition.wait()
+        }
+        let item = items[head]
+        head += 1
+        if head > 1_024 && head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        condition.broadcast()
+        return item
+    }
+
+    func readerFinished() {
+        condition.lock()
+        finishedReaders += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var isCancelled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return cancelled
+    }
+
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+final class AtomicCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        value += 1
+        return value - 1
+    }
+}
+
+struct FileDone {
+    var entry: CallStore.FileEntry
+    var textBytes: Int
+}

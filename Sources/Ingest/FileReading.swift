@@ -1,0 +1,57 @@
+import Analysis
+import CallLog
+import Store
+
+/// A call's material from one file, on its way to the writer.
+struct PendingCall {
+    var material: CallMaterial
+}
+
+/// A reader thread's work on one file: lines → per-call material → hand-off queue.
+enum FileReading {
+    static func read(path: String, fingerprint: FileFingerprint, config: AnalysisConfig, into queue: HandOffQueue) {
+        var ingestor = RecordIngestor()
+        var records = 0, skipped = 0, textBytes = 0
+        var callIDs = Set<String>()
+        let reader = LogLineReader(path: path)
+        reader.forEachLine({ line, n in
+            textBytes += line.count + 1
+            switch ingestor.ingest(line) {
+            case .used(let call, let ended):
+                records += 1
+                callIDs.insert(call)
+                // An ended call leaves the reader at once: memory holds open calls only.
+                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m))) }
+            case .skipped(let category, let message):
+                skipped += 1
+                queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))
+            }
+        }, issue: { issue in
+            skipped += 1
+            queue.put(.issue(issue))
+        })
+        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m))) }
+        let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
+                                        mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
+        queue.put(.fileDone(FileDone(entry: entry, textBytes: textBytes)))
+    }
+}
+
+/// The writer's work on one call: merge with what the database has, analyse, replace.
+enum CallWriting {
+    static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig) throws -> (analysis: CallAnalysis, starts: [Int64]) {
+        var material = p.material
+        var starts: [Int64] = []
+        if let stored = try store.storedCall(material.callID) {
+            starts.append(stored.startTs)
+            if let bytes = stored.material, let previous = try? CallMaterial(decoding: bytes) {
+                material.merge(previous)
+            }
+        }
+        material.normalize()
+        let analysis = CallAnalyzer.analyze(material, config: config)
+        try store.write(analysis, complete: material.hasEnded, material: material.encoded())
+        starts.append(analysis.call.startTs)
+        return (analysis, starts)
+    }
+}
