@@ -104,7 +104,13 @@ enum Findings {
         let inboundPackets = streams.filter { $0.direction == .inbound }.reduce(0) { $0 + $1.packets }
         let iceConnected = m.events.contains { $0.action == "iceState" && $0.type == "iceConnected" }
         let failedEnd = ["failed", "timedOut"].contains(c.endReason ?? "")
-        if inboundPackets == 0 {
+        // Outgoing calls are answered at callAnswerReceived; incoming ones when accepted (callCreate).
+        let accepted = c.direction == "incoming" && m.events.contains { $0.action == "callMetric" && $0.type == "callCreate" }
+        let answered = c.answerMs != nil || iceConnected || accepted
+        let unansweredEnd = ["rejected", "timedOut", "terminatedLocally", "terminatedRemotely", "undefined"].contains(c.endReason ?? "")
+        if inboundPackets == 0 && !answered && !iceConnected && unansweredEnd && c.endReason != nil {
+            add("unanswered", .info, c.startTs, c.durationMs, nil, "not answered (\(c.endReason!))")
+        } else if inboundPackets == 0 {
             if !streams.isEmpty || failedEnd || (!iceConnected && m.events.contains { $0.action == "callMetric" }) {
                 let iceFailed = !iceConnected && (c.iceOutcome == "iceNoRelay" || failedEnd)
                 add(iceFailed ? "ice_failure" : "no_media", .poor, c.startTs, c.durationMs, nil,

@@ -23,11 +23,13 @@ public struct CallAnalysis: Sendable {
 /// The three-way verdict a person reads at a glance.
 public enum Grade: String, Sendable, Comparable, CaseIterable {
     case good, fair, poor
-    /// No media flowed at all (failed setup, ICE failure, or no statistics).
+    /// The call was answered (or should have carried media) but none flowed: ICE failure, no statistics.
     case noMedia = "no_media"
+    /// Never answered (rejected, timed out, cancelled before media): not a quality failure.
+    case unanswered
 
     private var rank: Int {
-        switch self { case .good: 0; case .fair: 1; case .poor: 2; case .noMedia: 3 }
+        switch self { case .unanswered: -1; case .good: 0; case .fair: 1; case .poor: 2; case .noMedia: 3 }
     }
     public static func < (a: Grade, b: Grade) -> Bool { a.rank < b.rank }
 }
@@ -57,7 +59,8 @@ public struct CallSummary: Sendable, Equatable {
     public var restSentMs: Int64?
     public var ringingMs: Int64?
     public var answerMs: Int64?
-    /// Time to media: first iceConnected.
+    /// Time to media: first iceConnected after the answer (callAnswerReceived for outgoing calls,
+    /// callCreate — the accept — for incoming ones), so the callee's ringing time is not counted.
     public var mediaMs: Int64?
     /// iceNormal / iceOneRelay / iceNoRelay, or nil when not reported.
     public var iceOutcome: String?

@@ -171,7 +171,10 @@ struct StatsScanner {
         for (id, var o) in state.objects {
             if let prevT = old.t, let newT, o.timestamp == prevT { o.timestamp = newT }
             advancedOld[id] = o
-            for i in 0..<NumField.count where o.rate[i] != 0 && !o.num[i].isNaN { o.num[i] += o.rate[i] }
+            // Legacy objects keep their fields inside `values`: nested, so never predicted.
+            if !o.type.isLegacy {
+                for i in 0..<NumField.count where o.rate[i] != 0 && !o.num[i].isNaN { o.num[i] += o.rate[i] }
+            }
             if o.timestampRate != 0 { o.timestamp += o.timestampRate }
             state.objects[id] = o
         }
@@ -225,7 +228,7 @@ struct StatsScanner {
         // The next prediction: each top-level number's change from its advanced old value.
         for (id, var o) in state.objects {
             guard !replaced.contains(id), let before = advancedOld[id] else { continue }
-            for f in NumField.predictable {
+            for f in NumField.predictable where !o.type.isLegacy {
                 let i = f.rawValue
                 let r = o.num[i] - before.num[i]
                 o.rate[i] = (r.isFinite && r != 0) ? r : 0
@@ -260,6 +263,10 @@ extension NumField {
     static let predictable: [NumField] = allCases.filter {
         ![.qlBandwidth, .qlCPU, .qlOther].contains($0) && !"\($0)".hasPrefix("goog")
     }
+}
+
+extension StatType {
+    var isLegacy: Bool { self == .googSSRC || self == .googCandidatePair || self == .googLocalCandidate || self == .googRemoteCandidate }
 }
 
 /// Legacy (goog) statistics: which `ssrc` objects are audio or video, sending or receiving.

@@ -20,7 +20,9 @@ enum Setup {
             if case .object(let labels)? = info["labels"] { c.labelsJSON = JSONValue.object(labels).serialized() }
         }
         let events = m.events.filter { $0.kind == "event" }
-        let create = events.first { $0.action == EventName.callMetric && ($0.type == "callCreate" || $0.type == "incomingCall") }?.ts
+        // callCreate is the establish (outgoing) or accept (incoming) start; incomingCall only rings.
+        let create = events.first { $0.action == EventName.callMetric && $0.type == "callCreate" }?.ts
+            ?? events.first { $0.action == EventName.callMetric && $0.type == "incomingCall" }?.ts
         func after(_ type: String, action: String = EventName.callMetric) -> Int64? {
             guard let create, let t = events.first(where: { $0.action == action && $0.type == type && $0.ts >= create })?.ts else { return nil }
             return t - create
@@ -28,7 +30,11 @@ enum Setup {
         c.restSentMs = after("callRestSent")
         c.ringingMs = after("callRinging")
         c.answerMs = after("callAnswerReceived")
-        c.mediaMs = after("iceConnected", action: EventName.iceState)
+        // Media after the answer: ringing is the callee's time, not the network's.
+        let answered = events.first { $0.action == EventName.callMetric && $0.type == "callAnswerReceived" }?.ts ?? create
+        if let answered, let connected = events.first(where: { $0.action == EventName.iceState && $0.type == "iceConnected" && $0.ts >= answered })?.ts {
+            c.mediaMs = connected - answered
+        }
         c.iceOutcome = events.last { $0.action == EventName.iceTimeout }?.type
         var disconnectedAt: Int64?
         for e in events where e.action == EventName.iceState {
@@ -118,6 +124,11 @@ enum Summary {
     }
 
     static func grade(_ c: inout CallSummary, findings: [Finding], streams: [StreamSummary], config: AnalysisConfig) {
+        if findings.contains(where: { $0.code == "unanswered" }) {
+            c.grade = .unanswered
+            c.gradeReason = "not answered (\(c.endReason ?? "no end record"))"
+            return
+        }
         if let f = findings.first(where: { $0.code == "no_media" || $0.code == "ice_failure" }) {
             c.grade = .noMedia
             c.gradeReason = f.detail

@@ -46,13 +46,13 @@ extension CallStore {
                 groups[key, default: Accumulator()].add(grade: grade, minutes: minutes, metrics: values)
             }
         }
-        let columns = ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "minutes"]
+        let columns = ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "minutes"]
             + Schema.rollupMetricColumns
         let sql = "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
         for (key, acc) in groups {
             var values: [SQLValue] = [.text(period), .integer(start), .text(key.dimension), .text(key.value),
                                       acc.calls.sqlValue, acc.good.sqlValue, acc.fair.sqlValue, acc.poor.sqlValue,
-                                      acc.noMedia.sqlValue, acc.minutes.sqlValue]
+                                      acc.noMedia.sqlValue, acc.unanswered.sqlValue, acc.minutes.sqlValue]
             for m in acc.metrics.indices {
                 var v = acc.metrics[m]
                 v.sort()
@@ -77,7 +77,7 @@ extension CallStore {
     }
 
     private struct Accumulator {
-        var calls = 0, good = 0, fair = 0, poor = 0, noMedia = 0
+        var calls = 0, good = 0, fair = 0, poor = 0, noMedia = 0, unanswered = 0
         var minutes = 0.0
         var metrics: [[Double]] = Array(repeating: [], count: Schema.rollupMetrics.count)
 
@@ -88,6 +88,7 @@ extension CallStore {
             case "good": good += 1
             case "fair": fair += 1
             case "poor": poor += 1
+            case "unanswered": unanswered += 1
             default: noMedia += 1
             }
             for (i, v) in values.enumerated() { if let v, v.isFinite { metrics[i].append(v) } }

@@ -117,7 +117,7 @@ public enum Schema {
         CREATE TABLE IF NOT EXISTS rollups (
             period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
             calls INTEGER NOT NULL, good INTEGER NOT NULL, fair INTEGER NOT NULL, poor INTEGER NOT NULL,
-            no_media INTEGER NOT NULL, minutes REAL NOT NULL,
+            no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
             \(metrics),
             PRIMARY KEY (period, bucket_ts, dimension, value)
         ) WITHOUT ROWID;
@@ -130,7 +130,7 @@ public enum Schema {
         SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
                grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
                round(jitter_ms, 1) AS jitter_ms, round(rtt_ms) AS rtt_ms, network, platform, grade_reason
-        FROM calls WHERE grade != 'good'
+        FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
         ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
 
     CREATE VIEW IF NOT EXISTS worst_calls_last_day AS
@@ -142,7 +142,7 @@ public enum Schema {
                sum(grade = 'poor') AS poor, sum(grade = 'no_media') AS no_media,
                round(100.0 * sum(grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
                round(avg(mos_cq), 2) AS mos_mean
-        FROM calls GROUP BY network ORDER BY poor_pct DESC;
+        FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
 
     CREATE VIEW IF NOT EXISTS setup_p95_by_app_version AS
         WITH ranked AS (
@@ -161,8 +161,8 @@ public enum Schema {
         FROM findings GROUP BY code, severity ORDER BY calls DESC;
 
     CREATE VIEW IF NOT EXISTS daily_quality AS
-        SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media,
-               round(100.0 * (poor + no_media) / calls, 1) AS poor_pct,
+        SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered,
+               round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
                round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
         FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
     """

@@ -5,6 +5,16 @@ struct Callstats: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "callstats",
         abstract: "Call-quality analytics: record, capture, analyse and query call statistics.",
-        subcommands: [CatCommand.self, QueryCommand.self, CaptureCommand.self]
+        discussion: """
+            Typical use:
+              callstats analyze LOGS... --db calls.sqlite     score calls into SQLite
+              callstats query --db calls.sqlite "SELECT * FROM worst_calls LIMIT 10"
+              callstats capture -r call.pcap -o logs/         measure calls on the wire
+              callstats simulate --calls 100 --out logs/      realistic sample logs
+            """,
+        subcommands: [
+            AnalyzeCommand.self, QueryCommand.self, CatCommand.self, CaptureCommand.self,
+            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self,
+        ]
     )
 }

@@ -1,0 +1,116 @@
+import CallLog
+
+/// Turns the shared Chromium recording (`{"kind":"stats","side":…,"time":…,"stats":[…]}` lines,
+/// see `../shared/data/README.md`) into log format v1: one call, each side its own peer
+/// connection (`pc` = `a` / `b`), the page's events mapped to the SDK event names.
+///
+/// The W3C objects are carried unchanged; resampling keeps every k-th snapshot per side, which
+/// turns the 1 s recording into the 5 s or 10 s cadence the SDKs use.
+public struct ChromiumImporter {
+    /// Keep every `every`-th snapshot of each side (the `every`-th, `2·every`-th, …).
+    public var every: Int
+    /// The call id to write; nil keeps the recording's.
+    public var callID: String?
+
+    public init(every: Int = 1, callID: String? = nil) {
+        self.every = max(1, every)
+        self.callID = callID
+    }
+
+    public struct Result {
+        public var records: [LogRecord] = []
+        /// Snapshots kept, per side.
+        public var snapshots: [String: Int] = [:]
+        /// Lines that were not recording lines (reported, skipped).
+        public var skipped = 0
+        public var issues: [LogIssue] = []
+    }
+
+    /// Reads and converts a recording file (`.jsonl` or `.jsonl.zst`).
+    public func convert(path: String) -> Result {
+        var lines = [JSONValue]()
+        var result = Result()
+        LogLineReader(path: path).forEachLine({ bytes, n in
+            do throws(JSONParseError) { lines.append(try JSONValue.parse(bytes)) } catch {
+                result.issues.append(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
+            }
+        }, issue: { result.issues.append($0) })
+        let converted = convert(lines: lines)
+        result.records = converted.records
+        result.snapshots = converted.snapshots
+        result.skipped = converted.skipped
+        return result
+    }
+
+    /// Converts parsed recording lines.
+    public func convert(lines: [JSONValue]) -> Result {
+        var result = Result()
+        var records = [LogRecord]()
+        var seen: [String: Int] = [:]
+        var call = callID
+        var firstTime: Int64?
+        var connected: Int64?
+        for line in lines {
+            guard let kind = line["kind"]?.stringValue else { result.skipped += 1; continue }
+            if kind == "done" { continue }
+            guard let side = line["side"]?.stringValue, let time = line["time"]?.int64Value else {
+                result.skipped += 1
+                continue
+            }
+            if call == nil { call = line["call"]?.stringValue }
+            let id = call ?? "chromium"
+            firstTime = min(firstTime ?? time, time)
+            switch kind {
+            case "stats":
+                guard let report = line["stats"]?.arrayValue else { result.skipped += 1; continue }
+                let n = seen[side, default: 0] + 1
+                seen[side] = n
+                guard n % every == 0 else { continue }
+                result.snapshots[side, default: 0] += 1
+                records.append(.stats(call: id, ts: time, format: .w3c, report: report, peerConnection: side))
+            case "event":
+                guard let type = line["type"]?.stringValue else { result.skipped += 1; continue }
+                if type == "ice:connected" { connected = min(connected ?? time, time) }
+                if type == "callEnd" {
+                    let duration = time - (connected ?? firstTime ?? time)
+                    records.append(.end(call: id, ts: time, reason: "terminatedLocally", durationMs: duration))
+                } else if let (action, mapped, detail) = ChromiumImporter.mapEvent(type) {
+                    var d = detail
+                    d["pc"] = .string(side)
+                    records.append(.event(call: id, ts: time, action: action, type: mapped, detail: d))
+                } else {
+                    result.skipped += 1
+                }
+            default:
+                result.skipped += 1
+            }
+        }
+        if let t = firstTime {
+            let id = call ?? "chromium"
+            // Peer a sends audio+video, b sends audio back, through a 30 ms / 2 % loss relay.
+            records.insert(.callInfo(call: id, ts: t, direction: "outgoing", sdk: "chromium", sdkVersion: "156",
+                                     app: "chromium-recording", appVersion: "1", platform: "web", network: "ethernet",
+                                     media: ["audio", "video"],
+                                     labels: ["profile": "relay_30ms_2pct", "source": "chromium-recording"]), at: 0)
+        }
+        // Stable by time: the recording's own order breaks ties.
+        result.records = records.enumerated().sorted { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }.map(\.element)
+        return result
+    }
+
+    /// The page's event names as SDK events (action, type, detail); nil for unknown ones.
+    static func mapEvent(_ type: String) -> (String, String, JSONObject)? {
+        switch type {
+        case "callCreate", "callAnswerReceived", "callRinging", "callRestSent", "incomingCall":
+            return (EventName.callMetric, type, JSONObject())
+        case "ice:connected", "ice:completed":
+            return (EventName.iceState, "iceConnected", ["state": .string(String(type.dropFirst(4)))])
+        case "ice:disconnected", "ice:failed":
+            return (EventName.iceState, "iceDisconnected", ["state": .string(String(type.dropFirst(4)))])
+        default:
+            if type.hasPrefix("gathering:") { return ("iceGathering", String(type.dropFirst(10)), JSONObject()) }
+            if type.hasPrefix("ice:") { return ("iceConnectionState", String(type.dropFirst(4)), JSONObject()) }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Analysis
+import ArgumentParser
+import Foundation
+import Ingest
+import Store
+
+/// `callstats analyze`: logs in, scored calls and rollups out.
+struct AnalyzeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "analyze",
+        abstract: "Analyse call logs into an SQLite database (calls, streams, intervals, findings, rollups).",
+        discussion: """
+            Reads .ndjson.zst and .ndjson files and folders of them, scores every call (ITU-T G.107 \
+            E-model for audio, a 1-5 video score, setup times, ICE outcome, findings) and writes the \
+            results into the database, creating it if needed. Runs are incremental: files already \
+            ingested are skipped, and calls that continue in new files are updated, so running it \
+            again over the same logs changes nothing.
+
+            Exit status: 0 when everything was read, 3 when some input was skipped (damaged or \
+            malformed; each case is reported with file and line), 1 on failure.
+
+            Examples:
+              callstats analyze Data/sample --db calls.sqlite
+              callstats analyze /var/log/callstats/*.ndjson.zst --db calls.sqlite --quiet
+            """)
+
+    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst).")
+    var paths: [String]
+
+    @Option(name: .long, help: "The SQLite database to write.")
+    var db = "callstats.sqlite"
+
+    @Option(help: "Reader threads (default: one per core).")
+    var threads: Int?
+
+    @Flag(help: "Read files again even if the ledger says they were ingested.")
+    var force = false
+
+    @Flag(name: .shortAndLong, help: "Print only the summary (no progress, no per-line issues).")
+    var quiet = false
+
+    @Option(help: "Print at most this many input problems individually (the rest are counted).")
+    var showIssues = 20
+
+    func run() throws {
+        var options = AnalyzeRun.Options(paths: paths, database: db)
+        options.force = force
+        if let threads { options.readers = max(1, threads) }
+        let run = AnalyzeRun(options: options)
+        let shown = IssueCounter(limit: quiet ? 0 : showIssues)
+        run.onIssue = { issue in
+            if shown.take() {
+                Terminal.clearStatus()
+                Terminal.error("warning: \(issue)")
+            }
+        }
+        if !quiet {
+            run.onProgress = { p in
+                let mbps = p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0
+                let rps = p.seconds > 0 ? Double(p.records) / p.seconds : 0
+                Terminal.status(String(format: "files %d/%d  calls %d  records %d (%.0f/s)  %.0f MB/s",
+                                       p.filesDone + p.filesSkipped, p.filesTotal, p.callsWritten, p.records, rps, mbps))
+            }
+        }
+        let report = try run.run()
+        Terminal.clearStatus()
+        var out = OutputBuffer()
+        for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
+        out.flush()
+        if report.skippedAnything { throw ExitCode(ExitStatus.skippedInput) }
+    }
+}
+
+final class IssueCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var remaining: Int
+    init(limit: Int) { remaining = limit }
+    func take() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard remaining > 0 else { return false }
+        remaining -= 1
+        return true
+    }
+}
+
+/// The end-of-run summary: aligned, labelled, short.
+enum AnalyzeSummary {
+    static func lines(_ r: AnalyzeRun.Report, database: String) -> [String] {
+        let p = r.progress
+        var rows: [(String, String)] = []
+        rows.append(("files read", "\(p.filesDone)" + (r.alreadyIngested.isEmpty ? "" : "  (\(r.alreadyIngested.count) already ingested, skipped)")))
+        if !r.missing.isEmpty { rows.append(("not found", r.missing.joined(separator: ", "))) }
+        rows.append(("records", "\(p.records)"))
+        rows.append(("data", String(format: "%.1f MB compressed, %.1f MB NDJSON", Double(p.compressedBytes) / 1e6, Double(p.textBytes) / 1e6)))
+        rows.append(("time", String(format: "%.2f s  (%.0f MB/s, %.0f records/s)", p.seconds,
+                                     p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0,
+                                     p.seconds > 0 ? Double(p.records) / p.seconds : 0)))
+        let g = r.gradesInRun
+        rows.append(("calls analysed", "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"))
+        let t = r.totals
+        rows.append(("database", "\(database): \(t.calls) calls, \(t.byGrade["poor"] ?? 0) poor, \(t.byGrade["no_media"] ?? 0) without media, \(t.files) files"))
+        if r.issueCounts.isEmpty {
+            rows.append(("skipped", "nothing"))
+        } else {
+            let parts = r.issueCounts.sorted { $0.value > $1.value }.map { "\($0.value) \($0.key)" }
+            rows.append(("skipped", parts.joined(separator: ", ")))
+        }
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+    }
+}

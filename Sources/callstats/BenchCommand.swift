@@ -1,0 +1,265 @@
+import ArgumentParser
+import CallLog
+import Foundation
+import Ingest
+import Simulator
+
+/// `callstats bench`: throughput and size figures, next to the tools a user would otherwise use.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure analysis throughput, log size, collector overhead and capture speed.",
+        discussion: """
+            Benchmarks print figures, they never pass or fail. Build in release mode first \
+            (make build) for meaningful numbers; this machine's other load shows in them, so \
+            compare figures printed side by side in one run.
+            """,
+        subcommands: [AnalyzeBench.self, LogSizeBench.self],
+        defaultSubcommand: AnalyzeBench.self)
+}
+
+/// Runs a shell command and returns its wall time, or nil when it failed.
+enum Stopwatch {
+    static func time(_ body: () throws -> Void) rethrows -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
+    static func shell(_ command: String) -> (seconds: Double, output: String)? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        var output = Data()
+        let seconds = time {
+            do { try p.run() } catch { return }
+            output = pipe.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+        }
+        guard p.terminationStatus == 0 else { return nil }
+        return (seconds, String(decoding: output, as: UTF8.self))
+    }
+}
+
+/// Prints rows of label/value columns aligned.
+struct Table {
+    var header: [String]
+    var rows: [[String]] = []
+
+    func render() -> String {
+        var widths = header.map(\.count)
+        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in
+                i == 0 ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                       : String(repeating: " ", count: widths[i] - c.count) + c
+            }.joined(separator: "  ")
+        }
+        return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line))
+            .joined(separator: "\n")
+    }
+}
+
+struct AnalyzeBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "analyze",
+        abstract: "Analysis throughput on a simulated corpus, next to zstd -d and DuckDB.",
+        discussion: """
+            Generates (once, then reuses) a corpus of full-snapshot W3C logs, runs the whole \
+            analysis into a fresh database, and times `zstd -d` (the floor: just decompressing) and \
+            DuckDB's read_json computing a per-call aggregate (mean audio jitter, max packetsLost) \
+            over the same files with 2 threads. DuckDB is used when `python3 -c "import duckdb"` works \
+            (pip install duckdb).
+            """)
+
+    @Option(help: "Corpus folder (generated there if empty).")
+    var corpus = "bench-data/corpus"
+
+    @Option(help: "Calls in a generated corpus (about 20 MB of NDJSON per 1,000 calls).")
+    var calls = 50_000
+
+    @Option(help: "Runs of each measurement; the best is printed.")
+    var runs = 3
+
+    func run() throws {
+        let files = try BenchCorpus.ensure(folder: corpus, calls: calls)
+        let compressed = files.reduce(0) { $0 + BenchCorpus.size($1) }
+        print("corpus: \(files.count) files, \(String(format: "%.1f", Double(compressed) / 1e6)) MB compressed; measuring…")
+
+        var best = Double.infinity
+        var text = 0, records = 0
+        for _ in 0..<runs {
+            let db = NSTemporaryDirectory() + "callstats-bench-\(getpid()).sqlite"
+            for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+            let run = AnalyzeRun(options: AnalyzeRun.Options(paths: [corpus], database: db))
+            let report = try run.run()
+            best = min(best, report.progress.seconds)
+            text = report.progress.textBytes
+            records = report.progress.records
+            for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+        }
+        let mb = Double(text) / 1e6
+        var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
+        table.rows.append(["callstats analyze (all metrics, SQLite writes)", fmt(best), fmt(mb / best, 0), fmt(Double(records) / best, 0), "1.00x"])
+
+        let list = files.map { "'\($0)'" }.joined(separator: " ")
+        if let z = bestOf(runs, "zstd -d -c -T1 \(list) > /dev/null") {
+            table.rows.append(["zstd -d (decompress only, 1 thread)", fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
+        }
+        let duck = """
+            python3 -c "import duckdb; c = duckdb.connect(); c.execute('SET threads TO 2'); print(c.execute(\\"\\"\\"
+            SELECT call, avg(s.jitter) * 1000 AS mean_jitter_ms, max(s.packetsLost) AS max_lost FROM (
+              SELECT call, unnest(report) AS s FROM read_json('\(corpus)/**/*.ndjson.zst', format = 'newline_delimited',
+                compression = 'zstd', columns = {call: 'VARCHAR', kind: 'VARCHAR',
+                report: 'STRUCT(type VARCHAR, kind VARCHAR, jitter DOUBLE, packetsLost BIGINT)[]'})
+              WHERE kind = 'stats')
+            WHERE s.type = 'inbound-rtp' AND s.kind = 'audio' GROUP BY call\\"\\"\\").fetchall().__len__())"
+            """
+        if let d = bestOf(runs, duck) {
+            table.rows.append(["DuckDB read_json per-call aggregate (2 threads)", fmt(d), fmt(mb / d, 0), "-", fmt(best / d) + "x"])
+        } else {
+            table.rows.append(["DuckDB", "-", "-", "-", "not installed (pip install duckdb)"])
+        }
+        print(table.render())
+        print("NDJSON: \(fmt(mb, 1)) MB, \(records) records; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    }
+
+    func bestOf(_ n: Int, _ command: String) -> Double? {
+        var best: Double?
+        for _ in 0..<n {
+            guard let r = Stopwatch.shell(command) else { return nil }
+            best = min(best ?? .infinity, r.seconds)
+        }
+        return best
+    }
+}
+
+func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", x) }
+
+enum BenchCorpus {
+    static func size(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// The corpus files, generating them first when the folder has none.
+    static func ensure(folder: String, calls: Int) throws -> [String] {
+        var files = LogFiles.find([folder]).files
+        if files.isEmpty {
+            print("generating \(calls) calls of full-snapshot W3C logs into \(folder) …")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            var config = SimulatorConfiguration(calls: calls, seed: 1)
+            config.fullSnapshots = true
+            _ = try Simulator(config).write(to: folder) { s in
+                Terminal.status("simulate: \(s.calls)/\(calls) calls")
+            }
+            Terminal.clearStatus()
+            files = LogFiles.find([folder]).files
+        }
+        return files
+    }
+}
+
+struct LogSizeBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log-size",
+        abstract: "Bytes per peer-connection-minute of a log, written in each of the format's variants.",
+        discussion: """
+            Reads a v1 log (e.g. the Chromium recording turned into v1 by `callstats import-chromium`), \
+            keeps every Nth statistics snapshot of each peer connection (to model 5 s or 10 s polling \
+            of a 1 s recording), and writes it again full and delta-encoded, one zstd frame per flush \
+            and one long frame flushed per snapshot, at several zstd levels.
+
+            Example:
+              callstats import-chromium ../shared/data/chromium-call-30ms-2pct.jsonl.zst --out /tmp/chromium.ndjson.zst
+              callstats bench log-size /tmp/chromium.ndjson.zst --every 5 --every 10
+            """)
+
+    @Argument(help: "A v1 log file.")
+    var file: String
+
+    @Option(help: "Keep every Nth snapshot per peer connection (repeatable).")
+    var every: [Int] = [5, 10]
+
+    func run() throws {
+        let (records, issues) = LogReader(path: file).readAll()
+        if let first = issues.first { throw ValidationError("\(file) has damage: \(first)") }
+        var table = Table(header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute"])
+        for n in every {
+            let kept = LogSizeMeasure.resample(records, every: n)
+            let period = LogSizeMeasure.period(kept)
+            let pcMinutes = LogSizeMeasure.peerConnectionMinutes(kept, period: period)
+            let variants: [(String, Bool, Bool, Int32)] = [
+                ("full snapshots", false, true, 3), ("full snapshots", false, false, 3),
+                ("deltas", true, true, 3), ("deltas", true, false, 3), ("deltas", true, false, 9), ("deltas", true, false, 19),
+            ]
+            for (name, delta, perFlush, level) in variants {
+                let bytes = try LogSizeMeasure.write(kept, delta: delta, framePerFlush: perFlush, level: level)
+                table.rows.append([String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
+                                   "-\(level)", "\(bytes)", fmt(Double(bytes) / 1024 / pcMinutes)])
+            }
+        }
+        print(table.render())
+        print("level 9 is what the collector writes; a flush follows every snapshot.")
+    }
+}
+
+enum LogSizeMeasure {
+    /// Every nth stats record of each chain; other records kept.
+    static func resample(_ records: [LogRecord], every n: Int) -> [LogRecord] {
+        var seen: [StatsChainKey: Int] = [:]
+        return records.filter { r in
+            guard var key = StatsChainKey(record: r) else { return true }
+            key.format = ""
+            let i = seen[key, default: 0]
+            seen[key] = i + 1
+            return i % max(1, n) == 0
+        }.map { r in
+            var r = r
+            r.body["seq"] = nil
+            return r
+        }
+    }
+
+    /// Median gap between consecutive snapshots of a chain, in ms.
+    static func period(_ records: [LogRecord]) -> Double {
+        var last: [StatsChainKey: Int64] = [:], gaps: [Int64] = []
+        for r in records {
+            guard let k = StatsChainKey(record: r) else { continue }
+            if let p = last[k] { gaps.append(r.ts - p) }
+            last[k] = r.ts
+        }
+        gaps.sort()
+        return gaps.isEmpty ? 1000 : Double(gaps[gaps.count / 2])
+    }
+
+    /// Sum over peer connections of (last − first snapshot + one period), in minutes.
+    static func peerConnectionMinutes(_ records: [LogRecord], period: Double) -> Double {
+        var span: [StatsChainKey: (Int64, Int64)] = [:]
+        for r in records {
+            guard let k = StatsChainKey(record: r) else { continue }
+            let s = span[k] ?? (r.ts, r.ts)
+            span[k] = (min(s.0, r.ts), max(s.1, r.ts))
+        }
+        return span.values.reduce(0) { $0 + (Double($1.1 - $1.0) + period) / 60_000 }
+    }
+
+    static func write(_ records: [LogRecord], delta: Bool, framePerFlush: Bool, level: Int32) throws -> Int {
+        let path = NSTemporaryDirectory() + "callstats-logsize-\(getpid()).ndjson.zst"
+        try? FileManager.default.removeItem(atPath: path)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var o = LogWriter.Options()
+        o.deltaStats = delta
+        o.framePerFlush = framePerFlush
+        o.compressionLevel = level
+        let w = try LogWriter(path: path, options: o)
+        for r in records where r.kind == .stats {
+            try w.append(r)
+            try w.flush()
+        }
+        try w.close()
+        return w.bytesWritten
+    }
+}
