@@ -22,10 +22,13 @@ public struct AnalysisConfig: Sendable, Equatable {
     /// MOS-CQ below these over a sustained window makes the call fair / poor (G.109: R 70 / 60).
     public var mosFair = 3.6
     public var mosPoor = 3.1
-    /// A condition counts when it holds in this many of the last `persistenceWindow` samples.
+    /// Findings and the worst sustained MOS look at windows of at least this long (intervals
+    /// merged), so 1 s and 10 s sampling mean the same thing.
+    public var windowMs: Int64 = 10_000
+    /// A condition counts when it holds in this many of the last `persistenceWindow` windows.
     public var persistenceCount = 3
     public var persistenceWindow = 5
-    /// Sliding window (intervals) for the worst sustained MOS.
+    /// Windows averaged for the worst sustained MOS (3 × 10 s).
     public var worstWindow = 3
     /// Consecutive snapshots further apart than this many median periods are not one interval.
     public var gapFactor = 3.0

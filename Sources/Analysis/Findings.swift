@@ -38,7 +38,56 @@ enum Findings {
         return result
     }
 
-    static func forStream(_ s: StreamSummary, _ xs: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
+    /// Consecutive intervals merged into windows of at least `minimumMs`, so that persistence
+    /// means the same span of time whatever the sampling period (1 s browsers, 10 s SDKs).
+    static func windows(_ xs: [IntervalMetrics], minimumMs: Int64) -> [IntervalMetrics] {
+        var out: [IntervalMetrics] = []
+        var group: [IntervalMetrics] = []
+        func flush() {
+            guard let first = group.first, let last = group.last else { return }
+            var w = IntervalMetrics(callID: first.callID, streamID: first.streamID, startTs: first.startTs, endTs: last.endTs)
+            func weighted(_ key: KeyPath<IntervalMetrics, Double?>) -> Double? {
+                var sum = 0.0, weight = 0.0
+                for x in group { if let v = x[keyPath: key] { let d = Double(x.endTs - x.startTs); sum += v * d; weight += d } }
+                return weight > 0 ? sum / weight : nil
+            }
+            let packets = group.compactMap(\.packets), lost = group.compactMap(\.packetsLost)
+            w.packets = packets.isEmpty ? nil : packets.reduce(0, +)
+            w.packetsLost = lost.isEmpty ? nil : lost.reduce(0, +)
+            if let p = w.packets, let l = w.packetsLost, p + l > 0 {
+                // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
+                w.lossPct = 100 * Double(l) / Double(p + l)
+            }
+            w.jitterMs = weighted(\.jitterMs)
+            w.rttMs = weighted(\.rttMs)
+            w.iceRttMs = weighted(\.iceRttMs)
+            w.bitrateKbps = weighted(\.bitrateKbps)
+            w.concealmentPct = weighted(\.concealmentPct)
+            w.jitterBufferMs = weighted(\.jitterBufferMs)
+            w.rFactor = weighted(\.rFactor)
+            w.mosCQ = weighted(\.mosCQ)
+            w.mosLQ = weighted(\.mosLQ)
+            w.fps = weighted(\.fps)
+            w.videoScore = weighted(\.videoScore)
+            w.freezeMs = group.compactMap(\.freezeMs).reduce(0, +)
+            w.freezeCount = group.compactMap(\.freezeCount).reduce(0, +)
+            var byReason: [String: Int64] = [:]
+            for x in group { if let q = x.qualityLimitation { byReason[q, default: 0] += x.endTs - x.startTs } }
+            w.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key
+            out.append(w)
+            group.removeAll()
+        }
+        for x in xs {
+            if let last = group.last, x.startTs - last.endTs > minimumMs { flush() }
+            group.append(x)
+            if let first = group.first, x.endTs - first.startTs >= minimumMs { flush() }
+        }
+        flush()
+        return out
+    }
+
+    static func forStream(_ s: StreamSummary, _ intervals: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
+        let xs = windows(intervals, minimumMs: config.windowMs)
         var rules: [Rule] = []
         let inbound = s.direction == .inbound
         if inbound {

@@ -80,9 +80,9 @@ enum Summary {
         c.mosCQ = mean(audio, \.mosCQ)
         c.mosLQ = mean(audio, \.mosLQ)
         c.rFactor = mean(audio, \.rFactor)
-        c.mosWorst = worstSustained(audio, \.mosCQ, window: config.worstWindow)
+        c.mosWorst = worstSustained(audio, \.mosCQ, window: config.worstWindow, windowMs: config.windowMs)
         c.videoScore = mean(video, \.videoScore)
-        c.videoScoreWorst = worstSustained(video, \.videoScore, window: config.worstWindow)
+        c.videoScoreWorst = worstSustained(video, \.videoScore, window: config.worstWindow, windowMs: config.windowMs)
         let lost = audio.reduce(0) { $0 + ($1.packetsLost ?? 0) }
         let received = audio.reduce(0) { $0 + ($1.packets ?? 0) }
         if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
@@ -107,12 +107,12 @@ enum Summary {
     }
 
     /// The lowest mean over any `window` consecutive intervals (or over all, if fewer).
-    static func worstSustained(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>, window: Int) -> Double? {
+    static func worstSustained(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>, window: Int, windowMs: Int64) -> Double? {
         // Per stream, in time order; the worst across streams.
         let byStream = Dictionary(grouping: xs, by: \.streamID)
         var worst: Double?
         for (_, series) in byStream {
-            let values = series.sorted { $0.startTs < $1.startTs }.compactMap { $0[keyPath: key] }
+            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }, minimumMs: windowMs).compactMap { $0[keyPath: key] }
             guard !values.isEmpty else { continue }
             let n = min(window, values.count)
             for i in 0...(values.count - n) {
