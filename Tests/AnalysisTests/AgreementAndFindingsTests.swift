@@ -1,0 +1,97 @@
+import Analysis
+import CallLog
+import XCTest
+
+final class AgreementAndFindingsTests: XCTestCase {
+    let t0: Int64 = 1_795_000_000_000
+
+    /// The legacy report of the same call (values as strings, jitter and RTT in ms) gives the
+    /// same loss, jitter and RTT as its W3C report.
+    func testW3CAndGoogAgree() throws {
+        var w3c: [LogRecord] = [], goog: [LogRecord] = []
+        var s = W3CSnapshot(t: Double(t0))
+        for k in 0..<7 {
+            let ts = t0 + Int64(k) * 10_000
+            s.t = Double(ts)
+            s.received += 500 - Double(k * 3); s.lost += Double(k * 3); s.sent += 500
+            s.jitter = 0.004 + Double(k) / 1000
+            s.rtt = 0.08 + Double(k) / 100
+            w3c.append(Harness.stats("w", s, ts: ts))
+            let recv: JSONValue = ["id": "ssrc_1111_recv", "type": "ssrc", "timestamp": .number(s.t), "values": .object([
+                "packetsReceived": .string(String(Int(s.received))), "packetsLost": .string(String(Int(s.lost))),
+                "bytesReceived": .string(String(Int(s.received * 80))), "ssrc": "1111", "googCodecName": "opus",
+                "googJitterReceived": .string(String(Int((s.jitter * 1000).rounded()))),
+            ])]
+            let send: JSONValue = ["id": "ssrc_2222_send", "type": "ssrc", "timestamp": .number(s.t), "values": .object([
+                "packetsSent": .string(String(Int(s.sent))), "bytesSent": .string(String(Int(s.sent * 80))), "ssrc": "2222",
+                "googCodecName": "opus", "googRtt": .string(String(Int((s.rtt * 1000).rounded()))), "packetsLost": "0",
+            ])]
+            let pair: JSONValue = ["id": "Conn-audio-1-0", "type": "googCandidatePair", "timestamp": .number(s.t), "values": [
+                "googActiveConnection": "true", "googRtt": "50", "googLocalCandidateType": "stun",
+                "googRemoteCandidateType": "local", "googTransportType": "udp",
+            ]]
+            goog.append(.stats(call: "g", ts: ts, format: .goog, report: [recv, send, pair], peerConnection: "pc0"))
+        }
+        let a = try Harness.analyze(w3c), b = try Harness.analyze(goog)
+        let ia = a.intervals.filter { $0.streamID.contains("inbound") }, ib = b.intervals.filter { $0.streamID.contains("inbound") }
+        XCTAssertEqual(ia.count, 6)
+        XCTAssertEqual(ib.count, 6)
+        for (x, y) in zip(ia, ib) {
+            XCTAssertEqual(x.packets, y.packets)
+            XCTAssertEqual(x.packetsLost, y.packetsLost)
+            XCTAssertEqual(try XCTUnwrap(x.lossPct), try XCTUnwrap(y.lossPct), accuracy: 1e-9)
+            XCTAssertEqual(try XCTUnwrap(x.jitterMs), try XCTUnwrap(y.jitterMs), accuracy: 0.5)
+            // W3C RTT is Δtotal/Δcount; the legacy latest value is what we compare it with here.
+            XCTAssertEqual(try XCTUnwrap(y.rttMs), (0.08 + Double(ia.firstIndex(of: x)! + 1) / 100) * 1000, accuracy: 0.5)
+            XCTAssertEqual(try XCTUnwrap(x.iceRttMs), try XCTUnwrap(y.iceRttMs), accuracy: 1e-9)
+        }
+        XCTAssertEqual(a.call.lossPct!, b.call.lossPct!, accuracy: 1e-9)
+        XCTAssertEqual(a.call.localCandidateType, b.call.localCandidateType)
+        XCTAssertEqual(b.call.source, "goog")
+        XCTAssertEqual(a.call.source, "w3c")
+    }
+
+    /// Loss per 10 s interval: one bad interval raises nothing; three in a row do, with their span.
+    func testFindingsNeedPersistence() throws {
+        func call(_ lossy: Set<Int>) throws -> CallAnalysis {
+            var s = W3CSnapshot(t: Double(t0))
+            var records: [LogRecord] = []
+            for k in 0..<12 {
+                let ts = t0 + Int64(k) * 10_000
+                s.t = Double(ts)
+                let lost = lossy.contains(k) ? 40.0 : 0  // 40 of 500: 7.4 %
+                s.received += 500 - lost; s.lost += lost; s.sent += 500
+                records.append(Harness.stats("p", s, ts: ts))
+            }
+            return try Harness.analyze(records)
+        }
+        let blip = try call([5])
+        XCTAssertFalse(blip.findings.contains { $0.code == "high_loss" })
+        XCTAssertEqual(blip.call.grade, .good)
+
+        let sustained = try call([5, 6, 7])
+        let f = try XCTUnwrap(sustained.findings.first { $0.code == "high_loss" })
+        XCTAssertEqual(f.severity, .poor)
+        XCTAssertEqual(f.startTs, t0 + 40_000, "the first lossy interval ends at snapshot 5")
+        XCTAssertEqual(f.durationMs, 30_000)
+        XCTAssertEqual(try XCTUnwrap(f.value), 40.0 / 500 * 100, accuracy: 1e-9)
+        XCTAssertEqual(sustained.call.grade, .poor)
+    }
+
+    /// One-way audio: we keep sending, nothing arrives.
+    func testOneWayAudio() throws {
+        var s = W3CSnapshot(t: Double(t0))
+        var records: [LogRecord] = []
+        for k in 0..<10 {
+            let ts = t0 + Int64(k) * 10_000
+            s.t = Double(ts)
+            if k < 3 { s.received += 500 }
+            s.sent += 500
+            records.append(Harness.stats("o", s, ts: ts))
+        }
+        let r = try Harness.analyze(records)
+        let f = try XCTUnwrap(r.findings.first { $0.code == "one_way_audio" })
+        XCTAssertEqual(f.startTs, t0 + 20_000, "the interval from snapshot 2 to 3 is the first with nothing received")
+        XCTAssertEqual(r.call.grade, .poor)
+    }
+}
