@@ -1,0 +1,106 @@
+import Analysis
+import Foundation
+import Ingest
+import Simulator
+import Store
+import TestSupport
+import XCTest
+
+final class IngestTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("ingest") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func simulate(calls: Int, files: Int, seed: UInt64 = 3) throws -> URL {
+        let logs = dir.appendingPathComponent("logs-\(seed)")
+        var config = SimulatorConfiguration(calls: calls, seed: seed)
+        config.files = files
+        _ = try Simulator(config).write(to: logs.path) { _ in }
+        return logs
+    }
+
+    func analyze(_ paths: [String], db: String) throws -> AnalyzeRun.Report {
+        var o = AnalyzeRun.Options(paths: paths, database: db)
+        o.callsPerTransaction = 7  // many small transactions: exercises the batch boundaries
+        return try AnalyzeRun(options: o).run()
+    }
+
+    /// Everything a user sees, as text, to compare databases.
+    func dump(_ db: String) throws -> String {
+        let store = try CallStore(path: db, forWriting: false)
+        var out = ""
+        for sql in ["SELECT * FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
+                    "SELECT count(*), sum(packets), round(sum(mos_cq), 6) FROM intervals", "SELECT * FROM findings ORDER BY call_id, code, start_ts",
+                    "SELECT * FROM events ORDER BY call_id, ts, kind, action, type", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"] {
+            for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
+        }
+        return out
+    }
+
+    func testSecondRunChangesNothingAndDuplicatesAreRecognised() throws {
+        let logs = try simulate(calls: 40, files: 3)
+        let db = dir.appendingPathComponent("a.sqlite").path
+        let first = try analyze([logs.path], db: db)
+        XCTAssertEqual(first.callsInRun, 40)
+        XCTAssertTrue(first.issueCounts.isEmpty, "\(first.firstIssues)")
+        let before = try dump(db)
+        let second = try analyze([logs.path], db: db)
+        XCTAssertEqual(second.progress.filesDone, 0)
+        XCTAssertEqual(second.alreadyIngested.count, 3)
+        XCTAssertEqual(try dump(db), before)
+
+        // A renamed copy is the same content: skipped.
+        let copy = dir.appendingPathComponent("copy")
+        try FileManager.default.copyItem(at: logs, to: copy)
+        let third = try analyze([copy.path], db: db)
+        XCTAssertEqual(third.alreadyIngested.count, 3)
+        XCTAssertEqual(try dump(db), before)
+
+        // Forced re-reading merges records with what is stored: still no double counting.
+        var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+        o.force = true
+        _ = try AnalyzeRun(options: o).run()
+        XCTAssertEqual(try dump(db), before)
+    }
+
+    /// Files analysed one run at a time (calls continuing across files and runs) end in the
+    /// same database as one run over all of them, whatever the order.
+    func testIncrementalRunsEqualOneRun() throws {
+        let logs = try simulate(calls: 60, files: 4, seed: 9)
+        let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted().map { logs.appendingPathComponent($0).path }
+        let once = dir.appendingPathComponent("once.sqlite").path
+        let report = try analyze([logs.path], db: once)
+        XCTAssertGreaterThan(report.callsInRun, 0)
+        let split = dir.appendingPathComponent("split.sqlite").path
+        for f in files.reversed() { _ = try analyze([f], db: split) }
+        XCTAssertEqual(try dump(split), try dump(once))
+    }
+
+    /// A run stopped part way (here: only some files read, as after a kill between commits)
+    /// is completed by the next run to exactly the clean result.
+    func testInterruptedRunIsCompletedByTheNext() throws {
+        let logs = try simulate(calls: 30, files: 3, seed: 5)
+        let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted().map { logs.appendingPathComponent($0).path }
+        let clean = dir.appendingPathComponent("clean.sqlite").path
+        _ = try analyze([logs.path], db: clean)
+        let resumed = dir.appendingPathComponent("resumed.sqlite").path
+        _ = try analyze([files[1]], db: resumed)
+        _ = try analyze([logs.path], db: resumed)
+        XCTAssertEqual(try dump(resumed), try dump(clean))
+    }
+
+    /// A log with damage keeps every valid record, and reports the rest by file and line.
+    func testDamagedFileKeepsValidRecords() throws {
+        let logs = try simulate(calls: 10, files: 1, seed: 11)
+        let file = try FileManager.default.contentsOfDirectory(atPath: logs.path).first!
+        let path = logs.appendingPathComponent(file).path
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes.removeLast(bytes.count / 3)  // cut the last third, as a crash would
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let db = dir.appendingPathComponent("cut.sqlite").path
+        let report = try analyze([logs.path], db: db)
+        XCTAssertEqual(report.issueCounts["truncated file"], 1)
+        XCTAssertGreaterThan(report.callsInRun, 0)
+        XCTAssertTrue(report.firstIssues.contains { $0.file == path && $0.line != nil })
+    }
+}
