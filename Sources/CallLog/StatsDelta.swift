@@ -120,8 +120,10 @@ public struct StatsDeltaEncoder {
         out.body["seq"] = .number(Double(seq))
         out.body["base"] = .number(Double(previous.seq))
         out.body["delta"] = .object(delta)
-        // Rare: nearly everything changed. Then the full report is the smaller record.
-        if out.jsonLine.utf8.count >= full.jsonLine.utf8.count { return full }
+        // When most objects are new (a renegotiation), the full report may be the smaller record;
+        // only then is it worth writing both out to compare.
+        if case .array(let put)? = delta["put"], put.count * 2 > current.objects.count,
+           out.jsonLine.utf8.count >= full.jsonLine.utf8.count { return full }
         return out
     }
 

@@ -1,0 +1,107 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The commands as a user runs them: the built `callstats` binary, end to end.
+final class CommandLineTests: XCTestCase {
+    /// The built `callstats`, beside the test bundle in the build folder.
+    static let binary: URL = {
+        let bundle = Bundle(for: CommandLineTests.self).bundleURL
+        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()]
+            .map { $0.appendingPathComponent("callstats") }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("cli") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// Runs the built binary; returns exit status, stdout and stderr.
+    @discardableResult
+    func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let bin = CommandLineTests.binary
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testSampleDataEndToEnd() throws {
+        let db = dir.appendingPathComponent("demo.sqlite").path
+        let sample = TestPaths.sampleData.appendingPathComponent("sample").path
+        let first = try callstats(["analyze", sample, "--db", db, "--quiet"])
+        XCTAssertEqual(first.status, 0, first.err)
+        XCTAssertTrue(first.out.contains("skipped         nothing") || first.out.contains("nothing"), first.out)
+        let calls = try callstats(["query", "--db", db, "--format", "csv", "SELECT count(*) AS n, sum(grade = 'poor') AS poor, sum(grade = 'good') AS good FROM calls"])
+        XCTAssertEqual(calls.status, 0, calls.err)
+        let numbers = calls.out.split(separator: "\n")[1].split(separator: ",").compactMap { Int($0) }
+        XCTAssertGreaterThanOrEqual(numbers[0], 200, "the sample has a few hundred calls")
+        XCTAssertGreaterThan(numbers[1], 0, "some sample calls are poor (lossy, congested, one-way profiles)")
+        XCTAssertGreaterThan(numbers[2], numbers[1], "most sample calls are good")
+
+        // A second run over the same logs changes nothing.
+        let snapshot = try callstats(["query", "--db", db, "--format", "json", "SELECT * FROM calls ORDER BY call_id"]).out
+        let rollups = try callstats(["query", "--db", db, "--format", "json", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"]).out
+        let second = try callstats(["analyze", sample, "--db", db, "--quiet"])
+        XCTAssertEqual(second.status, 0, second.err)
+        XCTAssertTrue(second.out.contains("already ingested"), second.out)
+        XCTAssertEqual(try callstats(["query", "--db", db, "--format", "json", "SELECT * FROM calls ORDER BY call_id"]).out, snapshot)
+        XCTAssertEqual(try callstats(["query", "--db", db, "--format", "json", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"]).out, rollups)
+
+        // The views people ask first answer.
+        for view in ["worst_calls", "poor_share_by_network", "setup_p95_by_app_version", "findings_summary", "daily_quality"] {
+            let r = try callstats(["query", "--db", db, "SELECT * FROM \(view) LIMIT 3"])
+            XCTAssertEqual(r.status, 0, "\(view): \(r.err)")
+            XCTAssertFalse(r.out.contains("(0 rows)"), "\(view) is empty")
+        }
+    }
+
+    func testDamagedInputIsReportedWithFileAndLineAndTheRestKept() throws {
+        let logs = dir.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        XCTAssertEqual(try callstats(["simulate", "--calls", "20", "--out", logs.path, "--seed", "7"]).status, 0)
+        let clean = dir.appendingPathComponent("clean.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", logs.path, "--db", clean, "--quiet"]).status, 0)
+
+        // Append a malformed line to a plain copy of one file.
+        let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).filter { $0.hasSuffix(".zst") }.sorted()
+        let plain = logs.appendingPathComponent("extra.ndjson")
+        try "{\"kind\":\"event\",\"call\":\"x\"}\nnot json at all\n".write(to: plain, atomically: true, encoding: .utf8)
+        let dirty = dir.appendingPathComponent("dirty.sqlite").path
+        let r = try callstats(["analyze", logs.path, "--db", dirty])
+        XCTAssertEqual(r.status, 3, r.out + r.err)
+        XCTAssertTrue(r.err.contains("extra.ndjson:1: invalid record: missing field \"ts\""), r.err)
+        XCTAssertTrue(r.err.contains("extra.ndjson:2: invalid record"), r.err)
+        let q = "SELECT count(*), round(sum(mos_cq), 6) FROM calls"
+        XCTAssertEqual(try callstats(["query", "--db", dirty, q]).out, try callstats(["query", "--db", clean, q]).out)
+        XCTAssertFalse(files.isEmpty)
+    }
+
+    func testCatRestoresAndFilters() throws {
+        let logs = dir.appendingPathComponent("logs")
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--out", logs.path, "--seed", "1"]).status, 0)
+        let all = try callstats(["cat", logs.path])
+        XCTAssertEqual(all.status, 0, all.err)
+        let lines = all.out.split(separator: "\n")
+        XCTAssertFalse(lines.contains { $0.contains("\"delta\"") }, "cat restores full snapshots")
+        XCTAssertTrue(lines.contains { $0.contains("\"kind\":\"stats\"") && $0.contains("\"report\"") })
+        let ends = try callstats(["cat", "--kind", "end", logs.path]).out.split(separator: "\n")
+        XCTAssertEqual(ends.count, 3)
+    }
+
+    func testHelpIsUseful() throws {
+        let r = try callstats(["analyze", "--help"])
+        XCTAssertTrue(r.out.contains("--db"))
+        XCTAssertTrue(r.out.contains("Exit status"))
+        let missing = try callstats(["query", "--db", dir.appendingPathComponent("none.sqlite").path, "SELECT 1"])
+        XCTAssertNotEqual(missing.status, 0)
+    }
+}
