@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The statistics the analyser reads. Everything else in a report is skipped unread.
 ///
 /// W3C and legacy goog names map onto one set of slots, so both dialects flow through the
@@ -119,7 +125,8 @@ struct FieldTable {
         let h = FieldTable.hash(key)
         var i = Int(truncatingIfNeeded: h) & mask
         while let s = slots[i] {
-            if s.hash == h && s.name.count == key.count && s.name.elementsEqual(key) { return s.entry }
+            if s.hash == h && s.name.count == key.count,
+               s.name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 }) { return s.entry }
             i = (i + 1) & mask
         }
         return nil

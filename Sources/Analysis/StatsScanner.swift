@@ -105,8 +105,13 @@ struct StatsScanner {
     /// Reads one stats object, keeping the fields the analyser uses.
     private func readObject(_ c: inout JSONCursor, id: inout String?) throws(JSONCursor.ScanError) -> StatObject {
         var o = StatObject()
+        var typeKnown = false
         try c.object { cur, key throws(JSONCursor.ScanError) in
+            // Objects the metrics never read (certificates, media sources…): only the timestamp
+            // matters (it counts toward the report's common timestamp); skip the rest unread.
+            if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
             try readMember(&cur, key: key, into: &o, id: &id)
+            if !typeKnown && o.type != .other { typeKnown = true } else if !typeKnown && JSONCursor.equals(key, "type") { typeKnown = true }
         }
         if o.type == .googSSRC { GoogStats.classify(&o, id: id) }
         return o

@@ -5,6 +5,17 @@ import Store
 /// A call's material from one file, on its way to the writer.
 struct PendingCall {
     var material: CallMaterial
+    /// Analysis and stored form computed on the reader thread, used as they are when the
+    /// database has nothing of this call yet (the common case), which keeps the single writer
+    /// thread free for SQLite.
+    var precomputed: (analysis: CallAnalysis, stored: [UInt8])
+
+    init(material: CallMaterial, config: AnalysisConfig) {
+        var m = material
+        m.normalize()
+        self.material = m
+        precomputed = (CallAnalyzer.analyze(m, config: config), m.encoded())
+    }
 }
 
 /// A reader thread's work on one file: lines → per-call material → hand-off queue.
@@ -21,7 +32,7 @@ enum FileReading {
                 records += 1
                 callIDs.insert(call)
                 // An ended call leaves the reader at once: memory holds open calls only.
-                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m))) }
+                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config))) }
             case .skipped(let category, let message):
                 skipped += 1
                 queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))
@@ -30,7 +41,7 @@ enum FileReading {
             skipped += 1
             queue.put(.issue(issue))
         })
-        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m))) }
+        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
         queue.put(.fileDone(FileDone(entry: entry, textBytes: textBytes)))
@@ -40,18 +51,17 @@ enum FileReading {
 /// The writer's work on one call: merge with what the database has, analyse, replace.
 enum CallWriting {
     static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig) throws -> (analysis: CallAnalysis, starts: [Int64]) {
-        var material = p.material
-        var starts: [Int64] = []
-        if let stored = try store.storedCall(material.callID) {
-            starts.append(stored.startTs)
-            if let bytes = stored.material, let previous = try? CallMaterial(decoding: bytes) {
-                material.merge(previous)
-            }
+        guard let stored = try store.storedCall(p.material.callID) else {
+            try store.write(p.precomputed.analysis, complete: p.material.hasEnded, material: p.precomputed.stored)
+            return (p.precomputed.analysis, [p.precomputed.analysis.call.startTs])
         }
-        material.normalize()
+        // The call continues something stored: merge (duplicates collapse) and analyse again.
+        var material = p.material
+        if let bytes = stored.material, let previous = try? CallMaterial(decoding: bytes) {
+            material.merge(previous)
+        }
         let analysis = CallAnalyzer.analyze(material, config: config)
         try store.write(analysis, complete: material.hasEnded, material: material.encoded())
-        starts.append(analysis.call.startTs)
-        return (analysis, starts)
+        return (analysis, [stored.startTs, analysis.call.startTs])
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CallLog
+import Capture
 import Foundation
 import Ingest
 import Simulator
@@ -14,7 +15,7 @@ struct BenchCommand: ParsableCommand {
             (make build) for meaningful numbers; this machine's other load shows in them, so \
             compare figures printed side by side in one run.
             """,
-        subcommands: [AnalyzeBench.self, LogSizeBench.self],
+        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self],
         defaultSubcommand: AnalyzeBench.self)
 }
 
@@ -261,5 +262,52 @@ enum LogSizeMeasure {
         }
         try w.close()
         return w.bytesWritten
+    }
+}
+
+struct CaptureBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "capture",
+        abstract: "Packets per second through the capture pipeline, next to tshark -z rtp,streams.",
+        discussion: """
+            Writes a synthetic pcap of G.711 streams (made here, deterministic), times our full path \
+            (libpcap read, decode, RTP statistics, records) and, when tshark is installed, \
+            `tshark -q -z rtp,streams` on the same file (tshark is given a tenth of the packets and its \
+            rate is reported per packet, since it is much slower).
+            """)
+
+    @Option(help: "Packets in the synthetic capture.")
+    var packets = 2_000_000
+
+    @Option(help: "Concurrent RTP streams in it.")
+    var streams = 100
+
+    func run() throws {
+        let bytes = CaptureBenchmark.syntheticCapture(packets: packets, streams: streams)
+        var best = Double.infinity
+        for _ in 0..<3 {
+            let r = try CaptureBenchmark.run(capture: bytes)
+            best = min(best, r.seconds)
+        }
+        var table = Table(header: ["what", "packets", "seconds", "packets/s", "vs tshark"])
+        let ours = Double(packets) / best
+        let small = CaptureBenchmark.syntheticCapture(packets: packets / 10, streams: streams)
+        let path = NSTemporaryDirectory() + "callstats-bench-\(getpid()).pcap"
+        FileManager.default.createFile(atPath: path, contents: Data(small))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var tsharkRate: Double?
+        if let t = Stopwatch.shell("tshark -n -q --enable-heuristic rtp_udp -z rtp,streams -r '\(path)' > /dev/null") {
+            tsharkRate = Double(packets / 10) / t.seconds
+        }
+        table.rows.append(["callstats capture pipeline", "\(packets)", fmt(best), fmt(ours, 0),
+                           tsharkRate.map { fmt(ours / $0, 1) + "x" } ?? "-"])
+        if let tsharkRate {
+            table.rows.append(["tshark -z rtp,streams (heuristic RTP)", "\(packets / 10)", fmt(Double(packets / 10) / tsharkRate),
+                               fmt(tsharkRate, 0), "1.0x"])
+        } else {
+            table.rows.append(["tshark", "-", "-", "-", "not installed"])
+        }
+        print(table.render())
+        print("\(streams) concurrent G.711 streams (50 packets/s each); one core.")
     }
 }
