@@ -97,6 +97,25 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(ends.count, 3)
     }
 
+    /// A real SIP/RTP capture, measured on the wire and scored into the same tables as SDK logs;
+    /// packet counts equal tshark's (`*.rtp_streams.txt` beside the capture).
+    func testCaptureIsAnalysedLikeSDKLogs() throws {
+        let pcap = TestPaths.shared.appendingPathComponent("pcaps/heplify/rtp_rtcp_sip_ipv4_udp.pcap")
+        guard FileManager.default.fileExists(atPath: pcap.path) else { throw XCTSkip("../shared/pcaps is absent") }
+        let logs = dir.appendingPathComponent("wire")
+        let c = try callstats(["capture", "-r", pcap.path, "-o", logs.path])
+        XCTAssertEqual(c.status, 0, c.err)
+        XCTAssertTrue(c.out.contains("RTP / RTCP / STUN"), c.out)
+        let db = dir.appendingPathComponent("wire.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", logs.path, "--db", db, "-q"]).status, 0)
+        let call = try callstats(["query", "--db", db, "--format", "csv",
+                                  "SELECT sdk, source, grade, mos_cq > 4.3, loss_pct FROM calls WHERE call_id = '12013223@200.57.7.195'"])
+        XCTAssertEqual(call.out.split(separator: "\n").last, "wire,wire,good,1,0", call.out)
+        let streams = try callstats(["query", "--db", db, "--format", "csv",
+                                     "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' ORDER BY packets"])
+        XCTAssertEqual(streams.out.split(separator: "\n").dropFirst(), ["548,0,audio/PCMA", "891,0,audio/PCMA"])
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))
