@@ -4,7 +4,7 @@ import PackageDescription
 // Layering (each line depends only on lines above it):
 //   CZstd, CPcap, CSQLite             system libraries
 //   CallLog                           the log format: records, zstd frames, reader, writer
-//   Collector, Simulator, Capture,    producers and consumers of the format, side by side
+//   Simulator, Capture,               producers and consumers of the format, side by side
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
 //   Store                             SQLite schema and writer for analysis results
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
@@ -14,7 +14,6 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "callstats", targets: ["callstats"]),
-        .library(name: "Collector", targets: ["Collector"]),
         .library(name: "CallLog", targets: ["CallLog"]),
     ],
     dependencies: [
@@ -26,7 +25,6 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(name: "CallLog", dependencies: ["CZstd"]),
-        .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
         .target(name: "Quality"),
@@ -34,13 +32,12 @@ let package = Package(
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Collector", "Simulator", "Capture", "Analysis", "Store", "Ingest",
+            "CallLog", "Simulator", "Capture", "Analysis", "Store", "Ingest",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
         .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
-        .testTarget(name: "CollectorTests", dependencies: ["Collector", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),

@@ -149,7 +149,7 @@ enum BenchCorpus {
     static func ensure(folder: String, calls: Int) throws -> [String] {
         var files = LogFiles.find([folder]).files
         if files.isEmpty {
-            print("generating \(calls) calls of full-snapshot W3C logs into \(folder) …")
+            print("generating \(calls) calls of full-snapshot logs (about 70 % W3C, 30 % goog) into \(folder) …")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             var config = SimulatorConfiguration(calls: calls, seed: 1)
             config.fullSnapshots = true
