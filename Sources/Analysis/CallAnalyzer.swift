@@ -210,9 +210,9 @@ enum Intervals {
             s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
         }
         let w = intervals.map { Double($0.endTs - $0.startTs) }
-        func mean(_ key: KeyPath<IntervalMetrics, Double?>) -> Double? {
+        func mean(_ key: (IntervalMetrics) -> Double?) -> Double? {
             var sum = 0.0, weight = 0.0
-            for (i, x) in intervals.enumerated() { if let v = x[keyPath: key] { sum += v * w[i]; weight += w[i] } }
+            for (i, x) in intervals.enumerated() { if let v = key(x) { sum += v * w[i]; weight += w[i] } }
             return weight > 0 ? sum / weight : nil
         }
         s.jitterMeanMs = mean(\.jitterMs)

@@ -1,9 +1,8 @@
 import CallLog
 
-/// Stores a call's material between runs: compact JSON, zstd-compressed.
-///
-/// Cold path (once per call per run), so readable JSON beats a hand-made binary layout;
-/// only measured fields are written.
+/// Stores a call's material between runs, zstd-compressed: a small JSON header (call record,
+/// end, events: few and irregular) followed by the snapshots in a binary layout (many and
+/// regular: JSON for them cost a fifth of the analysis time). Only measured fields are written.
 extension CallMaterial {
     public func encoded() -> [UInt8] {
         var o = JSONObject()
@@ -16,11 +15,17 @@ extension CallMaterial {
         o["events"] = .array(events.map { e in
             .array([.number(Double(e.ts)), .string(e.kind), .string(e.action), .string(e.type), .string(e.detailJSON)])
         })
-        o["snapshots"] = .array(snapshots.map(\.json))
-        var text = [UInt8]()
-        JSONValue.object(o).write(to: &text)
-        return ZstdCompressor.compressFrame(text, level: 3)
+        var out: [UInt8] = [CallMaterial.storageVersion]
+        var header = [UInt8]()
+        JSONValue.object(o).write(to: &header)
+        out.append(u32: UInt32(header.count))
+        out.append(contentsOf: header)
+        out.append(u32: UInt32(snapshots.count))
+        for snap in snapshots { snap.write(to: &out) }
+        return ZstdCompressor.compressFrame(out, level: 1)
     }
+
+    static let storageVersion: UInt8 = 2
 
     public struct DecodingError: Error, CustomStringConvertible {
         public var description: String
@@ -29,8 +34,13 @@ extension CallMaterial {
     public init(decoding bytes: [UInt8]) throws {
         let (text, damage, truncated) = ZstdDecoder.decompressAll(bytes)
         guard damage.isEmpty, !truncated else { throw DecodingError(description: "stored call material is damaged") }
+        var r = ByteReader(text)
+        guard (try? r.u8()) == CallMaterial.storageVersion, let headerLength = try? r.u32(),
+              let headerBytes = try? r.bytes(Int(headerLength)) else {
+            throw DecodingError(description: "stored call material has an unknown layout")
+        }
         let v: JSONValue
-        do { v = try text.withUnsafeBufferPointer { try JSONValue.parse($0) } } catch {
+        do { v = try headerBytes.withUnsafeBufferPointer { try JSONValue.parse($0) } } catch {
             throw DecodingError(description: "stored call material is not valid: \(error)")
         }
         guard let call = v["call"]?.stringValue else { throw DecodingError(description: "stored call material has no call id") }
@@ -47,76 +57,126 @@ extension CallMaterial {
             return CallEvent(callID: call, ts: ts, kind: a[1].stringValue ?? "", action: a[2].stringValue ?? "",
                              type: a[3].stringValue ?? "", detailJSON: a[4].stringValue ?? "{}")
         }
-        snapshots = (v["snapshots"]?.arrayValue ?? []).compactMap(Snapshot.init(json:))
+        do {
+            let count = try r.u32()
+            snapshots.reserveCapacity(Int(min(count, 1 << 20)))
+            for _ in 0..<count { snapshots.append(try Snapshot(reading: &r)) }
+        } catch {
+            throw DecodingError(description: "stored call material is truncated")
+        }
     }
 }
 
 extension Snapshot {
-    var json: JSONValue {
-        var o: JSONObject = ["ts": .number(Double(ts)), "pc": .string(peerConnection), "src": .string(source)]
-        if statsTs.isFinite { o["st"] = .number(statsTs) }
-        o["streams"] = .array(streams.map(\.json))
-        if let pair { o["pair"] = pair.json }
-        return .object(o)
-    }
-
-    init?(json v: JSONValue) {
-        guard let ts = v["ts"]?.int64Value, let pc = v["pc"]?.stringValue, let src = v["src"]?.stringValue else { return nil }
-        self.init(ts: ts, statsTs: v["st"]?.doubleValue ?? .nan, peerConnection: pc, source: src,
-                  streams: (v["streams"]?.arrayValue ?? []).compactMap(StreamReading.init(json:)),
-                  pair: v["pair"].flatMap(PairReading.init(json:)))
-    }
-}
-
-extension PairReading {
-    var json: JSONValue {
-        var o = JSONObject()
-        if rttMs.isFinite { o["rtt"] = .number(rttMs) }
-        for (k, v) in [("l", localType), ("r", remoteType), ("t", transport), ("rp", relayProtocol), ("n", networkType)] {
-            if let v { o[k] = .string(v) }
+    func write(to out: inout [UInt8]) {
+        out.append(i64: ts)
+        out.append(f64: statsTs)
+        out.append(string: peerConnection)
+        out.append(string: source)
+        if let pair {
+            out.append(1)
+            out.append(f64: pair.rttMs)
+            for s in [pair.localType, pair.remoteType, pair.transport, pair.relayProtocol, pair.networkType] { out.append(optional: s) }
+        } else {
+            out.append(0)
         }
-        return .object(o)
+        out.append(u32: UInt32(streams.count))
+        for s in streams { s.write(to: &out) }
     }
 
-    init?(json v: JSONValue) {
-        guard v.objectValue != nil else { return nil }
-        self.init()
-        rttMs = v["rtt"]?.doubleValue ?? .nan
-        localType = v["l"]?.stringValue
-        remoteType = v["r"]?.stringValue
-        transport = v["t"]?.stringValue
-        relayProtocol = v["rp"]?.stringValue
-        networkType = v["n"]?.stringValue
+    init(reading r: inout ByteReader) throws {
+        let ts = try r.i64(), statsTs = try r.f64(), pc = try r.string(), source = try r.string()
+        var pair: PairReading?
+        if try r.u8() == 1 {
+            var p = PairReading()
+            p.rttMs = try r.f64()
+            p.localType = try r.optional()
+            p.remoteType = try r.optional()
+            p.transport = try r.optional()
+            p.relayProtocol = try r.optional()
+            p.networkType = try r.optional()
+            pair = p
+        }
+        let n = try r.u32()
+        var streams: [StreamReading] = []
+        for _ in 0..<n { streams.append(try StreamReading(reading: &r)) }
+        self.init(ts: ts, statsTs: statsTs, peerConnection: pc, source: source, streams: streams, pair: pair)
     }
 }
 
 extension StreamReading {
-    /// The numeric fields by short name, for storage.
-    nonisolated(unsafe) private static let numbers: [(String, WritableKeyPath<StreamReading, Double>)] = [
-        ("cr", \.clockRate), ("p", \.packets), ("b", \.bytes), ("l", \.lost), ("j", \.jitterMs),
-        ("ac", \.audibleConcealed), ("ts", \.totalSamples), ("ce", \.concealmentEvents),
-        ("jbd", \.jitterBufferDelay), ("jbe", \.jitterBufferEmitted), ("plc", \.plcCalls), ("dc", \.decodeCalls),
-        ("jbm", \.jitterBufferMs), ("f", \.frames), ("fps", \.fps), ("w", \.width), ("h", \.height),
-        ("fc", \.freezeCount), ("fs", \.freezeSeconds), ("ps", \.pauseSeconds), ("qb", \.qlBandwidth),
-        ("qc", \.qlCPU), ("qo", \.qlOther), ("rtt", \.rttMs), ("rtts", \.rttTotalSeconds), ("rttn", \.rttCount),
-        ("il", \.intervalLossPct),
+    /// The numeric fields, in storage order (append only: the order is the layout).
+    nonisolated(unsafe) private static let numbers: [WritableKeyPath<StreamReading, Double>] = [
+        \.clockRate, \.packets, \.bytes, \.lost, \.jitterMs, \.audibleConcealed, \.totalSamples, \.concealmentEvents,
+        \.jitterBufferDelay, \.jitterBufferEmitted, \.plcCalls, \.decodeCalls, \.jitterBufferMs, \.frames, \.fps,
+        \.width, \.height, \.freezeCount, \.freezeSeconds, \.pauseSeconds, \.qlBandwidth, \.qlCPU, \.qlOther,
+        \.rttMs, \.rttTotalSeconds, \.rttCount, \.intervalLossPct,
     ]
 
-    var json: JSONValue {
-        var o: JSONObject = ["id": .string(streamID), "d": .string(direction.rawValue), "k": .string(kind.rawValue),
-                             "ssrc": .number(Double(ssrc))]
-        if let codec { o["codec"] = .string(codec) }
-        if let q = qualityLimitation { o["ql"] = .string(q) }
-        for (k, path) in StreamReading.numbers where self[keyPath: path].isFinite { o[k] = .number(self[keyPath: path]) }
-        return .object(o)
+    func write(to out: inout [UInt8]) {
+        out.append(string: streamID)
+        out.append(direction == .inbound ? 0 : 1)
+        out.append(kind == .audio ? 0 : 1)
+        out.append(u32: ssrc)
+        out.append(optional: codec)
+        out.append(optional: qualityLimitation)
+        var mask: UInt32 = 0
+        let values = StreamReading.numbers.map { self[keyPath: $0] }
+        for (i, v) in values.enumerated() where !v.isNaN { mask |= 1 << UInt32(i) }
+        out.append(u32: mask)
+        for v in values where !v.isNaN { out.append(f64: v) }
     }
 
-    init?(json v: JSONValue) {
-        guard let id = v["id"]?.stringValue, let d = v["d"]?.stringValue.flatMap(StreamDirection.init(rawValue:)),
-              let k = v["k"]?.stringValue.flatMap(MediaKind.init(rawValue:)), let ssrc = v["ssrc"]?.doubleValue else { return nil }
-        self.init(streamID: id, direction: d, kind: k, ssrc: UInt32(truncatingIfNeeded: Int64(ssrc)))
-        codec = v["codec"]?.stringValue
-        qualityLimitation = v["ql"]?.stringValue
-        for (key, path) in StreamReading.numbers { if let x = v[key]?.doubleValue { self[keyPath: path] = x } }
+    init(reading r: inout ByteReader) throws {
+        let id = try r.string()
+        let d: StreamDirection = try r.u8() == 0 ? .inbound : .outbound
+        let k: MediaKind = try r.u8() == 0 ? .audio : .video
+        self.init(streamID: id, direction: d, kind: k, ssrc: try r.u32())
+        codec = try r.optional()
+        qualityLimitation = try r.optional()
+        let mask = try r.u32()
+        for (i, path) in StreamReading.numbers.enumerated() where mask & (1 << UInt32(i)) != 0 { self[keyPath: path] = try r.f64() }
+    }
+}
+
+extension [UInt8] {
+    mutating func append(u32 v: UInt32) { Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) } }
+    mutating func append(i64 v: Int64) { Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) } }
+    mutating func append(f64 v: Double) { append(i64: Int64(bitPattern: v.bitPattern)) }
+    mutating func append(string s: String) {
+        let b = Array(s.utf8.prefix(0xFFFE))
+        append(contentsOf: [UInt8(b.count & 0xFF), UInt8(b.count >> 8)])
+        append(contentsOf: b)
+    }
+    mutating func append(optional s: String?) {
+        if let s { append(string: s) } else { append(contentsOf: [0xFF, 0xFF]) }
+    }
+}
+
+/// Reads what `[UInt8].append(…)` wrote, failing on any overrun.
+struct ByteReader {
+    struct Overrun: Error {}
+    let bytes: [UInt8]
+    var pos = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func bytes(_ n: Int) throws -> [UInt8] {
+        guard n >= 0, pos + n <= bytes.count else { throw Overrun() }
+        defer { pos += n }
+        return Array(bytes[pos..<(pos + n)])
+    }
+
+    mutating func u8() throws -> UInt8 { try bytes(1)[0] }
+    mutating func u16() throws -> Int { let b = try bytes(2); return Int(b[0]) | Int(b[1]) << 8 }
+    mutating func u32() throws -> UInt32 { try bytes(4).enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
+    mutating func i64() throws -> Int64 {
+        Int64(bitPattern: try bytes(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
+    }
+    mutating func f64() throws -> Double { Double(bitPattern: UInt64(bitPattern: try i64())) }
+    mutating func string() throws -> String { String(decoding: try bytes(try u16()), as: UTF8.self) }
+    mutating func optional() throws -> String? {
+        let n = try u16()
+        return n == 0xFFFF ? nil : String(decoding: try bytes(n), as: UTF8.self)
     }
 }

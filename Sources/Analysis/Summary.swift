@@ -72,9 +72,9 @@ enum Summary {
         let inboundVideo = Set(streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID))
         let audio = intervals.filter { inboundAudio.contains($0.streamID) }
         let video = intervals.filter { inboundVideo.contains($0.streamID) }
-        func mean(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>) -> Double? {
+        func mean(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?) -> Double? {
             var sum = 0.0, weight = 0.0
-            for x in xs { if let v = x[keyPath: key] { let w = Double(x.endTs - x.startTs); sum += v * w; weight += w } }
+            for x in xs { if let v = key(x) { let w = Double(x.endTs - x.startTs); sum += v * w; weight += w } }
             return weight > 0 ? sum / weight : nil
         }
         c.mosCQ = mean(audio, \.mosCQ)
@@ -107,12 +107,12 @@ enum Summary {
     }
 
     /// The lowest mean over any `window` consecutive intervals (or over all, if fewer).
-    static func worstSustained(_ xs: [IntervalMetrics], _ key: KeyPath<IntervalMetrics, Double?>, window: Int, windowMs: Int64) -> Double? {
+    static func worstSustained(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?, window: Int, windowMs: Int64) -> Double? {
         // Per stream, in time order; the worst across streams.
         let byStream = Dictionary(grouping: xs, by: \.streamID)
         var worst: Double?
         for (_, series) in byStream {
-            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }, minimumMs: windowMs).compactMap { $0[keyPath: key] }
+            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }, minimumMs: windowMs).compactMap(key)
             guard !values.isEmpty else { continue }
             let n = min(window, values.count)
             for i in 0...(values.count - n) {
