@@ -1,4 +1,9 @@
 import CallLog
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A forward-only reader over one line of JSON bytes: reads what is asked for, skips the rest.
 ///
@@ -74,6 +79,15 @@ struct JSONCursor {
         guard try peek() == 0x22 else { throw fail("expected a string") }
         pos += 1
         let start = pos
+        // Fast path: the closing quote found with memchr, and no escape before it.
+        if let q = memchr(base + pos, 0x22, end - pos) {
+            let close = (base + pos).distance(to: q.assumingMemoryBound(to: UInt8.self)) + pos
+            if memchr(base + pos, 0x5C, close - pos) == nil {
+                let s = UnsafeBufferPointer(start: base + start, count: close - start)
+                pos = close + 1
+                return s
+            }
+        }
         while pos < end {
             let c = base[pos]
             if c == 0x22 {
