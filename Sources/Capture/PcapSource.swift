@@ -148,23 +148,29 @@ public final class PcapSource: @unchecked Sendable {
         var data: UnsafePointer<UInt8>?
         // In immediate mode Linux libpcap may ignore the read timeout, so wait with poll().
         let fd = isLive ? pcap_get_selectable_fd(handle) : -1
-        while delivered < maxFrames {
-            if fd >= 0 && returnOnTimeout {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&p, 1, readTimeoutMs) == 0 {
-                    // Nothing arrived; packets already in the ring still come out below.
-                    pcap_setnonblock(handle, 1, nil)
-                    let r = pcap_next_ex(handle, &header, &data)
-                    pcap_setnonblock(handle, 0, nil)
-                    if r == 1, let h = header?.pointee, let data {
-                        let nanos = Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec)
-                        body(nanos, UnsafeRawBufferPointer(start: data, count: Int(h.caplen)), Int(h.len))
-                        delivered += 1
-                        continue
-                    }
-                    return .timeout
+        // Live with timeouts: read the ring without blocking and wait in poll() only when it is
+        // empty. (A poll() per packet cost more than the packet's analysis at 200k packets/s.)
+        if fd >= 0 && returnOnTimeout {
+            pcap_setnonblock(handle, 1, nil)
+            defer { pcap_setnonblock(handle, 0, nil) }
+            while delivered < maxFrames {
+                let r = pcap_next_ex(handle, &header, &data)
+                if r == 1, let h = header?.pointee, let data {
+                    let nanos = Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec)
+                    body(nanos, UnsafeRawBufferPointer(start: data, count: Int(h.caplen)), Int(h.len))
+                    delivered += 1
+                } else if r == 0 {
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    if poll(&p, 1, readTimeoutMs) == 0 { return .timeout }
+                } else if r == -2 {
+                    return .stopped
+                } else if r < 0 {
+                    throw PcapError(message: String(cString: pcap_geterr(handle)))
                 }
             }
+            return .frameLimit
+        }
+        while delivered < maxFrames {
             let r = pcap_next_ex(handle, &header, &data)
             switch r {
             case 1:

@@ -282,8 +282,12 @@ struct CaptureBench: ParsableCommand {
     @Option(help: "Concurrent RTP streams in it.")
     var streams = 100
 
+    @Option(help: "Also save the synthetic capture here (e.g. to replay it with tcpreplay onto an interface).")
+    var save: String?
+
     func run() throws {
         let bytes = CaptureBenchmark.syntheticCapture(packets: packets, streams: streams)
+        if let save { FileManager.default.createFile(atPath: save, contents: Data(bytes)) }
         var best = Double.infinity
         for _ in 0..<3 {
             let r = try CaptureBenchmark.run(capture: bytes)

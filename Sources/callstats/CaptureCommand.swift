@@ -43,6 +43,9 @@ struct CaptureCommand: ParsableCommand {
     @Option(help: "Stop a live capture after this many seconds.")
     var duration: Double?
 
+    @Option(help: "Kernel capture buffer in MiB: it absorbs the pauses when thousands of streams report at an interval boundary.")
+    var bufferMb = 256
+
     @Flag(help: "Only ports announced in SDP are RTP (no heuristic detection).")
     var signalledOnly = false
 
@@ -55,7 +58,10 @@ struct CaptureCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
         let path = (output as NSString).appendingPathComponent("capture-\(stamp)-\(getpid()).ndjson.zst")
-        let writer = try LogWriter(path: path)
+        // Level 3: the capture thread must not stall on compression when every stream reports at once.
+        var writerOptions = LogWriter.Options()
+        writerOptions.compressionLevel = 3
+        let writer = try LogWriter(path: path, options: writerOptions)
         var writeError: Error?
         var config = CaptureConfiguration()
         config.intervalNanos = Int64(interval) * 1_000_000_000
@@ -72,6 +78,7 @@ struct CaptureCommand: ParsableCommand {
             } else {
                 var options = LiveCaptureOptions()
                 options.filter = filter
+                options.bufferSize = Int32(clamping: bufferMb << 20)
                 source = try PcapSource.open(interface: interface!, options: options)
             }
         } catch {
@@ -85,7 +92,8 @@ struct CaptureCommand: ParsableCommand {
             Terminal.error("capturing on \(interface!) (\(filter)); Ctrl-C to stop")
             var lastFlush = Date()
             while stopRequested == 0 {
-                let stop = try source.feed(&session, returnOnTimeout: true)
+                // Bounded batches, so Ctrl-C and --duration are noticed under continuous traffic.
+                let stop = try source.feed(&session, maxFrames: 65_536, returnOnTimeout: true)
                 if stop == .timeout {
                     session.tick(nowNanos: Int64(Date().timeIntervalSince1970 * 1e9))
                 }
