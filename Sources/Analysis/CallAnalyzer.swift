@@ -85,6 +85,21 @@ public enum CallAnalyzer {
     }
 }
 
+extension Array where Element == IntervalMetrics {
+    /// The mean of a metric, each interval weighted by its length; nil when none has it.
+    func timeWeightedMean(_ key: (IntervalMetrics) -> Double?) -> Double? {
+        var sum = 0.0, weight = 0.0
+        for x in self {
+            if let v = key(x) {
+                let d = Double(x.endTs - x.startTs)
+                sum += v * d
+                weight += d
+            }
+        }
+        return weight > 0 ? sum / weight : nil
+    }
+}
+
 /// Per-interval metrics from two consecutive readings of a stream.
 enum Intervals {
     static func delta(_ a: Double, _ b: Double) -> Double? {
@@ -210,11 +225,7 @@ enum Intervals {
             s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
         }
         let w = intervals.map { Double($0.endTs - $0.startTs) }
-        func mean(_ key: (IntervalMetrics) -> Double?) -> Double? {
-            var sum = 0.0, weight = 0.0
-            for (i, x) in intervals.enumerated() { if let v = key(x) { sum += v * w[i]; weight += w[i] } }
-            return weight > 0 ? sum / weight : nil
-        }
+        func mean(_ key: (IntervalMetrics) -> Double?) -> Double? { intervals.timeWeightedMean(key) }
         s.jitterMeanMs = mean(\.jitterMs)
         s.jitterMaxMs = intervals.compactMap(\.jitterMs).max()
         s.rttMeanMs = mean(\.rttMs)

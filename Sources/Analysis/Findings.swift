@@ -46,11 +46,7 @@ enum Findings {
         func flush() {
             guard let first = group.first, let last = group.last else { return }
             var w = IntervalMetrics(callID: first.callID, streamID: first.streamID, startTs: first.startTs, endTs: last.endTs)
-            func weighted(_ key: (IntervalMetrics) -> Double?) -> Double? {
-                var sum = 0.0, weight = 0.0
-                for x in group { if let v = key(x) { let d = Double(x.endTs - x.startTs); sum += v * d; weight += d } }
-                return weight > 0 ? sum / weight : nil
-            }
+            func weighted(_ key: (IntervalMetrics) -> Double?) -> Double? { group.timeWeightedMean(key) }
             let packets = group.compactMap(\.packets), lost = group.compactMap(\.packetsLost)
             w.packets = packets.isEmpty ? nil : packets.reduce(0, +)
             w.packetsLost = lost.isEmpty ? nil : lost.reduce(0, +)

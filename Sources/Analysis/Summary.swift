@@ -72,11 +72,7 @@ enum Summary {
         let inboundVideo = Set(streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID))
         let audio = intervals.filter { inboundAudio.contains($0.streamID) }
         let video = intervals.filter { inboundVideo.contains($0.streamID) }
-        func mean(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?) -> Double? {
-            var sum = 0.0, weight = 0.0
-            for x in xs { if let v = key(x) { let w = Double(x.endTs - x.startTs); sum += v * w; weight += w } }
-            return weight > 0 ? sum / weight : nil
-        }
+        func mean(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?) -> Double? { xs.timeWeightedMean(key) }
         c.mosCQ = mean(audio, \.mosCQ)
         c.mosLQ = mean(audio, \.mosLQ)
         c.rFactor = mean(audio, \.rFactor)
