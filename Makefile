@@ -37,7 +37,9 @@ demo: build
 	@echo
 	$(BIN) query --db $(DB) "SELECT * FROM poor_share_by_network"
 	@echo
-	$(BIN) query --db $(DB) "SELECT call_id, started, grade, mos_worst, loss_pct, rtt_ms, grade_reason FROM worst_calls LIMIT 8"
+	$(BIN) query --db $(DB) "SELECT started, network, platform, mos_worst, loss_pct, jitter_ms, rtt_ms, grade_reason FROM worst_calls WHERE grade = 'poor' LIMIT 8"
+	@echo
+	$(BIN) query --db $(DB) "SELECT code, severity, calls, mean_seconds FROM findings_summary WHERE severity != 'info'"
 
 test: test-deps
 	$(SWIFT) build --build-tests
