@@ -18,6 +18,7 @@ enum Findings {
         let flags = xs.map(test)
         var result: [(start: Int64, end: Int64, poor: Bool, worst: Double?)] = []
         var current: (start: Int64, end: Int64, poorCount: Int, worst: Double?)?
+        var counted = -1  // samples up to here are already in the episode's tallies
         for i in xs.indices {
             let lo = max(0, i - config.persistenceWindow + 1)
             let badInWindow = flags[lo...i].filter(\.bad).count
@@ -25,10 +26,11 @@ enum Findings {
                 let first = (lo...i).first { flags[$0].bad }!
                 if current == nil { current = (xs[first].startTs, xs[i].endTs, 0, nil) }
                 current!.end = xs[i].endTs
-                for j in first...i where flags[j].bad {
+                for j in max(first, counted + 1)...i where flags[j].bad {
                     if flags[j].poor { current!.poorCount += 1 }
                     if let v = flags[j].value { current!.worst = max(current!.worst ?? v, v) }
                 }
+                counted = i
             } else if let c = current, badInWindow == 0 || !flags[i].bad && i - lo + 1 == config.persistenceWindow && badInWindow < config.persistenceCount {
                 result.append((c.start, c.end, c.poorCount >= config.persistenceCount, c.worst))
                 current = nil

@@ -78,6 +78,27 @@ final class AgreementAndFindingsTests: XCTestCase {
         XCTAssertEqual(sustained.call.grade, .poor)
     }
 
+    /// Severity counts each window once: one very lossy window inside a mildly lossy episode
+    /// does not make the episode poor.
+    func testOnePoorWindowDoesNotMakeAnEpisodePoor() throws {
+        var s = W3CSnapshot(t: Double(t0))
+        var records: [LogRecord] = []
+        // Of 500 packets: 3 % in windows 3-8, except 8 % in window 4.
+        let lossByInterval: [Int: Double] = [3: 15, 4: 40, 5: 15, 6: 15, 7: 15, 8: 15]
+        for k in 0..<12 {
+            let ts = t0 + Int64(k) * 10_000
+            s.t = Double(ts)
+            let lost = lossByInterval[k] ?? 0
+            s.received += 500 - lost; s.lost += lost; s.sent += 500
+            records.append(Harness.stats("m", s, ts: ts))
+        }
+        let r = try Harness.analyze(records)
+        let f = try XCTUnwrap(r.findings.first { $0.code == "high_loss" })
+        XCTAssertEqual(f.severity, .warn)
+        XCTAssertEqual(try XCTUnwrap(f.value), 8, accuracy: 1e-9)
+        XCTAssertEqual(r.call.grade, .fair)
+    }
+
     /// One-way audio: we keep sending, nothing arrives.
     func testOneWayAudio() throws {
         var s = W3CSnapshot(t: Double(t0))
