@@ -52,7 +52,10 @@ extension CaptureSession {
             guard r.lastSR != 0, let list = senderReports[r.ssrc],
                   let sr = list.last(where: { $0.ntpMiddle == r.lastSR }) else { continue }
             let rttMs = Double(now - sr.arrivalNanos) / 1e6 - Double(r.delaySinceLastSR) * 1000 / 65536
-            roundTrips[r.ssrc] = rttMs
+            // Captured beside the reporting receiver the path is ~0 and DLSR's 1/65536 s steps can
+            // make it slightly negative: that is 0. Further below zero the SR was not the one meant.
+            guard rttMs > -1 else { continue }
+            roundTrips[r.ssrc] = max(0, rttMs)
         }
     }
 }
