@@ -28,9 +28,18 @@ struct GoogReport {
 
     @inline(__always) private static func v(_ x: Int) -> JSONValue { .string(String(x)) }
     @inline(__always) private static func v(_ x: Bool) -> JSONValue { .string(x ? "true" : "false") }
-    @inline(__always) private static func v(_ x: Double) -> JSONValue {
-        let r = (x * 1e6).rounded() / 1e6
-        return .string(r == r.rounded() && abs(r) < 1e15 ? String(Int64(r)) : String(r))
+    /// Plain decimals with up to 7 places, as libwebrtc prints rates ("0.0055542", never "5e-05").
+    private static func v(_ x: Double) -> JSONValue {
+        let scaled = Int64((abs(x) * 1e7).rounded())
+        let whole = scaled / 10_000_000, frac = scaled % 10_000_000
+        var text = (x < 0 && scaled > 0 ? "-" : "") + String(whole)
+        if frac > 0 {
+            var digits = String(frac)
+            digits = String(repeating: "0", count: 7 - digits.count) + digits
+            while digits.hasSuffix("0") { digits.removeLast() }
+            text += "." + digits
+        }
+        return .string(text)
     }
     @inline(__always) private static func v(_ x: String) -> JSONValue { .string(x) }
 

@@ -214,33 +214,33 @@ public struct Simulator: Sendable {
         return total
     }
 
-    /// One file: the calls' records in [from, to), interleaved in time order.
+    /// One file: the calls' records in [from, to), interleaved in time order. `progress`
+    /// receives what was written since its previous call, every 200 finished calls.
     func writeFile(path: String, calls: [Int], from: Int64, to: Int64,
                    progress: (SimulationSummary) -> Void) throws -> SimulationSummary {
         var options = LogWriter.Options()
         options.deltaStats = !configuration.fullSnapshots
         options.compressionLevel = configuration.compressionLevel
         let writer = try LogWriter(path: path, options: options)
-        var ends = 0, reported = SimulationSummary()
+        var reported = SimulationSummary()
+        func sinceReported() -> SimulationSummary {
+            SimulationSummary(calls: 0, records: writer.records - reported.records,
+                              bytes: writer.bytesWritten - reported.bytes, uncompressedBytes: writer.textBytes - reported.uncompressedBytes)
+        }
+        var ends = 0
         try forEachRecord(calls: calls, from: from, to: to) { r in
             try writer.append(r)
-            if r.kind == .end {
-                ends += 1
-                if ends % 200 == 0 {
-                    // Progress counts records and bytes as deltas since the last report.
-                    let now = SimulationSummary(records: writer.records, bytes: writer.bytesWritten, uncompressedBytes: writer.textBytes)
-                    var d = now
-                    d.records -= reported.records; d.bytes -= reported.bytes; d.uncompressedBytes -= reported.uncompressedBytes
-                    d.calls = 200
-                    progress(d)
-                    reported = now
-                    reported.calls += 0
-                }
+            guard r.kind == .end else { return }
+            ends += 1
+            if ends % 200 == 0 {
+                var d = sinceReported()
+                d.calls = 200
+                progress(d)
+                reported.records += d.records; reported.bytes += d.bytes; reported.uncompressedBytes += d.uncompressedBytes
             }
         }
         try writer.close()
-        var rest = SimulationSummary(records: writer.records - reported.records, bytes: writer.bytesWritten - reported.bytes,
-                                     uncompressedBytes: writer.textBytes - reported.uncompressedBytes)
+        var rest = sinceReported()
         rest.calls = ends % 200
         return rest
     }
