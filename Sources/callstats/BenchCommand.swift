@@ -79,11 +79,11 @@ struct AnalyzeBench: ParsableCommand {
     @Option(help: "Corpus folder (generated there if empty).")
     var corpus = "bench-data/corpus"
 
-    @Option(help: "Calls in a generated corpus (about 20 MB of NDJSON per 1,000 calls).")
-    var calls = 50_000
+    @Option(help: "Calls in a generated corpus (about 165 MB of full-snapshot NDJSON per 1,000 calls).")
+    var calls = 7_000
 
     @Option(help: "Runs of each measurement; the best is printed.")
-    var runs = 3
+    var runs = 2
 
     func run() throws {
         let files = try BenchCorpus.ensure(folder: corpus, calls: calls)
