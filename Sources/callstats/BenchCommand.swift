@@ -69,7 +69,7 @@ struct AnalyzeBench: ParsableCommand {
         commandName: "analyze",
         abstract: "Analysis throughput on a simulated corpus, next to zstd -d and DuckDB.",
         discussion: """
-            Generates (once, then reuses) a corpus of full-snapshot W3C logs, runs the whole \
+            Generates (once, then reuses) a corpus of full-snapshot logs (about 70 % W3C, 30 % goog), runs the whole \
             analysis into a fresh database, and times `zstd -d` (the floor: just decompressing) and \
             DuckDB's read_json computing a per-call aggregate (mean audio jitter, max packetsLost) \
             over the same files with 2 threads. DuckDB is used when `python3 -c "import duckdb"` works \
