@@ -166,7 +166,9 @@ struct JSONCursor {
             if expNegative { exponent = -exponent }
         }
         let total = scale + exponent
-        if digits <= 15 && total >= -22 && total <= 22 {
+        // Clinger's fast path: a mantissa below 2^53 and a power of ten up to 10^22 are both exact
+        // doubles, so one multiply or divide rounds correctly.
+        if digits <= 19 && mantissa < 1 << 53 && total >= -22 && total <= 22 {
             let m = Double(mantissa)
             let v = total >= 0 ? m * JSONCursor.powers[total] : m / JSONCursor.powers[-total]
             return negative ? -v : v
@@ -191,7 +193,28 @@ struct JSONCursor {
         case 0x74: try literal(4)  // true
         case 0x66: try literal(5)  // false
         case 0x6E: try literal(4)  // null
-        default: _ = try number()
+        default: try skipNumber()
+        }
+    }
+
+    /// Checks a number's syntax without converting it: most numbers in a report are skipped.
+    private mutating func skipNumber() throws(ScanError) {
+        if pos < end && base[pos] == 0x2D { pos += 1 }
+        let intStart = pos
+        while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+        guard pos > intStart else { throw fail("invalid number") }
+        if pos < end && base[pos] == 0x2E {
+            pos += 1
+            let f = pos
+            while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+            guard pos > f else { throw fail("invalid number") }
+        }
+        if pos < end && base[pos] | 0x20 == 0x65 {
+            pos += 1
+            if pos < end && (base[pos] == 0x2B || base[pos] == 0x2D) { pos += 1 }
+            let e = pos
+            while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+            guard pos > e else { throw fail("invalid number") }
         }
     }
 

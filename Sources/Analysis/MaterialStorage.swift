@@ -120,11 +120,20 @@ extension StreamReading {
         out.append(u32: ssrc)
         out.append(optional: codec)
         out.append(optional: qualityLimitation)
-        var mask: UInt32 = 0
-        let values = StreamReading.numbers.map { self[keyPath: $0] }
-        for (i, v) in values.enumerated() where !v.isNaN { mask |= 1 << UInt32(i) }
-        out.append(u32: mask)
-        for v in values where !v.isNaN { out.append(f64: v) }
+        // Spelled out rather than through `numbers`: key paths cost a lookup per field, and this
+        // runs for every stream of every snapshot.
+        let values = (clockRate, packets, bytes, lost, jitterMs, audibleConcealed, totalSamples, concealmentEvents,
+                      jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
+                      width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
+                      rttMs, rttTotalSeconds, rttCount, intervalLossPct)
+        withUnsafeBytes(of: values) { raw in
+            let v = raw.bindMemory(to: Double.self)
+            precondition(v.count == StreamReading.numbers.count)
+            var mask: UInt32 = 0
+            for i in 0..<v.count where !v[i].isNaN { mask |= 1 << UInt32(i) }
+            out.append(u32: mask)
+            for i in 0..<v.count where !v[i].isNaN { out.append(f64: v[i]) }
+        }
     }
 
     init(reading r: inout ByteReader) throws {
@@ -144,9 +153,13 @@ extension [UInt8] {
     mutating func append(i64 v: Int64) { Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) } }
     mutating func append(f64 v: Double) { append(i64: Int64(bitPattern: v.bitPattern)) }
     mutating func append(string s: String) {
-        let b = Array(s.utf8.prefix(0xFFFE))
-        append(contentsOf: [UInt8(b.count & 0xFF), UInt8(b.count >> 8)])
-        append(contentsOf: b)
+        var s = s
+        s.withUTF8 { b in
+            let n = Swift.min(b.count, 0xFFFE)
+            append(UInt8(n & 0xFF))
+            append(UInt8(n >> 8))
+            append(contentsOf: UnsafeBufferPointer(rebasing: b[..<n]))
+        }
     }
     mutating func append(optional s: String?) {
         if let s { append(string: s) } else { append(contentsOf: [0xFF, 0xFF]) }
@@ -167,16 +180,29 @@ struct ByteReader {
         return Array(bytes[pos..<(pos + n)])
     }
 
-    mutating func u8() throws -> UInt8 { try bytes(1)[0] }
-    mutating func u16() throws -> Int { let b = try bytes(2); return Int(b[0]) | Int(b[1]) << 8 }
-    mutating func u32() throws -> UInt32 { try bytes(4).enumerated().reduce(0) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
-    mutating func i64() throws -> Int64 {
-        Int64(bitPattern: try bytes(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
+    /// A little-endian unsigned integer of `n` bytes.
+    private mutating func little(_ n: Int) throws -> UInt64 {
+        guard pos + n <= bytes.count else { throw Overrun() }
+        var v: UInt64 = 0
+        for i in 0..<n { v |= UInt64(bytes[pos + i]) << (8 * UInt64(i)) }
+        pos += n
+        return v
     }
-    mutating func f64() throws -> Double { Double(bitPattern: UInt64(bitPattern: try i64())) }
-    mutating func string() throws -> String { String(decoding: try bytes(try u16()), as: UTF8.self) }
+
+    mutating func u8() throws -> UInt8 { UInt8(try little(1)) }
+    mutating func u16() throws -> Int { Int(try little(2)) }
+    mutating func u32() throws -> UInt32 { UInt32(try little(4)) }
+    mutating func i64() throws -> Int64 { Int64(bitPattern: try little(8)) }
+    mutating func f64() throws -> Double { Double(bitPattern: try little(8)) }
+    mutating func string() throws -> String { try text(try u16()) }
     mutating func optional() throws -> String? {
         let n = try u16()
-        return n == 0xFFFF ? nil : String(decoding: try bytes(n), as: UTF8.self)
+        return n == 0xFFFF ? nil : try text(n)
+    }
+
+    private mutating func text(_ n: Int) throws -> String {
+        guard pos + n <= bytes.count else { throw Overrun() }
+        defer { pos += n }
+        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[pos..<(pos + n)]), as: UTF8.self) }
     }
 }

@@ -31,9 +31,9 @@ enum Readings {
         // RTCP RTT of the connection: from what the remote reports about our audio (else video).
         let pathRTT = remoteInbound.values.sorted { (kind($0) == .audio ? 0 : 1) < (kind($1) == .audio ? 0 : 1) }.first
         var out: [StreamReading] = []
-        for (_, o) in s.objects.sorted(by: { $0.key < $1.key }) {
-            guard o.type == .inboundRTP || o.type == .outboundRTP, let k = kind(o),
-                  let ssrcValue = o[.ssrc] else { continue }
+        let rtp = s.objects.filter { $0.value.type == .inboundRTP || $0.value.type == .outboundRTP }
+        for (_, o) in rtp.sorted(by: { $0.key < $1.key }) {
+            guard let k = kind(o), let ssrcValue = o[.ssrc] else { continue }
             let ssrc = UInt32(truncatingIfNeeded: Int64(ssrcValue))
             let inbound = o.type == .inboundRTP
             var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
@@ -109,7 +109,7 @@ enum Readings {
 
     private static func goog(_ s: ChainState, pc: String) -> [StreamReading] {
         var out: [StreamReading] = []
-        for (id, o) in s.objects.sorted(by: { $0.key < $1.key }) where o.type == .googSSRC {
+        for (id, o) in s.objects.filter({ $0.value.type == .googSSRC }).sorted(by: { $0.key < $1.key }) {
             guard let k = kind(o) else { continue }
             let inbound = id.hasSuffix("_recv")
             guard inbound || id.hasSuffix("_send") else { continue }

@@ -84,15 +84,23 @@ struct StatsScanner {
     private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
         var state = ChainState()
         state.seq = seq ?? 0
-        var counts: [Double: Int] = [:]
+        // The report's common timestamp: the one most objects carry (a handful of distinct values).
+        var timestamps: [(t: Double, n: Int)] = []
         var best: Double?
         var bestCount = 0
+        state.objects.reserveCapacity(chains[key]?.objects.count ?? 32)
         try c.array { cur throws(JSONCursor.ScanError) in
             var id: String?
             let o = try readObject(&cur, id: &id)
             if !o.timestamp.isNaN {
-                let n = (counts[o.timestamp] ?? 0) + 1
-                counts[o.timestamp] = n
+                let n: Int
+                if let i = timestamps.firstIndex(where: { $0.t == o.timestamp }) {
+                    timestamps[i].n += 1
+                    n = timestamps[i].n
+                } else {
+                    timestamps.append((o.timestamp, 1))
+                    n = 1
+                }
                 if n > bestCount { best = o.timestamp; bestCount = n }
             }
             if o.type != .other, let id { state.objects[id] = o }

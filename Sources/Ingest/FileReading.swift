@@ -52,7 +52,7 @@ enum FileReading {
 enum CallWriting {
     static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig) throws -> (analysis: CallAnalysis, starts: [Int64]) {
         guard let stored = try store.storedCall(p.material.callID) else {
-            try store.write(p.precomputed.analysis, complete: p.material.hasEnded, material: p.precomputed.stored)
+            try store.write(p.precomputed.analysis, complete: p.material.hasEnded, material: p.precomputed.stored, replacing: false)
             return (p.precomputed.analysis, [p.precomputed.analysis.call.startTs])
         }
         // The call continues something stored: merge (duplicates collapse) and analyse again.

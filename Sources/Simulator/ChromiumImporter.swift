@@ -93,8 +93,11 @@ public struct ChromiumImporter {
                                      media: ["audio", "video"],
                                      labels: ["profile": "relay_30ms_2pct", "source": "chromium-recording"]), at: 0)
         }
-        // Stable by time: the recording's own order breaks ties.
-        result.records = records.enumerated().sorted { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }.map(\.element)
+        // Stable by time: the recording's own order breaks ties. The `end` record goes last, as a
+        // collector writes it: the page's closing getStats() (a few ms after hang-up) still
+        // belongs to the call, and a reader hands a call on at its `end`.
+        let sorted = records.enumerated().sorted { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }.map(\.element)
+        result.records = sorted.filter { $0.kind != .end } + sorted.filter { $0.kind == .end }
         return result
     }
 

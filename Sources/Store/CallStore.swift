@@ -15,6 +15,7 @@ import Darwin
 public final class CallStore {
     public let db: Database
     private var lockFD: Int32 = -1
+    private var insertStatements: [String: String] = [:]
 
     public init(path: String, forWriting: Bool = true) throws {
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
@@ -128,10 +129,13 @@ public final class CallStore {
     /// Replaces everything stored for the call with `analysis`. `material` (the call's compact
     /// accumulated inputs) is kept for every call: records of a call that arrive later — a
     /// continuation in a new file, or the same records again — merge with it exactly.
-    public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?) throws {
+    /// `replacing: false` is for a call the caller knows is not stored yet: it skips the deletes.
+    public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool = true) throws {
         let id = analysis.call.callID
-        for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
-            try db.run("DELETE FROM \(table) WHERE call_id = ?", [.text(id)])
+        if replacing {
+            for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
+                try db.run("DELETE FROM \(table) WHERE call_id = ?", [.text(id)])
+            }
         }
         try insertCall(analysis.call, complete: complete)
         for s in analysis.streams { try insertStream(s) }
@@ -152,6 +156,14 @@ public final class CallStore {
         }
     }
 
+    /// `INSERT INTO table VALUES (?, …)`, built once per table: inserts run for every interval row.
+    private func insertSQL(_ table: String, _ count: Int) -> String {
+        if let sql = insertStatements[table] { return sql }
+        let sql = "INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: count).joined(separator: ", ")))"
+        insertStatements[table] = sql
+        return sql
+    }
+
     private func insertCall(_ c: CallSummary, complete: Bool) throws {
         let values: [SQLValue] = [
             c.callID.sqlValue, c.startTs.sqlValue, c.endTs.sqlValue, c.durationMs.sqlValue,
@@ -168,7 +180,7 @@ public final class CallStore {
             c.sdkQualityMean.sqlValue, c.sdkQualityMin.sqlValue, c.clockSkewMs.sqlValue,
             c.grade.rawValue.sqlValue, c.gradeReason.sqlValue, c.findingCount.sqlValue, complete.sqlValue,
         ]
-        try db.run("INSERT INTO calls VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))", values)
+        try db.run(insertSQL("calls", values.count), values)
     }
 
     private func insertStream(_ s: StreamSummary) throws {
@@ -181,7 +193,7 @@ public final class CallStore {
             s.fpsMean.sqlValue, s.widthMax.sqlValue, s.heightMax.sqlValue, s.freezeCount.sqlValue, s.freezeMs.sqlValue,
             s.videoScoreMean.sqlValue, s.qualityLimitation.sqlValue, s.counterResets.sqlValue,
         ]
-        try db.run("INSERT INTO streams VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))", values)
+        try db.run(insertSQL("streams", values.count), values)
     }
 
     private func insertInterval(_ i: IntervalMetrics) throws {
@@ -193,7 +205,7 @@ public final class CallStore {
             i.fps.sqlValue, i.width.sqlValue, i.height.sqlValue, i.freezeCount.sqlValue, i.freezeMs.sqlValue,
             i.videoScore.sqlValue, i.qualityLimitation.sqlValue,
         ]
-        try db.run("INSERT INTO intervals VALUES (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))", values)
+        try db.run(insertSQL("intervals", values.count), values)
     }
 
     // MARK: - Summary figures
