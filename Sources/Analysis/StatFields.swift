@@ -91,42 +91,67 @@ struct FieldTable {
         case id, type, timestamp, values, qualityLimitationDurations
     }
 
-    private var slots: [(hash: UInt64, name: [UInt8], entry: Entry)?]
+    // Open addressing over flat arrays (hash 0 = empty slot): a lookup touches no reference counts.
+    private var hashes: [UInt64]
+    private var entries: [Entry]
+    private var nameRanges: [Range<Int>]
+    private var names: [UInt8] = []
     private let mask: Int
 
     static let shared = FieldTable()
 
     private init() {
-        var entries: [(String, Entry)] = NumField.allCases.map { ($0.name, .num($0)) }
+        var list: [(String, Entry)] = NumField.allCases.map { ($0.name, .num($0)) }
             + StrField.allCases.map { ($0.name, .str($0)) }
-        entries.removeAll { ["bandwidth", "cpu", "other"].contains($0.0) }  // only inside qualityLimitationDurations
-        entries += [("id", .id), ("type", .type), ("timestamp", .timestamp), ("values", .values),
-                    ("qualityLimitationDurations", .qualityLimitationDurations)]
+        list.removeAll { ["bandwidth", "cpu", "other"].contains($0.0) }  // only inside qualityLimitationDurations
+        list += [("id", .id), ("type", .type), ("timestamp", .timestamp), ("values", .values),
+                 ("qualityLimitationDurations", .qualityLimitationDurations)]
         var size = 1
-        while size < entries.count * 4 { size <<= 1 }
+        while size < list.count * 4 { size <<= 1 }
         mask = size - 1
-        slots = Array(repeating: nil, count: size)
-        for (name, entry) in entries {
+        hashes = Array(repeating: 0, count: size)
+        entries = Array(repeating: .id, count: size)
+        nameRanges = Array(repeating: 0..<0, count: size)
+        for (name, entry) in list {
             let bytes = Array(name.utf8)
-            let h = FieldTable.hash(bytes[...])
+            let h = max(1, bytes.withUnsafeBufferPointer { FieldTable.hash($0) })
             var i = Int(truncatingIfNeeded: h) & mask
-            while slots[i] != nil { i = (i + 1) & mask }
-            slots[i] = (h, bytes, entry)
+            while hashes[i] != 0 { i = (i + 1) & mask }
+            hashes[i] = h
+            entries[i] = entry
+            nameRanges[i] = names.count..<(names.count + bytes.count)
+            names += bytes
         }
     }
 
-    @inline(__always) static func hash<C: Collection>(_ bytes: C) -> UInt64 where C.Element == UInt8 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return h
+    /// Length and the first and last eight bytes, mixed: keys differ there, and equal hashes
+    /// are confirmed with memcmp, so this only needs to spread the table's few dozen names.
+    @inline(__always) static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        let n = bytes.count
+        guard let p = bytes.baseAddress else { return 0 }
+        var a: UInt64 = 0, b: UInt64 = 0
+        if n >= 8 {
+            a = UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
+            b = UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self)
+        } else {
+            for i in 0..<n { a = a << 8 | UInt64(p[i]) }
+        }
+        var h = (a &* 0x9E37_79B9_7F4A_7C15) ^ (b &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(n)
+        h ^= h >> 31
+        h = h &* 0x94D0_49BB_1331_11EB
+        return h ^ (h >> 29)
     }
 
     @inline(__always) func lookup(_ key: UnsafeBufferPointer<UInt8>) -> Entry? {
-        let h = FieldTable.hash(key)
+        let h = max(1, FieldTable.hash(key))
         var i = Int(truncatingIfNeeded: h) & mask
-        while let s = slots[i] {
-            if s.hash == h && s.name.count == key.count,
-               s.name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 }) { return s.entry }
+        while hashes[i] != 0 {
+            if hashes[i] == h {
+                let r = nameRanges[i]
+                if r.count == key.count, names.withUnsafeBufferPointer({ memcmp($0.baseAddress! + r.lowerBound, key.baseAddress!, key.count) == 0 }) {
+                    return entries[i]
+                }
+            }
             i = (i + 1) & mask
         }
         return nil
@@ -152,6 +177,8 @@ struct StatObject {
     /// Each number's last change, mirroring the log format's prediction (see CallLog/StatsDelta).
     var rate = [Double](repeating: 0, count: NumField.count)
     var timestampRate: Double = 0
+    /// The chain generation (full report) that last wrote this object.
+    var generation: UInt32 = 0
 
     @inline(__always) subscript(_ f: NumField) -> Double? {
         let v = num[f.rawValue]
@@ -159,4 +186,37 @@ struct StatObject {
     }
 
     @inline(__always) subscript(_ f: StrField) -> String? { str[f.rawValue] }
+
+    /// Back to "nothing read", keeping the storage (the scanner reuses one object per report).
+    mutating func reset() {
+        type = .other
+        timestamp = .nan
+        timestampRate = 0
+        num.withUnsafeMutableBufferPointer { $0.update(repeating: .nan) }
+        rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        str.withUnsafeMutableBufferPointer { b in
+            for i in b.indices where b[i] != nil { b[i] = nil }
+        }
+    }
+
+    /// Takes `other`'s values into this object's own storage: no allocation when it is unshared.
+    mutating func assign(_ other: StatObject, generation: UInt32) {
+        self.generation = generation
+        type = other.type
+        timestamp = other.timestamp
+        timestampRate = other.timestampRate
+        num.withUnsafeMutableBufferPointer { d in other.num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        rate.withUnsafeMutableBufferPointer { d in other.rate.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        str.withUnsafeMutableBufferPointer { d in
+            other.str.withUnsafeBufferPointer { o in
+                for i in d.indices {
+                    switch (d[i], o[i]) {
+                    case (nil, nil): break
+                    case (let a?, let b?) where a == b: break
+                    default: d[i] = o[i]
+                    }
+                }
+            }
+        }
+    }
 }

@@ -8,6 +8,8 @@ import CallLog
 /// applied to the kept fields only. Prediction applies to top-level numbers, as in the writer.
 struct ChainState {
     var objects: [String: StatObject] = [:]
+    /// Counts full reports; objects carry the count of the last report that had them.
+    var generation: UInt32 = 0
     var t: Double?
     var seq: Int64 = -1
 }
@@ -22,6 +24,8 @@ enum StatsScanError: Error {
 struct StatsScanner {
     private var chains: [StatsChainKey: ChainState] = [:]
     private let table = FieldTable.shared
+    /// The object being read, reused so that reading a report allocates nothing per object.
+    private var scratch = StatObject()
 
     init() {}
 
@@ -82,7 +86,11 @@ struct StatsScanner {
     // MARK: - Full reports
 
     private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
-        var state = ChainState()
+        // The previous snapshot's objects are refilled in place: a chain's objects rarely change,
+        // so a full report allocates nothing once its first snapshot has been read.
+        var state = chains.removeValue(forKey: key) ?? ChainState()
+        state.generation &+= 1
+        let generation = state.generation
         state.seq = seq ?? 0
         // The report's common timestamp: the one most objects carry (a handful of distinct values).
         var timestamps: [(t: Double, n: Int)] = []
@@ -91,7 +99,9 @@ struct StatsScanner {
         state.objects.reserveCapacity(chains[key]?.objects.count ?? 32)
         try c.array { cur throws(JSONCursor.ScanError) in
             var id: String?
-            let o = try readObject(&cur, id: &id)
+            scratch.reset()
+            try readObject(&cur, into: &scratch, id: &id)
+            let o = scratch
             if !o.timestamp.isNaN {
                 let n: Int
                 if let i = timestamps.firstIndex(where: { $0.t == o.timestamp }) {
@@ -103,7 +113,18 @@ struct StatsScanner {
                 }
                 if n > bestCount { best = o.timestamp; bestCount = n }
             }
-            if o.type != .other, let id { state.objects[id] = o }
+            guard o.type != .other, let id else { return }
+            if state.objects[id] != nil {
+                state.objects[id]!.assign(o, generation: generation)
+            } else {
+                var added = o
+                added.generation = generation
+                state.objects[id] = added
+            }
+        }
+        // Objects this report no longer has (rare: renegotiation, candidates gone).
+        if state.objects.values.contains(where: { $0.generation != generation }) {
+            state.objects = state.objects.filter { $0.value.generation == generation }
         }
         state.t = best
         chains[key] = state
@@ -113,6 +134,12 @@ struct StatsScanner {
     /// Reads one stats object, keeping the fields the analyser uses.
     private func readObject(_ c: inout JSONCursor, id: inout String?) throws(JSONCursor.ScanError) -> StatObject {
         var o = StatObject()
+        try readObject(&c, into: &o, id: &id)
+        return o
+    }
+
+    /// Reads one stats object into `o` (which the caller has reset).
+    private func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         var typeKnown = false
         try c.object { cur, key throws(JSONCursor.ScanError) in
             // Objects the metrics never read (certificates, media sources…): only the timestamp
@@ -122,7 +149,6 @@ struct StatsScanner {
             if !typeKnown && o.type != .other { typeKnown = true } else if !typeKnown && JSONCursor.equals(key, "type") { typeKnown = true }
         }
         if o.type == .googSSRC { GoogStats.classify(&o, id: id) }
-        return o
     }
 
     private func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
