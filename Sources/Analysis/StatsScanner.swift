@@ -23,7 +23,7 @@ enum StatsScanError: Error {
 /// Reads `stats` records into chain states, fast.
 struct StatsScanner {
     private var chains: [StatsChainKey: ChainState] = [:]
-    private let table = FieldTable.shared
+    private static let table = FieldTable.shared
     /// The object being read, reused so that reading a report allocates nothing per object.
     private var scratch = StatObject()
 
@@ -96,29 +96,31 @@ struct StatsScanner {
         var timestamps: [(t: Double, n: Int)] = []
         var best: Double?
         var bestCount = 0
-        state.objects.reserveCapacity(chains[key]?.objects.count ?? 32)
+        // Locals only inside the loop: a closure that touched `self` would copy the scanner.
+        var object = scratch
+        scratch = StatObject.empty
+        defer { scratch = object }
         try c.array { cur throws(JSONCursor.ScanError) in
             var id: String?
-            scratch.reset()
-            try readObject(&cur, into: &scratch, id: &id)
-            let o = scratch
-            if !o.timestamp.isNaN {
+            object.reset()
+            try StatsScanner.readObject(&cur, into: &object, id: &id)
+            if !object.timestamp.isNaN {
                 let n: Int
-                if let i = timestamps.firstIndex(where: { $0.t == o.timestamp }) {
+                if let i = timestamps.firstIndex(where: { $0.t == object.timestamp }) {
                     timestamps[i].n += 1
                     n = timestamps[i].n
                 } else {
-                    timestamps.append((o.timestamp, 1))
+                    timestamps.append((object.timestamp, 1))
                     n = 1
                 }
-                if n > bestCount { best = o.timestamp; bestCount = n }
+                if n > bestCount { best = object.timestamp; bestCount = n }
             }
-            guard o.type != .other, let id else { return }
+            guard object.type != .other, let id else { return }
             if state.objects[id] != nil {
-                state.objects[id]!.assign(o, generation: generation)
+                state.objects[id]!.assign(object, generation: generation)
             } else {
-                var added = o
-                added.generation = generation
+                var added = StatObject()
+                added.assign(object, generation: generation)
                 state.objects[id] = added
             }
         }
@@ -132,14 +134,14 @@ struct StatsScanner {
     }
 
     /// Reads one stats object, keeping the fields the analyser uses.
-    private func readObject(_ c: inout JSONCursor, id: inout String?) throws(JSONCursor.ScanError) -> StatObject {
+    private static func readObject(_ c: inout JSONCursor, id: inout String?) throws(JSONCursor.ScanError) -> StatObject {
         var o = StatObject()
         try readObject(&c, into: &o, id: &id)
         return o
     }
 
     /// Reads one stats object into `o` (which the caller has reset).
-    private func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
+    private static func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         var typeKnown = false
         try c.object { cur, key throws(JSONCursor.ScanError) in
             // Objects the metrics never read (certificates, media sources…): only the timestamp
@@ -151,8 +153,8 @@ struct StatsScanner {
         if o.type == .googSSRC { GoogStats.classify(&o, id: id) }
     }
 
-    private func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
-        switch table.lookup(key) {
+    private static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
+        switch StatsScanner.table.lookup(key) {
         case .num(let f)?: o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan
         case .str(let f)?:
             if try cur.peek() == 0x22 { o.str[f.rawValue] = try cur.string() } else {
@@ -231,7 +233,7 @@ struct StatsScanner {
                     try o.array { a throws(JSONCursor.ScanError) in
                         let name = try a.rawString()
                         guard state.objects[idString] != nil else { return }
-                        clear(name, in: &state.objects[idString]!)
+                        StatsScanner.clear(name, in: &state.objects[idString]!)
                     }
                 }
             case "set":
@@ -239,7 +241,7 @@ struct StatsScanner {
                     let idString = String(decoding: id, as: UTF8.self)
                     guard var obj = state.objects[idString] else { try o.skipValue(); return }
                     var ignored: String?
-                    try o.object { m, k throws(JSONCursor.ScanError) in try readMember(&m, key: k, into: &obj, id: &ignored) }
+                    try o.object { m, k throws(JSONCursor.ScanError) in try StatsScanner.readMember(&m, key: k, into: &obj, id: &ignored) }
                     state.objects[idString] = obj
                 }
             case "inc":
@@ -248,7 +250,7 @@ struct StatsScanner {
                     guard var obj = state.objects[idString] else { try o.skipValue(); return }
                     try o.object { m, k throws(JSONCursor.ScanError) in
                         let d = try m.numberOrNumericString() ?? 0
-                        if JSONCursor.equals(k, "timestamp") { obj.timestamp += d } else if case .num(let f)? = table.lookup(k) {
+                        if JSONCursor.equals(k, "timestamp") { obj.timestamp += d } else if case .num(let f)? = StatsScanner.table.lookup(k) {
                             obj.num[f.rawValue] += d
                         }
                     }
@@ -257,7 +259,7 @@ struct StatsScanner {
             default:  // put
                 try cur.array { a throws(JSONCursor.ScanError) in
                     var id: String?
-                    let o = try readObject(&a, id: &id)
+                    let o = try StatsScanner.readObject(&a, id: &id)
                     guard let id else { return }
                     replaced.insert(id)
                     if o.type != .other { state.objects[id] = o } else { state.objects[id] = nil }
@@ -282,8 +284,8 @@ struct StatsScanner {
         return state
     }
 
-    private func clear(_ name: UnsafeBufferPointer<UInt8>, in o: inout StatObject) {
-        switch table.lookup(name) {
+    private static func clear(_ name: UnsafeBufferPointer<UInt8>, in o: inout StatObject) {
+        switch StatsScanner.table.lookup(name) {
         case .num(let f)?: o.num[f.rawValue] = .nan; o.rate[f.rawValue] = 0
         case .str(let f)?: o.str[f.rawValue] = nil
         case .timestamp?: o.timestamp = .nan; o.timestampRate = 0
