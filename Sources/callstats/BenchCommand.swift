@@ -201,9 +201,76 @@ struct LogSizeBench: ParsableCommand {
                 table.rows.append([String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
                                    "-\(level)", "\(bytes)", fmt(Double(bytes) / 1024 / pcMinutes)])
             }
+            for level: Int32 in [3, 9] {
+                let bytes = RtcstatsV3Method.bytes(kept, level: level)
+                table.rows.append([String(format: "%.0f s", period / 1000), "rtcstats v3 method (lossy)", "one, whole file",
+                                   "-\(level)", "\(bytes)", fmt(Double(bytes) / 1024 / pcMinutes)])
+            }
         }
         print(table.render())
         print("level 9 is what the collector writes; a flush follows every snapshot.")
+        print("rtcstats v3 method: changed members only, certificates and obsolete members dropped, numbered ids and names;")
+        print("for comparison on the same data (it cannot restore the snapshots exactly).")
+    }
+}
+
+/// The rtcstats v3 dump method, re-implemented to compare sizes on the same recording: per
+/// peer connection, each object keeps only the members whose value changed (absolute values),
+/// the common timestamp moves to the top, certificate objects and a few obsolete members are
+/// dropped, object ids and member names become numbers, and the whole dump is compressed once.
+enum RtcstatsV3Method {
+    static func bytes(_ records: [LogRecord], level: Int32) -> Int {
+        var previous: [String: [String: JSONObject]] = [:]
+        var ids: [String: [String: Int]] = [:]
+        var names: [String: Int] = [:]
+        var out: [UInt8] = []
+        func number(_ name: String) -> String {
+            if let n = names[name] { return String(n) }
+            names[name] = names.count
+            return String(names.count - 1)
+        }
+        for r in records where r.kind == .stats {
+            guard case .array(let report)? = r["report"] else { continue }
+            let pc = r["pc"]?.stringValue ?? ""
+            let old = previous[pc] ?? [:]
+            var current: [String: JSONObject] = [:]
+            var delta = JSONObject()
+            var changed: [(String, JSONObject)] = []
+            for case .object(let o) in report {
+                guard let id = o["id"]?.stringValue else { continue }
+                current[id] = o
+                if o["type"]?.stringValue == "certificate" { continue }
+                var d = JSONObject()
+                for (k, v) in o.entries where k != "id" {
+                    if ["isRemote", "ip", "mediaType", "writable", "localCertificateId", "remoteCertificateId"].contains(k) { continue }
+                    if let before = old[id]?[k], before == v { continue }
+                    d[k] = v
+                }
+                changed.append((id, d))
+            }
+            let t = changed.compactMap { $0.1["timestamp"]?.doubleValue }.max()
+            for (id, var d) in changed {
+                if let t, d["timestamp"]?.doubleValue == t { d["timestamp"] = nil }
+                if d.isEmpty { continue }
+                var n = JSONObject()
+                for (k, v) in d.entries {
+                    if k.hasSuffix("Id"), let ref = v.stringValue, let r = ids[pc]?[ref] { n[number(k)] = .string(String(r)); continue }
+                    n[number(k)] = v
+                }
+                let idNumber = ids[pc, default: [:]][id] ?? {
+                    let next = ids[pc, default: [:]].count
+                    ids[pc, default: [:]][id] = next
+                    return next
+                }()
+                delta[String(idNumber)] = .object(n)
+            }
+            for id in old.keys where current[id] == nil { if let n = ids[pc]?[id] { delta[String(n)] = .null } }
+            if let t { delta["timestamp"] = .number(t) }
+            previous[pc] = current
+            JSONValue.array([.string("getstats"), .string(pc), .object(delta), .number(Double(r.ts))]).write(to: &out)
+            out.append(0x0A)
+        }
+        return ZstdCompressor.compressFrame(out, level: level).count
     }
 }
 
