@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
     ]
 )

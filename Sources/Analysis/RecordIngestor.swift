@@ -15,6 +15,8 @@ public struct RecordIngestor {
     public enum Outcome {
         /// The record was used; `ended` when it was the call's `end` record.
         case used(call: String, ended: Bool)
+        /// A record about the agent itself (`agent`: drop counts, rotation): read, but part of no call.
+        case agentNote
         case skipped(category: LogIssue.Category, message: String)
     }
 
@@ -30,6 +32,8 @@ public struct RecordIngestor {
             return .skipped(category: .invalidRecord, message: error.description)
         }
         switch record.kind {
+        case .agent:
+            return .agentNote
         case .stats:
             return ingestStats(line)  // a writer with another key order: the scanner copes
         case .rtpStream:

@@ -100,10 +100,14 @@ public final class LogWriter {
 
     public func close() throws {
         guard fd >= 0, !closed else { return }
+        // The descriptor is released even when the last write fails (a full disk): a caller that
+        // retries must not leak one per attempt.
+        defer {
+            Glibc_close(fd)
+            closed = true
+        }
         try drain(.end)
         fsync(fd)
-        Glibc_close(fd)
-        closed = true
     }
 
     private var closed = false

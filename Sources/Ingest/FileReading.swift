@@ -33,6 +33,8 @@ enum FileReading {
                 callIDs.insert(call)
                 // An ended call leaves the reader at once: memory holds open calls only.
                 if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config))) }
+            case .agentNote:
+                records += 1
             case .skipped(let category, let message):
                 skipped += 1
                 queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))

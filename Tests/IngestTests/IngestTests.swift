@@ -1,4 +1,5 @@
 import Analysis
+import CallLog
 import Foundation
 import Ingest
 import Simulator
@@ -102,5 +103,20 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(report.issueCounts["truncated file"], 1)
         XCTAssertGreaterThan(report.callsInRun, 0)
         XCTAssertTrue(report.firstIssues.contains { $0.file == path && $0.line != nil })
+    }
+
+    func testAgentRecordsAreReadButMakeNoCall() throws {
+        let logs = try simulate(calls: 3, files: 1, seed: 5)
+        let extra = logs.appendingPathComponent("agent.ndjson").path
+        let note = LogRecord(kind: .agent, call: "-", ts: 1_700_000_000_000,
+                             body: ["dropped": ["stats": 12, "diskFull": 3], "files": ["deleted": 1]])
+        try (note.jsonLine + "\n").write(toFile: extra, atomically: true, encoding: .utf8)
+        let db = dir.appendingPathComponent("agent.sqlite").path
+        let report = try analyze([logs.path], db: db)
+        XCTAssertEqual(report.issueCounts, [:])
+        let store = try CallStore(path: db, forWriting: false)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 3)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_id = '-'")?.int64, 0)
+        XCTAssertEqual(try store.db.scalar("SELECT records FROM ingested_files WHERE path LIKE '%agent.ndjson'")?.int64, 1)
     }
 }
