@@ -15,7 +15,7 @@ import Foundation
 /// let agent = CallStatsAgent(configuration: .init(directory: logsPath, app: "acme-phone", appVersion: "3.2.1"))
 /// let recorder = agent.attach(callID: call.id, info: CallInfo(direction: .outgoing, sdk: "kandy-mobile", sdkVersion: "5.14.0"),
 ///                             call: KandyMobileCall { done in call.getRTPStatistics { done($0) } })
-/// recorder.event(CallEvent(action: "callMetric", type: "callRinging"))
+/// recorder.event(SDKEvent(action: "callMetric", type: "callRinging"))
 /// recorder.end(KandyEndStatus.end(statusCode: 9901, reason: "Ended by local user"))
 /// ```
 public final class CallStatsAgent: @unchecked Sendable {
@@ -194,7 +194,7 @@ public final class CallStatsAgent: @unchecked Sendable {
         return s
     }
 
-    func record(callID: String, event: CallEvent) {
+    func record(callID: String, event: SDKEvent) {
         guard slot(callID) != nil else { return }
         let r = LogRecord.event(call: callID, ts: event.time ?? clock.now(), action: event.action, type: event.type, detail: event.detail)
         enqueue(QueuedItem(call: callID, ts: r.ts, payload: .record(r), bytes: 128 + event.detail.count * 32))
@@ -267,6 +267,7 @@ public final class CallStatsAgent: @unchecked Sendable {
     /// Writes everything queued so far and fsyncs it. Blocks until done: for tests, for an
     /// app moving to the background, or before handing files to an uploader.
     public func flush() {
+        samplingQueue.sync {}  // fetches already dispatched (a call's last sample) run first
         writerQueue.sync { writer.drain(sync: true) }
     }
 

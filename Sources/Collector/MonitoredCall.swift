@@ -122,7 +122,7 @@ public struct CallInfo: Sendable {
 
 /// An SDK event: "additional info" (`callMetric`, `iceTimeout`, `iceState`, `ipChange`) or a
 /// call-state change. Names are spelled as the SDKs spell them (see `Data/FORMAT.md`).
-public struct CallEvent: Sendable, Equatable {
+public struct SDKEvent: Sendable, Equatable {
     public var action: String
     public var type: String
     /// The SDK's own time (epoch ms) when it gives one; otherwise the agent's clock is used.
@@ -136,8 +136,8 @@ public struct CallEvent: Sendable, Equatable {
         self.detail = detail
     }
 
-    public static func state(_ change: CallStateChange, time: Int64? = nil, detail: JSONObject = JSONObject()) -> CallEvent {
-        CallEvent(action: EventName.callState, type: change.rawValue, time: time, detail: detail)
+    public static func state(_ change: CallStateChange, time: Int64? = nil, detail: JSONObject = JSONObject()) -> SDKEvent {
+        SDKEvent(action: EventName.callState, type: change.rawValue, time: time, detail: detail)
     }
 }
 
@@ -180,7 +180,7 @@ public struct CallRecorder: Sendable {
     public let callID: String
     let agent: CallStatsAgent
 
-    public func event(_ event: CallEvent) {
+    public func event(_ event: SDKEvent) {
         agent.record(callID: callID, event: event)
     }
 

@@ -313,7 +313,7 @@ final class RotatingLogWriter {
     // MARK: - Failures
 
     private func fail(_ error: any Error) {
-        let code = (error as? LogWriter.WriteError)?.errno
+        let code = (error as? LogWriter.WriteError)?.errno ?? (error as? StorageError)?.errno
         let reason = code.map(Platform.reason(for:)) ?? .writeError
         let message = code.map(Platform.describe) ?? "\(error)"
         // What was appended but never flushed is lost with the file.

@@ -33,7 +33,7 @@ public struct KandyMobileCall: MonitoredCall {
 public enum AdditionalInfo {
     /// The event and the call id it names; nil when `action` or `type` is missing. `time` may
     /// be a string (as the SDK sends it) or a number; other keys are kept as `detail`.
-    public static func event(from map: [String: Any]) -> (callID: String?, event: CallEvent)? {
+    public static func event(from map: [String: Any]) -> (callID: String?, event: SDKEvent)? {
         guard let action = map["action"] as? String, let type = map["type"] as? String, !action.isEmpty, !type.isEmpty else {
             return nil
         }
@@ -41,7 +41,7 @@ public enum AdditionalInfo {
         for key in map.keys.sorted() where !["action", "type", "callId", "time"].contains(key) {
             if let v = json(map[key]!) { detail[key] = v }
         }
-        return (map["callId"] as? String, CallEvent(action: action, type: type, time: time(map["time"]), detail: detail))
+        return (map["callId"] as? String, SDKEvent(action: action, type: type, time: time(map["time"]), detail: detail))
     }
 
     static func time(_ v: Any?) -> Int64? {
