@@ -278,22 +278,24 @@ public final class CallStatsAgent: @unchecked Sendable {
     }
 
     /// Stops sampling, writes what is queued (and an `agent` record if anything was lost),
-    /// and closes the current file. Calls still attached get no `end` record. Blocks until
+    /// and closes the current file. Calls still attached get no `end` record (calls already
+    /// ended get theirs, without a last sample the SDK has not delivered yet). Blocks until
     /// the file is closed; the agent records nothing afterwards.
     public func shutdown() {
+        samplingQueue.sync {}  // last samples already asked for come first
         lock.lock()
         stopped = true
         let open = Array(calls.values)
         calls.removeAll()
         housekeeping?.cancel()
         housekeeping = nil
+        var ending = [CallSlot]()
         for s in open {
             s.timer?.cancel()
-            s.timeout?.cancel()
-            s.finished = true
+            if s.ending { ending.append(s) } else { s.finished = true }
         }
         lock.unlock()
-        samplingQueue.sync {}
+        for s in ending { finish(s, nil) }  // ended, still waiting for the SDK: the end is written
         writerQueue.sync { writer.close() }
     }
 }

@@ -36,6 +36,7 @@ final class RotatingLogWriter {
     /// Records appended since the last successful flush: lost if the flush fails.
     private var unflushed = 0
     private var unflushedSnapshots = 0
+    private var unflushedBytes = 0
     /// Bytes of the current file already counted in the totals.
     private var countedBytes = 0
     private var failure: (reason: DropReason, message: String, retryAt: Int64)?
@@ -96,20 +97,24 @@ final class RotatingLogWriter {
                 return
             }
             do {
-                try sink.append(record)
-                unflushed += 1
+                unflushed += 1  // counted first: a throwing append has taken the record
                 if item.isStats { unflushedSnapshots += 1 }
+                try sink.append(record)
             } catch {
                 fail(error)
                 countDropped(items[(i + 1)...], failure?.reason ?? .writeError)
                 return
             }
             if item.endsCall { needSync = true }
+            // LogWriter compresses in memory until a flush: flushing every 128 KiB of text
+            // keeps a file's size (and so rotation) within a few dozen KiB of the limit.
+            unflushedBytes += item.bytes
+            guard unflushedBytes >= 128 << 10 else { continue }
+            guard flush(sync: false) else {
+                countDropped(items[(i + 1)...], failure?.reason ?? .writeError)
+                return
+            }
             if sink.bytesWritten >= settings.fileBytes {
-                guard flush(sync: true) else {
-                    countDropped(items[(i + 1)...], failure?.reason ?? .writeError)
-                    return
-                }
                 rotate()
                 guard ensureOpen() else {
                     countDropped(items[(i + 1)...], failure?.reason ?? .writeError)
@@ -118,7 +123,7 @@ final class RotatingLogWriter {
             }
         }
         guard flush(sync: needSync) else { return }
-        if clock.now() - openedAt >= settings.fileAgeMs { rotate() }
+        if sink?.bytesWritten ?? 0 >= settings.fileBytes || clock.now() - openedAt >= settings.fileAgeMs { rotate() }
     }
 
     /// The periodic housekeeping: rotation by age of an idle file, retry after a failure,
@@ -188,6 +193,7 @@ final class RotatingLogWriter {
         countedBytes = total
         unflushed = 0
         unflushedSnapshots = 0
+        unflushedBytes = 0
         inFlightReport = nil
         return true
     }
@@ -209,14 +215,13 @@ final class RotatingLogWriter {
         if recovered, let last = lastFailureMessage { body["error"] = .string(last) }
         let record = LogRecord(kind: .agent, call: "-", ts: now, body: body)
         do {
-            try sink.append(record)
             unflushed += 1
             inFlightReport = losses
+            try sink.append(record)
             lastAgentRecord = now
             recovered = false
         } catch {
-            queue.restoreUnreported(losses)
-            fail(error)
+            fail(error)  // puts the losses back for the next report
         }
     }
 
@@ -326,6 +331,7 @@ final class RotatingLogWriter {
         queue.count(reason, lost)
         unflushed = 0
         unflushedSnapshots = 0
+        unflushedBytes = 0
         // The writer's buffers may hold half-written data; it is dropped, never reused.
         sink = nil
         sinkPath = ""

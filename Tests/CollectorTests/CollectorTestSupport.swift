@@ -209,10 +209,14 @@ enum Logs {
     static func analyze(_ dir: String) throws -> [String: CallAnalysis] {
         var ingestor = RecordIngestor()
         var failures: [String] = []
-        for f in files(dir) {
+        let all = files(dir)
+        for f in all {
             LogLineReader(path: f).forEachLine({ line, n in
                 if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("\(f):\(n): \(message)") }
-            }, issue: { failures.append($0.description) })
+            }, issue: { issue in
+                // The newest file may still be open (it ends after its last flush).
+                if !(f == all.last && issue.category == .truncatedFile) { failures.append(issue.description) }
+            })
         }
         if let first = failures.first { XCTFail(first) }
         var out: [String: CallAnalysis] = [:]
