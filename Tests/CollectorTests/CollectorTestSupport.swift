@@ -9,16 +9,12 @@ import XCTest
 /// A clock the test moves by hand: timers fire, in time order, on their queues, inside
 /// `advance`. Timing assertions are then exact instead of depending on the machine's load.
 final class ManualClock: AgentClock, @unchecked Sendable {
-    private final class Task: @unchecked Sendable {
+    private struct Task {
         let id: Int
         var due: Int64
         let interval: Int64?
         let queue: DispatchQueue
         let body: @Sendable () -> Void
-        var cancelled = false
-        init(id: Int, due: Int64, interval: Int64?, queue: DispatchQueue, body: @escaping @Sendable () -> Void) {
-            self.id = id; self.due = due; self.interval = interval; self.queue = queue; self.body = body
-        }
     }
 
     private struct Handle: Cancellable {
@@ -29,7 +25,9 @@ final class ManualClock: AgentClock, @unchecked Sendable {
 
     private let lock = NSLock()
     private var time: Int64
-    private var tasks: [Task] = []
+    /// A binary heap on (due, id); cancelled tasks are skipped when they surface.
+    private var heap: [Task] = []
+    private var cancelled = Set<Int>()
     private var nextID = 0
 
     init(start: Int64 = 1_795_349_930_000) { time = start }
@@ -40,40 +38,74 @@ final class ManualClock: AgentClock, @unchecked Sendable {
     }
 
     func repeating(every interval: Int64, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
-        add(due: now() + interval, interval: interval, queue: queue, body: body)
+        add(delay: interval, interval: interval, queue: queue, body: body)
     }
 
     func after(_ delay: Int64, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
-        add(due: now() + delay, interval: nil, queue: queue, body: body)
+        add(delay: delay, interval: nil, queue: queue, body: body)
     }
 
-    private func add(due: Int64, interval: Int64?, queue: DispatchQueue, body: @escaping @Sendable () -> Void) -> Cancellable {
+    private func add(delay: Int64, interval: Int64?, queue: DispatchQueue, body: @escaping @Sendable () -> Void) -> Cancellable {
         lock.lock(); defer { lock.unlock() }
         nextID += 1
-        tasks.append(Task(id: nextID, due: due, interval: interval, queue: queue, body: body))
+        push(Task(id: nextID, due: time + delay, interval: interval, queue: queue, body: body))
         return Handle(clock: self, id: nextID)
     }
 
     private func cancel(_ id: Int) {
         lock.lock(); defer { lock.unlock() }
-        tasks.first { $0.id == id }?.cancelled = true
-        tasks.removeAll { $0.id == id }
+        cancelled.insert(id)
     }
 
-    /// Moves time forward by `ms`, running every timer that falls due on the way.
+    /// Moves time forward by `ms`, running every timer that falls due on the way, in order.
     func advance(by ms: Int64) {
-        let target = now() + ms
+        lock.lock()
+        let target = time + ms
+        lock.unlock()
         while true {
             lock.lock()
-            guard let task = tasks.filter({ !$0.cancelled && $0.due <= target }).min(by: { ($0.due, $0.id) < ($1.due, $1.id) }) else {
+            while let top = heap.first, cancelled.contains(top.id) { cancelled.remove(top.id); pop() }
+            guard var task = heap.first, task.due <= target else {
                 time = target
                 lock.unlock()
                 return
             }
+            pop()
             time = max(time, task.due)
-            if let i = task.interval { task.due += i } else { tasks.removeAll { $0.id == task.id } }
+            if let i = task.interval {
+                task.due += i
+                push(task)
+            }
             lock.unlock()
             task.queue.sync(execute: task.body)
+        }
+    }
+
+    private static func less(_ a: Task, _ b: Task) -> Bool { (a.due, a.id) < (b.due, b.id) }
+
+    private func push(_ t: Task) {
+        heap.append(t)
+        var i = heap.count - 1
+        while i > 0 {
+            let p = (i - 1) / 2
+            guard Self.less(heap[i], heap[p]) else { break }
+            heap.swapAt(i, p)
+            i = p
+        }
+    }
+
+    private func pop() {
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < heap.count, Self.less(heap[l], heap[m]) { m = l }
+            if r < heap.count, Self.less(heap[r], heap[m]) { m = r }
+            guard m != i else { return }
+            heap.swapAt(i, m)
+            i = m
         }
     }
 }
@@ -87,6 +119,35 @@ final class FaultyStorage: LogStorage, @unchecked Sendable {
     private var _syncs = 0
     /// Microseconds each flush takes.
     var flushDelayMicroseconds: UInt32 = 0
+
+    private var gate: DispatchSemaphore?
+    private var _blocked = 0
+
+    /// Makes every flush wait until `release()`: a disk that has stopped taking data.
+    func hold() { lock.lock(); gate = DispatchSemaphore(value: 0); lock.unlock() }
+
+    func release() {
+        lock.lock()
+        let g = gate
+        gate = nil
+        let n = _blocked
+        lock.unlock()
+        for _ in 0..<n { g?.signal() }
+    }
+
+    /// Flushes waiting at the gate.
+    var blocked: Int { lock.lock(); defer { lock.unlock() }; return _blocked }
+
+    func waitAtGate() {
+        lock.lock()
+        guard let g = gate else { lock.unlock(); return }
+        _blocked += 1
+        lock.unlock()
+        g.wait()
+        lock.lock()
+        _blocked -= 1
+        lock.unlock()
+    }
 
     /// Flushes that asked for fsync.
     var syncs: Int { lock.lock(); defer { lock.unlock() }; return _syncs }
@@ -126,6 +187,7 @@ final class FaultySink: LogSink {
     func append(_ record: LogRecord) throws { pending.append(record) }
 
     func flush(sync: Bool) throws {
+        storage.waitAtGate()
         if storage.flushDelayMicroseconds > 0 { usleep(storage.flushDelayMicroseconds) }
         guard !storage.full else {
             pending.removeAll()
