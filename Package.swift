@@ -4,7 +4,8 @@ import PackageDescription
 // Layering (each line depends only on lines above it):
 //   CZstd, CPcap, CSQLite             system libraries
 //   CallLog                           the log format: records, zstd frames, reader, writer
-//   Simulator, Capture,               producers and consumers of the format, side by side
+//   Simulator, Capture, Collector,    producers and consumers of the format, side by side
+//                                     (Collector: the in-app library that samples calls and writes logs)
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
 //   Store                             SQLite schema and writer for analysis results
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
@@ -15,6 +16,7 @@ let package = Package(
     products: [
         .executable(name: "callstats", targets: ["callstats"]),
         .library(name: "CallLog", targets: ["CallLog"]),
+        .library(name: "Collector", targets: ["Collector"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -27,12 +29,13 @@ let package = Package(
         .target(name: "CallLog", dependencies: ["CZstd"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
+        .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
         .target(name: "Analysis", dependencies: ["CallLog", "Quality"]),
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Analysis", "Store", "Ingest",
+            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -44,6 +47,7 @@ let package = Package(
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
     ]
 )

@@ -15,7 +15,7 @@ struct BenchCommand: ParsableCommand {
             (make build) for meaningful numbers; this machine's other load shows in them, so \
             compare figures printed side by side in one run.
             """,
-        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self],
+        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self],
         defaultSubcommand: AnalyzeBench.self)
 }
 

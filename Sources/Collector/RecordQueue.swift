@@ -1,0 +1,234 @@
+import CallLog
+import Foundation
+
+/// Why records were lost. Written in `agent` records as counts by reason.
+public enum DropReason: String, Sendable, CaseIterable, Codable {
+    /// The queue was full (snapshots arriving faster than the disk takes them): the oldest
+    /// statistics snapshots went first.
+    case queueFull
+    /// The disk (or quota) was full.
+    case diskFull
+    /// The directory or file could not be written (permissions, read-only, not a directory).
+    case notWritable
+    /// The log directory vanished and could not be created again.
+    case directoryMissing
+    /// Any other write error.
+    case writeError
+    /// A statistics string from the SDK that was not a report.
+    case badSnapshot
+}
+
+/// What the collector did: written, dropped by reason, deleted by the disk cap. Totals since
+/// the agent started.
+public struct CollectorCounters: Sendable, Equatable {
+    public var recordsWritten = 0
+    public var snapshotsWritten = 0
+    public var dropped: [DropReason: Int] = [:]
+    /// Closed log files deleted to stay under the disk cap, and their bytes.
+    public var filesDeleted = 0
+    public var bytesDeleted = 0
+    /// Log files created, and compressed bytes written to them.
+    public var filesCreated = 0
+    public var bytesWritten = 0
+    /// Sampling ticks skipped because the previous fetch of that call had not returned.
+    public var samplesSkipped = 0
+    /// The queue's high-water marks.
+    public var queuePeakRecords = 0
+    public var queuePeakBytes = 0
+    /// Time the background writer spent parsing, pseudonymising, encoding, compressing and
+    /// writing, in seconds.
+    public var writerSeconds = 0.0
+
+    public var droppedTotal: Int { dropped.values.reduce(0, +) }
+}
+
+/// One thing to write, as queued by the app's threads.
+struct QueuedItem {
+    enum Payload {
+        case record(LogRecord)
+        case snapshot(StatsSnapshot)
+    }
+
+    var seq: UInt64 = 0
+    var call: String
+    var ts: Int64
+    var payload: Payload
+    var bytes: Int
+    /// The call's `end`: the writer flushes and fsyncs after it.
+    var endsCall = false
+
+    var isStats: Bool {
+        if case .snapshot = payload { return true }
+        return false
+    }
+}
+
+/// The bounded queue between the app's threads and the writer, and the loss ledger.
+///
+/// Statistics snapshots and other records wait in two FIFOs numbered from one sequence, so
+/// that "drop the oldest snapshot" is O(1) and the writer still gets everything in arrival
+/// order. Snapshots are what is dropped first: each is one of many samples of a call, while
+/// an event or an `end` is the only record of what it says.
+final class RecordQueue: @unchecked Sendable {
+    struct Limits {
+        var records: Int
+        var bytes: Int
+    }
+
+    /// Unreported losses, for the next `agent` record.
+    struct Losses: Equatable {
+        var dropped: [DropReason: Int] = [:]
+        var filesDeleted = 0
+        var bytesDeleted = 0
+        var isEmpty: Bool { dropped.values.allSatisfy { $0 == 0 } && filesDeleted == 0 }
+
+        mutating func add(_ other: Losses) {
+            for (k, v) in other.dropped { dropped[k, default: 0] += v }
+            filesDeleted += other.filesDeleted
+            bytesDeleted += other.bytesDeleted
+        }
+    }
+
+    let limits: Limits
+    private let lock = NSLock()
+    private var stats = Ring<QueuedItem>()
+    private var others = Ring<QueuedItem>()
+    private var bytes = 0
+    private var nextSeq: UInt64 = 0
+    private var wakeRequested = false
+    private var totals = CollectorCounters()
+    private var unreported = Losses()
+
+    init(limits: Limits) {
+        self.limits = Limits(records: max(1, limits.records), bytes: max(1, limits.bytes))
+    }
+
+    /// Queues `item`, evicting the oldest snapshots (then the oldest records) while over the
+    /// limits. Returns true when the writer should be woken (the first item since it last took).
+    func push(_ item: QueuedItem) -> Bool {
+        var item = item
+        lock.lock()
+        defer { lock.unlock() }
+        item.seq = nextSeq
+        nextSeq &+= 1
+        bytes += item.bytes
+        if item.isStats { stats.append(item) } else { others.append(item) }
+        while stats.count + others.count > limits.records || bytes > limits.bytes {
+            guard let evicted = stats.popFirst() ?? others.popFirst() else { break }
+            bytes -= evicted.bytes
+            countLocked(.queueFull, 1)
+        }
+        totals.queuePeakRecords = max(totals.queuePeakRecords, stats.count + others.count)
+        totals.queuePeakBytes = max(totals.queuePeakBytes, bytes)
+        guard !wakeRequested else { return false }
+        wakeRequested = true
+        return true
+    }
+
+    /// Everything queued, in arrival order.
+    func takeAll() -> [QueuedItem] {
+        lock.lock()
+        let a = stats.takeAll(), b = others.takeAll()
+        bytes = 0
+        wakeRequested = false
+        lock.unlock()
+        var out = [QueuedItem]()
+        out.reserveCapacity(a.count + b.count)
+        var i = 0, j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i].seq < b[j].seq) {
+                out.append(a[i]); i += 1
+            } else {
+                out.append(b[j]); j += 1
+            }
+        }
+        return out
+    }
+
+    // MARK: Ledger
+
+    func count(_ reason: DropReason, _ n: Int) {
+        guard n > 0 else { return }
+        lock.lock()
+        countLocked(reason, n)
+        lock.unlock()
+    }
+
+    private func countLocked(_ reason: DropReason, _ n: Int) {
+        totals.dropped[reason, default: 0] += n
+        unreported.dropped[reason, default: 0] += n
+    }
+
+    func update(_ body: (inout CollectorCounters) -> Void) {
+        lock.lock()
+        body(&totals)
+        lock.unlock()
+    }
+
+    func deleted(files: Int, bytes: Int) {
+        lock.lock()
+        totals.filesDeleted += files
+        totals.bytesDeleted += bytes
+        unreported.filesDeleted += files
+        unreported.bytesDeleted += bytes
+        lock.unlock()
+    }
+
+    /// Takes the losses not yet reported (for an `agent` record).
+    func takeUnreported() -> Losses {
+        lock.lock()
+        defer { lock.unlock() }
+        let u = unreported
+        unreported = Losses()
+        return u
+    }
+
+    /// Puts losses back when the `agent` record carrying them could not be written.
+    func restoreUnreported(_ losses: Losses) {
+        lock.lock()
+        unreported.add(losses)
+        lock.unlock()
+    }
+
+    var hasUnreported: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !unreported.isEmpty
+    }
+
+    var counters: CollectorCounters {
+        lock.lock()
+        defer { lock.unlock() }
+        return totals
+    }
+}
+
+/// A FIFO whose removed slots are released at once (an evicted snapshot frees its memory
+/// immediately) and compacted now and then.
+struct Ring<T> {
+    private var items: [T?] = []
+    private var head = 0
+
+    var count: Int { items.count - head }
+
+    mutating func append(_ x: T) { items.append(x) }
+
+    mutating func popFirst() -> T? {
+        guard head < items.count else { return nil }
+        let x = items[head]
+        items[head] = nil
+        head += 1
+        if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return x
+    }
+
+    mutating func takeAll() -> [T] {
+        let out = items[head...].compactMap { $0 }
+        items.removeAll(keepingCapacity: items.count <= 4096)
+        head = 0
+        return out
+    }
+}
