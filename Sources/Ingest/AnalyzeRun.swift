@@ -26,6 +26,8 @@ public final class AnalyzeRun {
         public var callsPerTransaction = 2_000
         /// Read files again even when the ledger has them.
         public var force = false
+        /// Pseudonymise call ids, person fields and addresses before anything is stored.
+        public var pseudonymizer: CallPseudonymizer?
 
         public init(paths: [String], database: String) {
             self.paths = paths
@@ -95,6 +97,7 @@ public final class AnalyzeRun {
         let readers = min(options.readers, max(1, work.count))
         let nextFile = AtomicCounter()
         let config = options.config
+        let pseudonymizer = options.pseudonymizer
 
         // Readers.
         let group = DispatchGroup()
@@ -105,7 +108,8 @@ public final class AnalyzeRun {
                 while true {
                     let i = nextFile.next()
                     guard i < work.count else { return }
-                    FileReading.read(path: work[i].path, fingerprint: work[i].fingerprint, config: config, into: queue)
+                    FileReading.read(path: work[i].path, fingerprint: work[i].fingerprint, config: config,
+                                     pseudonymizer: pseudonymizer, into: queue)
                 }
             }
         }

@@ -10,8 +10,8 @@ struct PendingCall {
     /// thread free for SQLite.
     var precomputed: (analysis: CallAnalysis, stored: [UInt8])
 
-    init(material: CallMaterial, config: AnalysisConfig) {
-        var m = material
+    init(material: CallMaterial, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?) {
+        var m = pseudonymizer?.apply(to: material) ?? material
         m.normalize()
         self.material = m
         precomputed = (CallAnalyzer.analyze(m, config: config), m.encoded())
@@ -20,7 +20,8 @@ struct PendingCall {
 
 /// A reader thread's work on one file: lines → per-call material → hand-off queue.
 enum FileReading {
-    static func read(path: String, fingerprint: FileFingerprint, config: AnalysisConfig, into queue: HandOffQueue) {
+    static func read(path: String, fingerprint: FileFingerprint, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?,
+                     into queue: HandOffQueue) {
         var ingestor = RecordIngestor()
         var records = 0, skipped = 0, textBytes = 0
         var callIDs = Set<String>()
@@ -32,7 +33,7 @@ enum FileReading {
                 records += 1
                 callIDs.insert(call)
                 // An ended call leaves the reader at once: memory holds open calls only.
-                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config))) }
+                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer))) }
             case .agentNote:
                 records += 1
             case .skipped(let category, let message):
@@ -43,7 +44,7 @@ enum FileReading {
             skipped += 1
             queue.put(.issue(issue))
         })
-        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config))) }
+        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
         queue.put(.fileDone(FileDone(entry: entry, textBytes: textBytes)))

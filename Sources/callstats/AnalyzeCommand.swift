@@ -1,5 +1,6 @@
 import Analysis
 import ArgumentParser
+import CallLog
 import Foundation
 import Ingest
 import Store
@@ -19,9 +20,15 @@ struct AnalyzeCommand: ParsableCommand {
             Exit status: 0 when everything was read, 3 when some input was skipped (damaged or \
             malformed; each case is reported with file and line), 1 on failure.
 
+            Privacy: with --pseudonymize-key, call ids and person fields of the call record (user, \
+            caller, callee, email, phone, ...) become keyed pseudonyms (`anon-` + 16 hex digits) and \
+            IP addresses in call, event and end records are replaced, before anything is stored. \
+            Use the same key for every run over one database so that calls still merge.
+
             Examples:
               callstats analyze Data/sample --db calls.sqlite
               callstats analyze /var/log/callstats/*.ndjson.zst --db calls.sqlite --quiet
+              callstats analyze logs/ --db shared.sqlite --pseudonymize-key 000102030405060708090a0b0c0d0e0f
             """)
 
     @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst).")
@@ -42,9 +49,28 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: "Print at most this many input problems individually (the rest are counted).")
     var showIssues = 20
 
+    @Option(help: ArgumentHelp("Pseudonymise call ids, person fields and IP addresses with this key.",
+                               valueName: "32 hex digits"))
+    var pseudonymizeKey: String?
+
+    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
+                               valueName: "prefix"))
+    var keepAddress: [String] = []
+
+    func validate() throws {
+        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
+            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
+        }
+        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
+        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
+    }
+
     func run() throws {
         var options = AnalyzeRun.Options(paths: paths, database: db)
         options.force = force
+        if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
+            options.pseudonymizer = CallPseudonymizer(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+        }
         if let threads { options.readers = max(1, threads) }
         let run = AnalyzeRun(options: options)
         let shown = IssueCounter(limit: quiet ? 0 : showIssues)

@@ -119,4 +119,54 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_id = '-'")?.int64, 0)
         XCTAssertEqual(try store.db.scalar("SELECT records FROM ingested_files WHERE path LIKE '%agent.ndjson'")?.int64, 1)
     }
+
+    func testPseudonymizedRunStoresNoIdentifierAndScoresTheSame() throws {
+        let logs = try simulate(calls: 8, files: 2, seed: 21)  // calls continue across the two files
+        let extra = logs.appendingPathComponent("people.ndjson").path
+        let lines = [
+            LogRecord(kind: .call, call: "alice-bob-1", ts: 1_700_000_000_000,
+                      body: ["direction": "outgoing", "user": "alice@example.com", "callee": "+15551234567",
+                             "sdkVersion": "1.2.3.4", "labels": ["userId": "u-991", "region": "eu"]]),
+            LogRecord(kind: .event, call: "alice-bob-1", ts: 1_700_000_001_000,
+                      body: ["action": "ipChange", "type": "ipChangeStarted", "detail": ["from": "192.0.2.77", "to": "2001:db8::5"]]),
+            LogRecord(kind: .end, call: "alice-bob-1", ts: 1_700_000_009_000,
+                      body: ["reason": "failed", "sipReason": "Q.850;cause=16 from 198.51.100.9"]),
+        ]
+        try (lines.map(\.jsonLine).joined(separator: "\n") + "\n").write(toFile: extra, atomically: true, encoding: .utf8)
+        let key = try XCTUnwrap(SipHashKey(hex: "000102030405060708090a0b0c0d0e0f"))
+
+        let plainDB = dir.appendingPathComponent("plain.sqlite").path
+        _ = try analyze([logs.path], db: plainDB)
+        let privateDB = dir.appendingPathComponent("private.sqlite").path
+        var o = AnalyzeRun.Options(paths: [logs.path], database: privateDB)
+        o.pseudonymizer = CallPseudonymizer(key: key)
+        _ = try AnalyzeRun(options: o).run()
+
+        let plain = try CallStore(path: plainDB, forWriting: false)
+        let hidden = try CallStore(path: privateDB, forWriting: false)
+        let originalIDs = try plain.db.rows("SELECT call_id FROM calls").compactMap { $0[0].string }
+        XCTAssertEqual(originalIDs.count, 9)
+        // Same calls, same scores: only the names changed.
+        let scores = "SELECT grade, round(mos_cq, 6), round(loss_pct, 6), duration_ms FROM calls ORDER BY 1, 2, 3, 4"
+        XCTAssertEqual(try hidden.db.rows(scores).map { $0.map(\.description) }, try plain.db.rows(scores).map { $0.map(\.description) })
+        XCTAssertEqual(try hidden.db.scalar("SELECT count(*) FROM calls WHERE call_id LIKE 'anon-%'")?.int64, 9)
+
+        // Nothing identifying anywhere in the database, stored call material included.
+        var text = try dump(privateDB)
+        for row in try hidden.db.rows("SELECT material FROM call_material") {
+            guard case .blob(let bytes) = row[0] else { continue }
+            let m = try CallMaterial(decoding: bytes)
+            text += m.callID + String(describing: m.info) + String(describing: m.end) + m.events.map(\.detailJSON).joined()
+        }
+        for secret in originalIDs + ["alice", "+15551234567", "u-991", "192.0.2.77", "2001:db8::5", "198.51.100.9"] {
+            XCTAssertFalse(text.contains(secret), "\(secret) is still in the database")
+        }
+        XCTAssertTrue(text.contains("1.2.3.4"), "versions are not addresses")
+
+        // The same key again maps to the same pseudonyms: a forced second run changes nothing.
+        let before = try dump(privateDB)
+        o.force = true
+        _ = try AnalyzeRun(options: o).run()
+        XCTAssertEqual(try dump(privateDB), before)
+    }
 }
