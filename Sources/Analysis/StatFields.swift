@@ -179,6 +179,19 @@ struct StatObject {
     var timestampRate: Double = 0
     /// The chain generation (full report) that last wrote this object.
     var generation: UInt32 = 0
+    /// While a delta applies: the numbers and timestamp before it, for the next prediction.
+    var previous: [Double] = []
+    var previousTimestamp: Double = .nan
+    var hasPrevious = false
+
+    /// Remembers the current values before a delta changes them (storage reused across deltas).
+    mutating func beforeDelta(keepNumbers: Bool) {
+        hasPrevious = true
+        previousTimestamp = timestamp
+        guard keepNumbers else { return }
+        if previous.count != num.count { previous = num; return }
+        previous.withUnsafeMutableBufferPointer { d in num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+    }
 
     @inline(__always) subscript(_ f: NumField) -> Double? {
         let v = num[f.rawValue]
@@ -190,6 +203,7 @@ struct StatObject {
     /// No storage at all: a placeholder while the scanner's reusable object is lent out.
     static let empty: StatObject = {
         var o = StatObject()
+        o.previous = []
         o.num = []
         o.rate = []
         o.str = []

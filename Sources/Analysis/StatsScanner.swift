@@ -186,102 +186,142 @@ struct StatsScanner {
     // MARK: - Deltas
 
     /// Nil (with `missing` set) when the snapshot it applies to was not seen.
+    ///
+    /// The chain's state is updated in place (no copy of its objects per delta); a delta that
+    /// fails half-way drops the chain, as its successors could not apply anyway.
     private mutating func applyDelta(
         _ c: inout JSONCursor, key: StatsChainKey, seq: Int64?, base: Int64?, missing: inout (expected: Int64, have: Int64?)?
     ) throws(JSONCursor.ScanError) -> ChainState? {
-        guard let old = chains[key], let base, old.seq == base else {
+        // The latest delta written twice (a retried write, a copied line): the state it made is
+        // still the chain's, so it is a repeated snapshot, not a break in the chain.
+        if let seq, let current = chains[key], current.seq == seq, base != seq {
+            try c.skipValue()
+            return current
+        }
+        guard let base, chains[key]?.seq == base, var state = chains.removeValue(forKey: key) else {
             missing = (base ?? -1, chains[key]?.seq)
             chains[key] = nil
             try c.skipValue()
             return nil
         }
-        var state = old
-        state.seq = seq ?? old.seq + 1
+        state.seq = seq ?? state.seq + 1
         // Read the delta's parts first: advance and prediction need `t` before anything applies.
         var newT: Double?
-        var sections: [(name: String, pos: Int)] = []
+        var sections: [(section: DeltaSection, pos: Int)] = []
         try c.object { cur, k throws(JSONCursor.ScanError) in
             if JSONCursor.equals(k, "t") { newT = try cur.numberOrNumericString() } else {
-                sections.append((String(decoding: k, as: UTF8.self), cur.pos))
+                // A repeated part counts once (the first), as in the log format's reader.
+                if let section = DeltaSection(k), !sections.contains(where: { $0.section == section }) { sections.append((section, cur.pos)) }
                 try cur.skipValue()
             }
         }
         let endPos = c.pos
-        // Advance and predict every kept object, remembering the advanced values for rates.
-        var advancedOld: [String: StatObject] = [:]
-        for (id, var o) in state.objects {
-            if let prevT = old.t, let newT, o.timestamp == prevT { o.timestamp = newT }
-            advancedOld[id] = o
-            // Legacy objects keep their fields inside `values`: nested, so never predicted.
-            if !o.type.isLegacy {
-                for i in 0..<NumField.count where o.rate[i] != 0 && !o.num[i].isNaN { o.num[i] += o.rate[i] }
-            }
-            if o.timestampRate != 0 { o.timestamp += o.timestampRate }
-            state.objects[id] = o
+        // Advance and predict every kept object, remembering its values before prediction:
+        // the next prediction is each number's change from them.
+        let previousT = state.t
+        var i = state.objects.values.startIndex
+        while i != state.objects.values.endIndex {
+            StatsScanner.advance(&state.objects.values[i], from: previousT, to: newT)
+            state.objects.values.formIndex(after: &i)
         }
-        var replaced = Set<String>()
-        for section in ["del", "unset", "set", "inc", "put"] {
-            guard let s = sections.first(where: { $0.name == section }) else { continue }
+        for (section, pos) in sections.sorted(by: { $0.section.rawValue < $1.section.rawValue }) {
             var cur = c
-            cur.pos = s.pos
-            switch section {
-            case "del":
-                try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }
-            case "unset":
-                try cur.object { o, id throws(JSONCursor.ScanError) in
-                    let idString = String(decoding: id, as: UTF8.self)
-                    try o.array { a throws(JSONCursor.ScanError) in
-                        let name = try a.rawString()
-                        guard state.objects[idString] != nil else { return }
-                        StatsScanner.clear(name, in: &state.objects[idString]!)
-                    }
-                }
-            case "set":
-                try cur.object { o, id throws(JSONCursor.ScanError) in
-                    let idString = String(decoding: id, as: UTF8.self)
-                    guard var obj = state.objects[idString] else { try o.skipValue(); return }
-                    var ignored: String?
-                    try o.object { m, k throws(JSONCursor.ScanError) in try StatsScanner.readMember(&m, key: k, into: &obj, id: &ignored) }
-                    state.objects[idString] = obj
-                }
-            case "inc":
-                try cur.object { o, id throws(JSONCursor.ScanError) in
-                    let idString = String(decoding: id, as: UTF8.self)
-                    guard var obj = state.objects[idString] else { try o.skipValue(); return }
-                    try o.object { m, k throws(JSONCursor.ScanError) in
-                        let d = try m.numberOrNumericString() ?? 0
-                        if JSONCursor.equals(k, "timestamp") { obj.timestamp += d } else if case .num(let f)? = StatsScanner.table.lookup(k) {
-                            obj.num[f.rawValue] += d
-                        }
-                    }
-                    state.objects[idString] = obj
-                }
-            default:  // put
-                try cur.array { a throws(JSONCursor.ScanError) in
-                    var id: String?
-                    let o = try StatsScanner.readObject(&a, id: &id)
-                    guard let id else { return }
-                    replaced.insert(id)
-                    if o.type != .other { state.objects[id] = o } else { state.objects[id] = nil }
-                }
-            }
+            cur.pos = pos
+            try StatsScanner.apply(section, at: &cur, to: &state)
         }
-        // The next prediction: each top-level number's change from its advanced old value.
-        for (id, var o) in state.objects {
-            guard !replaced.contains(id), let before = advancedOld[id] else { continue }
-            for f in NumField.predictable where !o.type.isLegacy {
-                let i = f.rawValue
-                let r = o.num[i] - before.num[i]
-                o.rate[i] = (r.isFinite && r != 0) ? r : 0
-            }
-            let tr = o.timestamp - before.timestamp
-            o.timestampRate = (tr.isFinite && tr != 0) ? tr : 0
-            state.objects[id] = o
+        // The next prediction: each top-level number's change from its value before this delta.
+        i = state.objects.values.startIndex
+        while i != state.objects.values.endIndex {
+            StatsScanner.updateRates(&state.objects.values[i])
+            state.objects.values.formIndex(after: &i)
         }
         state.t = newT
         c.pos = endPos
         chains[key] = state
         return state
+    }
+
+    /// The parts of a delta, in the order they apply.
+    private enum DeltaSection: Int {
+        case del, unset, set, inc, put
+
+        init?(_ name: UnsafeBufferPointer<UInt8>) {
+            switch name.count {
+            case 3 where JSONCursor.equals(name, "del"): self = .del
+            case 3 where JSONCursor.equals(name, "set"): self = .set
+            case 3 where JSONCursor.equals(name, "inc"): self = .inc
+            case 3 where JSONCursor.equals(name, "put"): self = .put
+            case 5 where JSONCursor.equals(name, "unset"): self = .unset
+            default: return nil
+            }
+        }
+    }
+
+    private static func advance(_ o: inout StatObject, from previousT: Double?, to newT: Double?) {
+        if let previousT, let newT, o.timestamp == previousT { o.timestamp = newT }
+        o.beforeDelta(keepNumbers: !o.type.isLegacy)
+        // Legacy objects keep their fields inside `values`: nested, so never predicted.
+        if !o.type.isLegacy {
+            o.num.withUnsafeMutableBufferPointer { num in
+                o.rate.withUnsafeBufferPointer { rate in
+                    for f in 0..<num.count where rate[f] != 0 && !num[f].isNaN { num[f] += rate[f] }
+                }
+            }
+        }
+        if o.timestampRate != 0 { o.timestamp += o.timestampRate }
+    }
+
+    private static func updateRates(_ o: inout StatObject) {
+        guard o.hasPrevious else { return }  // new or replaced in this delta
+        if !o.type.isLegacy {
+            for f in NumField.predictable {
+                let r = o.num[f.rawValue] - o.previous[f.rawValue]
+                o.rate[f.rawValue] = (r.isFinite && r != 0) ? r : 0
+            }
+        }
+        let tr = o.timestamp - o.previousTimestamp
+        o.timestampRate = (tr.isFinite && tr != 0) ? tr : 0
+        o.hasPrevious = false
+    }
+
+    private static func apply(_ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState) throws(JSONCursor.ScanError) {
+        switch section {
+        case .del:
+            try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }
+        case .unset:
+            try cur.object { o, id throws(JSONCursor.ScanError) in
+                let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self))
+                try o.array { a throws(JSONCursor.ScanError) in
+                    let name = try a.rawString()
+                    if let index { clear(name, in: &state.objects.values[index]) }
+                }
+            }
+        case .set:
+            try cur.object { o, id throws(JSONCursor.ScanError) in
+                guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
+                var ignored: String?
+                try o.object { m, k throws(JSONCursor.ScanError) in
+                    try readMember(&m, key: k, into: &state.objects.values[index], id: &ignored)
+                }
+            }
+        case .inc:
+            try cur.object { o, id throws(JSONCursor.ScanError) in
+                guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
+                try o.object { m, k throws(JSONCursor.ScanError) in
+                    let d = try m.numberOrNumericString() ?? 0
+                    if JSONCursor.equals(k, "timestamp") { state.objects.values[index].timestamp += d } else if case .num(let f)? = table.lookup(k) {
+                        state.objects.values[index].num[f.rawValue] += d
+                    }
+                }
+            }
+        case .put:
+            try cur.array { a throws(JSONCursor.ScanError) in
+                var id: String?
+                let o = try readObject(&a, id: &id)
+                guard let id else { return }
+                if o.type != .other { state.objects[id] = o } else { state.objects[id] = nil }
+            }
+        }
     }
 
     private static func clear(_ name: UnsafeBufferPointer<UInt8>, in o: inout StatObject) {

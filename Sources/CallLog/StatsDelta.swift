@@ -320,6 +320,14 @@ public struct StatsDeltaDecoder {
         }
         guard case .object(let delta)? = record["delta"] else { return record }
         guard let base = record["base"]?.exactInteger, let seq else { throw .malformed("no seq/base") }
+        if let current = chains[key], current.seq == seq, base != seq {
+            // The latest delta written twice: the snapshot it made is still the chain's.
+            var out = record
+            out.body["delta"] = nil
+            out.body["base"] = nil
+            out.body["report"] = .array(current.report)
+            return out
+        }
         guard let old = chains[key], old.seq == base else {
             let have = chains[key]?.seq
             chains[key] = nil
