@@ -44,7 +44,8 @@ enum Harness {
         return CallAnalyzer.analyze(m, config: config)
     }
 
-    static func material(_ records: [LogRecord], deltas: Bool = true) throws -> CallMaterial {
+    /// `editLines` changes the written file's lines before they are read (repeats, reordering).
+    static func material(_ records: [LogRecord], deltas: Bool = true, editLines: (([String]) -> [String])? = nil) throws -> CallMaterial {
         let path = NSTemporaryDirectory() + "analysis-\(UUID().uuidString).ndjson"
         defer { try? FileManager.default.removeItem(atPath: path) }
         var o = LogWriter.Options()
@@ -52,6 +53,10 @@ enum Harness {
         let w = try LogWriter(path: path, options: o)
         for r in records { try w.append(r) }
         try w.close()
+        if let editLines {
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            try (editLines(lines).joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        }
         var ingestor = RecordIngestor()
         var failures: [String] = []
         LogLineReader(path: path).forEachLine({ line, n in

@@ -77,6 +77,32 @@ final class IntervalMetricsTests: XCTestCase {
         XCTAssertEqual(again.events, clean.events)
     }
 
+    /// A delta line written twice (a retried write) is a repeated snapshot: the chain goes on
+    /// and the result equals the clean one. Before, the repeat broke the chain and every later
+    /// snapshot of the call was skipped as "missing base".
+    func testRepeatedDeltaLinesKeepTheChain() throws {
+        var records: [LogRecord] = []
+        var s = W3CSnapshot(t: Double(t0))
+        for k in 0..<8 {
+            s.t = Double(t0 + Int64(k) * 10_000)
+            s.received += 500; s.lost += Double(k % 2); s.samples += 480_000; s.sent += 500
+            records.append(Harness.stats("c6", s, ts: t0 + Int64(k) * 10_000))
+        }
+        let clean = try Harness.analyze(records, deltas: true)
+        var repeated = 0
+        let m = try Harness.material(records, deltas: true) { lines in
+            lines.flatMap { line -> [String] in
+                guard line.contains("\"delta\"") else { return [line] }
+                repeated += 1
+                return [line, line]
+            }
+        }
+        XCTAssertEqual(repeated, 7, "every snapshot after the first is a delta")
+        let again = CallAnalyzer.analyze(m)
+        XCTAssertEqual(again.intervals, clean.intervals)
+        XCTAssertEqual(again.call, clean.call)
+    }
+
     /// Absurd inputs become "not measured", never stored as measurements.
     func testAbsurdValuesAreNotMeasurements() throws {
         var a = W3CSnapshot(t: Double(t0))

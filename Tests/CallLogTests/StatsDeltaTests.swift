@@ -28,4 +28,20 @@ final class StatsDeltaTests: XCTestCase {
         }
         XCTAssertEqual(deltas, 118, "all but the first snapshot of each side are deltas")
     }
+
+    /// The latest delta read twice restores the same snapshot twice, and the chain goes on.
+    func testRepeatedLatestDeltaRestoresTheSameSnapshot() throws {
+        guard let url = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        let rec = try ChromiumRecording(url: url)
+        var encoder = StatsDeltaEncoder()
+        var decoder = StatsDeltaDecoder()
+        for s in rec.snapshots.prefix(20) {
+            let original = LogRecord.stats(call: rec.callID, ts: s.time, format: .w3c, report: s.stats, peerConnection: s.side)
+            let written = try LogRecord(parsing: encoder.encode(original).jsonLine)
+            let first = try decoder.decode(written)
+            let second = try decoder.decode(written)
+            XCTAssertTrue((first["report"] ?? .null).isEquivalent(to: .array(s.stats)))
+            XCTAssertTrue((second["report"] ?? .null).isEquivalent(to: .array(s.stats)), "repeat at \(s.time) side \(s.side)")
+        }
+    }
 }
