@@ -112,6 +112,18 @@ public final class CallStatsAgent: @unchecked Sendable {
         housekeeping = clock.repeating(every: period, on: writerQueue) { [weak self] in self?.writer.tick() }
     }
 
+    /// An agent the app lets go without `shutdown()`: its timers would otherwise go on firing
+    /// (a resumed dispatch timer lives until cancelled), and what is queued is written now.
+    /// No closure holds the agent strongly here, so nothing else touches the writer.
+    deinit {
+        housekeeping?.cancel()
+        for s in calls.values {
+            s.timer?.cancel()
+            s.timeout?.cancel()
+        }
+        writer.close()
+    }
+
     static func ms(_ seconds: Double) -> Int64 { Int64((seconds * 1000).rounded()) }
 
     // MARK: - Calls

@@ -120,6 +120,22 @@ final class AgentTests: XCTestCase {
         agent.shutdown()
     }
 
+    /// An app that drops the agent without `shutdown()` leaves no timer running, and what was
+    /// recorded is in a complete file.
+    func testReleasedAgentStopsItsTimersAndWritesWhatIsQueued() {
+        let dir = Logs.directory()
+        let clock = ManualClock()
+        var agent: CallStatsAgent? = CallStatsAgent(configuration: Logs.configuration(dir), clock: clock, storage: FileStorage())
+        weak let released = agent
+        agent!.attach(callID: "x", info: CallInfo(direction: .outgoing, sdk: "s", sdkVersion: "1"), call: FakeCall { Self.snapshot(1) })
+        clock.advance(by: 10_000)
+        XCTAssertEqual(clock.activeTimers, 2, "housekeeping and the call's sampling")
+        agent = nil
+        XCTAssertNil(released)
+        XCTAssertEqual(clock.activeTimers, 0)
+        XCTAssertEqual(Logs.records(dir).map(\.kind), [.call, .stats])
+    }
+
     func testShutdownStopsRecordingAndClosesTheFile() {
         let dir = Logs.directory()
         let clock = ManualClock()

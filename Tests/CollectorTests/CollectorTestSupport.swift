@@ -57,6 +57,12 @@ final class ManualClock: AgentClock, @unchecked Sendable {
         cancelled.insert(id)
     }
 
+    /// Timers scheduled and not cancelled (repeating ones count until cancelled).
+    var activeTimers: Int {
+        lock.lock(); defer { lock.unlock() }
+        return heap.filter { !cancelled.contains($0.id) }.count
+    }
+
     /// Moves time forward by `ms`, running every timer that falls due on the way, in order.
     func advance(by ms: Int64) {
         lock.lock()
