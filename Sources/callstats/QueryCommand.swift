@@ -66,8 +66,28 @@ enum ResultFormatter {
         return scaled.description
     }
 
+    /// Columns aligned; numbers right-aligned, and a column of reals printed with one number of
+    /// decimals (as many as its values need, at most 3) so that its decimal points line up.
     static func table(_ r: QueryResult) -> [String] {
-        let cells = r.rows.map { $0.map(cell) }
+        let decimals: [Int?] = r.columns.indices.map { i in
+            var most: Int?
+            for row in r.rows {
+                guard case .real(let d) = row[i] else { continue }
+                let text = cell(.real(d))
+                let places = text.firstIndex(of: ".").map { text.distance(from: $0, to: text.endIndex) - 1 } ?? 0
+                most = max(most ?? 0, min(places, 3))
+            }
+            return most
+        }
+        let cells = r.rows.map { row in
+            row.indices.map { i -> String in
+                switch (row[i], decimals[i]) {
+                case (.real(let d), let places?) where d.isFinite: String(format: "%.\(places)f", d)
+                case (.integer(let n), let places?) where places > 0: String(format: "%.\(places)f", Double(n))
+                default: cell(row[i])
+                }
+            }
+        }
         var widths = r.columns.map(\.count)
         for row in cells { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
         let numeric = r.columns.indices.map { i in
@@ -77,9 +97,14 @@ enum ResultFormatter {
             let fill = String(repeating: " ", count: widths[i] - s.count)
             return numeric[i] ? fill + s : s + fill
         }
-        var lines = [r.columns.indices.map { pad(r.columns[$0], $0) }.joined(separator: "  ")]
+        func line(_ cells: [String]) -> String {
+            var text = cells.indices.map { pad(cells[$0], $0) }.joined(separator: "  ")
+            while text.last == " " { text.removeLast() }
+            return text
+        }
+        var lines = [line(r.columns)]
         lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
-        for row in cells { lines.append(row.indices.map { pad(row[$0], $0) }.joined(separator: "  ")) }
+        for row in cells { lines.append(line(row)) }
         lines.append("(\(r.rows.count) row\(r.rows.count == 1 ? "" : "s"))")
         return lines
     }

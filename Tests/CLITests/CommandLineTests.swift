@@ -85,6 +85,25 @@ final class CommandLineTests: XCTestCase {
         XCTAssertFalse(files.isEmpty)
     }
 
+    /// A column of reals prints with one number of decimals, so that decimal points line up;
+    /// no line ends in padding.
+    func testQueryTableAlignsDecimals() throws {
+        let db = dir.appendingPathComponent("empty.sqlite").path
+        let logs = dir.appendingPathComponent("no-logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        XCTAssertEqual(try callstats(["analyze", logs.path, "--db", db, "--quiet"]).status, 0)
+        let r = try callstats(["query", "--db", db, "SELECT 2.8 AS mos, 'x' AS note UNION ALL SELECT 2.431, 'yy' UNION ALL SELECT 3, 'z'"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out.split(separator: "\n").map(String.init), [
+            "  mos  note",
+            "-----  ----",
+            "2.800  x",
+            "2.431  yy",
+            "3.000  z",
+            "(3 rows)",
+        ])
+    }
+
     func testCatRestoresAndFilters() throws {
         let logs = dir.appendingPathComponent("logs")
         XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--out", logs.path, "--seed", "1"]).status, 0)
