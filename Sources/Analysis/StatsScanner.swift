@@ -116,8 +116,8 @@ struct StatsScanner {
                 if n > bestCount { best = object.timestamp; bestCount = n }
             }
             guard object.type != .other, let id else { return }
-            if state.objects[id] != nil {
-                state.objects[id]!.assign(object, generation: generation)
+            if let index = state.objects.index(forKey: id) {
+                state.objects.values[index].assign(object, generation: generation)
             } else {
                 var added = StatObject()
                 added.assign(object, generation: generation)
