@@ -32,7 +32,7 @@ build: deps
 	$(SWIFT) build -c release --product callstats
 
 demo: build
-	@rm -f $(DB) $(DB)-wal $(DB)-shm
+	@rm -f $(DB) $(DB)-wal $(DB)-shm $(DB).lock
 	$(BIN) analyze Data/sample --db $(DB)
 	@echo
 	$(BIN) query --db $(DB) "SELECT * FROM poor_share_by_network"
@@ -49,4 +49,4 @@ bench: build
 	$(BIN) bench
 
 clean:
-	rm -rf .build $(DB) $(DB)-wal $(DB)-shm
+	rm -rf .build $(DB) $(DB)-wal $(DB)-shm $(DB).lock
