@@ -6,7 +6,7 @@ DB      ?= demo.sqlite
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN     := .build/release/callstats
 
-.PHONY: all deps test-deps build demo test bench clean
+.PHONY: all deps test-deps build demo report screenshot test bench clean
 
 all: build
 
@@ -27,6 +27,8 @@ test-deps: deps
 	@command -v tshark >/dev/null || { echo "Installing tshark (packet statistics are compared with it)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
+	@command -v chromium >/dev/null || { echo "Installing chromium (the HTML report is checked in a headless browser)"; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || true
 
 build: deps
 	$(SWIFT) build -c release --product callstats
@@ -41,6 +43,15 @@ demo: build
 	@echo
 	$(BIN) query --db $(DB) "SELECT code, severity, calls, mean_seconds FROM findings_summary WHERE severity != 'info'"
 
+# The HTML report of the demo database.
+report: demo
+	$(BIN) report --db $(DB) --out report.html
+
+# Dashboards/report.png, the README's picture of the report (needs chromium).
+screenshot: build
+	@rm -f $(DB) $(DB)-wal $(DB)-shm $(DB).lock
+	BIN=$(BIN) DB=$(DB) sh Dashboards/screenshot.sh
+
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -49,4 +60,4 @@ bench: build
 	$(BIN) bench
 
 clean:
-	rm -rf .build $(DB) $(DB)-wal $(DB)-shm $(DB).lock
+	rm -rf .build $(DB) $(DB)-wal $(DB)-shm $(DB).lock report.html

@@ -8,6 +8,7 @@ import PackageDescription
 //                                     (Collector: the in-app library that samples calls and writes logs)
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
 //   Store                             SQLite schema and writer for analysis results
+//   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
 //   callstats                         the command line, wiring the above
 let package = Package(
@@ -34,8 +35,9 @@ let package = Package(
         .target(name: "Analysis", dependencies: ["CallLog", "Quality"]),
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
+        .target(name: "Report", dependencies: ["CallLog", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest",
+            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest", "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -48,6 +50,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
+        .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
     ]
 )

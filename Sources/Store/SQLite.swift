@@ -165,7 +165,8 @@ public final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
-    func reset() {
+    /// Ready to bind and step again (bindings cleared).
+    public func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }

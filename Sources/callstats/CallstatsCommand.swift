@@ -9,11 +9,12 @@ struct Callstats: ParsableCommand {
             Typical use:
               callstats analyze LOGS... --db calls.sqlite     score calls into SQLite
               callstats query --db calls.sqlite "SELECT * FROM worst_calls LIMIT 10"
+              callstats report --db calls.sqlite --out report.html   charts in one HTML file
               callstats capture -r call.pcap -o logs/         measure calls on the wire
               callstats simulate --calls 100 --out logs/      realistic sample logs
             """,
         subcommands: [
-            AnalyzeCommand.self, QueryCommand.self, CatCommand.self, CaptureCommand.self,
+            AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, CatCommand.self, CaptureCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self,
         ]
     )

@@ -1,0 +1,233 @@
+import CallLog
+import Store
+
+/// Everything the HTML report shows, read from a callstats database.
+///
+/// Sized for millions of calls: quality over time and the breakdowns come from the `rollups`
+/// table (one row per bucket and dimension value, never per call); the distributions are one
+/// pass over `calls` into fixed bins; only the worst calls are read row by row, with their
+/// intervals, events and findings for the drill-down.
+public struct ReportData {
+    public struct Options: Sendable {
+        /// Calls listed in the worst-calls table (the filters then pick among them).
+        public var worstCalls = 200
+        /// Calls of that list with a drill-down (intervals, events, findings on one time axis).
+        public var drillDowns = 50
+        /// Hourly buckets up to this span, daily beyond (keeps the page small on long ranges).
+        public var hourlyUpToDays = 14.0
+
+        public init() {}
+    }
+
+    /// The page's data, as JSON (numbers rounded to what people read).
+    public private(set) var json: JSONValue = .null
+    public private(set) var callCount: Int64 = 0
+    public private(set) var poorCount: Int64 = 0
+
+    /// Dimensions as named in `rollups.dimension`, in the order the page shows them.
+    static let dimensions = ["network", "platform", "sdk", "app_version", "codec", "candidate_type", "media", "end_reason"]
+
+    /// Histogram bins of the distributions: (metric, label, column in `calls`, first bin, width, bins).
+    static let histograms: [(name: String, label: String, column: String, low: Double, width: Double, bins: Int)] = [
+        ("mos", "MOS-CQ", "mos_cq", 1.0, 0.1, 35),
+        ("loss", "Loss (%)", "loss_pct", 0, 0.5, 40),
+        ("jitter", "Jitter (ms)", "jitter_ms", 0, 2.5, 40),
+        ("rtt", "RTT (ms)", "rtt_ms", 0, 25, 40),
+        ("setup", "Time to media (ms)", "media_ms", 0, 250, 40),
+    ]
+
+    public init(database db: Database, name: String, generatedAt: Int64, options: Options = Options()) throws {
+        callCount = try db.scalar("SELECT count(*) FROM calls")?.int64 ?? 0
+        poorCount = try db.scalar("SELECT count(*) FROM calls WHERE grade = 'poor'")?.int64 ?? 0
+        let first = try db.scalar("SELECT min(start_ts) FROM calls")?.int64
+        let last = try db.scalar("SELECT max(start_ts) FROM calls")?.int64
+        let spanDays = Double((last ?? 0) - (first ?? 0)) / 86_400_000
+        let period = spanDays <= options.hourlyUpToDays ? "hour" : "day"
+
+        var meta = JSONObject()
+        meta["db"] = .string(name)
+        meta["generated"] = .number(Double(generatedAt))
+        meta["calls"] = .number(Double(callCount))
+        meta["poor"] = .number(Double(poorCount))
+        meta["first"] = first.map { .number(Double($0)) } ?? .null
+        meta["last"] = last.map { .number(Double($0)) } ?? .null
+        meta["period"] = .string(period)
+
+        var root = JSONObject()
+        root["meta"] = .object(meta)
+        root["dimensions"] = .array(ReportData.dimensions.map { .string($0) })
+        root["series"] = try ReportData.series(db, period: period)
+        root["histograms"] = try ReportData.distributions(db)
+        let worst = try ReportData.worstCalls(db, limit: options.worstCalls)
+        root["worst"] = .array(worst.rows)
+        root["drill"] = try ReportData.drillDowns(db, calls: Array(worst.ids.prefix(options.drillDowns)))
+        json = .object(root)
+    }
+
+    // MARK: - Over time and breakdowns (rollups)
+
+    static let seriesColumns = [
+        "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered",
+        "mos_n", "mos_mean", "mos_p50", "mos_p5", "loss_n", "loss_mean", "loss_p95", "jitter_n", "jitter_mean", "jitter_p95",
+        "rtt_n", "rtt_mean", "rtt_p95", "setup_n", "setup_mean", "setup_p95",
+    ]
+
+    /// Rollup rows of the chosen period: column names once, then rows of values.
+    static func series(_ db: Database, period: String) throws -> JSONValue {
+        let dims = (["all"] + dimensions).map { "'\($0)'" }.joined(separator: ", ")
+        let s = try db.statement(
+            "SELECT \(seriesColumns.joined(separator: ", ")) FROM rollups WHERE period = ? AND dimension IN (\(dims)) ORDER BY bucket_ts, dimension, value")
+        try s.bind([.text(period)])
+        var rows: [JSONValue] = []
+        while try s.step() { rows.append(.array((0..<seriesColumns.count).map { json(s.value($0)) })) }
+        return .object(["columns": .array(seriesColumns.map { .string($0) }), "rows": .array(rows)])
+    }
+
+    // MARK: - Distributions (one pass over calls)
+
+    /// Per metric, counts per (day, dimension value, bin), sparse: `[day, dim, value, bin, count]`
+    /// with dim -1 for all calls. Days and dimension values are indexes into the lists sent
+    /// beside them, so the page filters by time and dimension without the rows.
+    static func distributions(_ db: Database) throws -> JSONValue {
+        let dimColumns = Schema.rollupDimensions.filter { dimensions.contains($0.name) }
+        let ordered = dimensions.map { d in dimColumns.first { $0.name == d }!.column }
+        let metricColumns = histograms.map(\.column)
+        let sql = "SELECT start_ts / 86400000, " + ordered.map { "coalesce(\($0), 'unknown')" }.joined(separator: ", ")
+            + ", " + metricColumns.joined(separator: ", ") + " FROM calls"
+        let s = try db.statement(sql)
+        var days: [Int64: Int] = [:], dayList: [Int64] = []
+        var valueIndex = Array(repeating: [String: Int](), count: dimensions.count)
+        var valueLists = Array(repeating: [String](), count: dimensions.count)
+        // Key: metric, day, dim (+1), value, bin packed into one integer for a flat dictionary.
+        var counts: [Int64: Int] = [:]
+        var dimValues = [Int](repeating: 0, count: dimensions.count)
+        while try s.step() {
+            let day = s.value(0).int64 ?? 0
+            let d: Int
+            if let known = days[day] { d = known } else {
+                d = dayList.count
+                days[day] = d
+                dayList.append(day)
+            }
+            for i in dimensions.indices {
+                let text = s.value(1 + i).description
+                if let v = valueIndex[i][text] { dimValues[i] = v } else {
+                    let v = valueLists[i].count
+                    valueIndex[i][text] = v
+                    valueLists[i].append(text)
+                    dimValues[i] = v
+                }
+            }
+            for (m, h) in histograms.enumerated() {
+                guard let x = s.value(1 + dimensions.count + m).double, x.isFinite else { continue }
+                let bin = max(0, min(h.bins - 1, Int(((x - h.low) / h.width).rounded(.down))))
+                counts[pack(m, d, -1, 0, bin), default: 0] += 1
+                for i in dimensions.indices { counts[pack(m, d, i, dimValues[i], bin), default: 0] += 1 }
+            }
+        }
+        var cells = Array(repeating: [JSONValue](), count: histograms.count)
+        for (key, n) in counts.sorted(by: { $0.key < $1.key }) {
+            let (m, d, dim, value, bin) = unpack(key)
+            cells[m].append(.array([.number(Double(d)), .number(Double(dim)), .number(Double(value)), .number(Double(bin)), .number(Double(n))]))
+        }
+        var values = JSONObject()
+        for (i, name) in dimensions.enumerated() { values[name] = .array(valueLists[i].map { .string($0) }) }
+        return .object([
+            "days": .array(dayList.map { .number(Double($0 * 86_400_000)) }),
+            "values": .object(values),
+            "metrics": .array(histograms.enumerated().map { m, h in
+                .object(["name": .string(h.name), "label": .string(h.label), "low": .number(h.low), "width": .number(h.width),
+                         "bins": .number(Double(h.bins)), "cells": .array(cells[m])])
+            }),
+        ])
+    }
+
+    private static func pack(_ m: Int, _ day: Int, _ dim: Int, _ value: Int, _ bin: Int) -> Int64 {
+        // 4 bits metric, 20 bits day, 5 bits dimension, 24 bits value, 8 bits bin.
+        Int64(m) << 57 | Int64(day) << 37 | Int64(dim + 1) << 32 | Int64(value) << 8 | Int64(bin)
+    }
+
+    private static func unpack(_ k: Int64) -> (Int, Int, Int, Int, Int) {
+        (Int(k >> 57), Int((k >> 37) & 0xFFFFF), Int((k >> 32) & 0x1F) - 1, Int((k >> 8) & 0xFFFFFF), Int(k & 0xFF))
+    }
+
+    // MARK: - Worst calls and their drill-downs
+
+    static func worstCalls(_ db: Database, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
+        let columns = ["call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
+                       "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
+                       "local_candidate_type", "grade_reason"]
+        let names = ["id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
+                     "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason"]
+        // Poor calls by lowest sustained MOS, then calls without media (which have no MOS to
+        // show; the `worst_calls` view lists those first).
+        let rows = try db.rows("""
+            SELECT \(columns.joined(separator: ", ")) FROM calls WHERE grade IN ('poor', 'no_media')
+            ORDER BY grade = 'no_media', mos_worst IS NULL, mos_worst, call_id LIMIT ?
+            """, [.integer(Int64(limit))])
+        let ids = rows.compactMap { $0[0].string }
+        var findings: [String: [JSONValue]] = [:]
+        if !ids.isEmpty {
+            let s = try db.statement("SELECT call_id, code, severity, start_ts, duration_ms, detail FROM findings WHERE call_id = ? AND severity != 'info' ORDER BY start_ts")
+            for id in ids {
+                try s.bind([.text(id)])
+                var list: [JSONValue] = []
+                while try s.step() { list.append(.array((1..<6).map { json(s.value($0)) })) }
+                findings[id] = list
+                s.reset()
+            }
+        }
+        let out: [JSONValue] = rows.map { r in
+            var o = JSONObject()
+            for (i, name) in names.enumerated() { o[name] = json(r[i]) }
+            o["findings"] = .array(findings[r[0].string ?? ""] ?? [])
+            return .object(o)
+        }
+        return (out, ids)
+    }
+
+    /// Per call: its inbound audio and video intervals, events and findings.
+    static func drillDowns(_ db: Database, calls ids: [String]) throws -> JSONValue {
+        var out = JSONObject()
+        let intervals = try db.statement("""
+            SELECT i.end_ts, s.kind, i.mos_cq, i.loss_pct, i.jitter_ms, i.rtt_ms, i.bitrate_kbps, i.fps, i.freeze_ms
+            FROM intervals i JOIN streams s ON s.call_id = i.call_id AND s.stream_id = i.stream_id
+            WHERE i.call_id = ? AND s.direction = 'inbound' ORDER BY i.end_ts
+            """)
+        let events = try db.statement("SELECT ts, kind, action, type FROM events WHERE call_id = ? ORDER BY ts")
+        let findings = try db.statement("SELECT start_ts, duration_ms, code, severity FROM findings WHERE call_id = ? ORDER BY start_ts")
+        for id in ids {
+            var audio: [JSONValue] = [], video: [JSONValue] = []
+            try intervals.bind([.text(id)])
+            while try intervals.step() {
+                let kind = intervals.value(1).string
+                if kind == "video" {
+                    video.append(.array([0, 6, 7, 8].map { json(intervals.value($0)) }))
+                } else {
+                    audio.append(.array([0, 2, 3, 4, 5, 6].map { json(intervals.value($0)) }))
+                }
+            }
+            intervals.reset()
+            var ev: [JSONValue] = []
+            try events.bind([.text(id)])
+            while try events.step() { ev.append(.array((0..<4).map { json(events.value($0)) })) }
+            events.reset()
+            var fi: [JSONValue] = []
+            try findings.bind([.text(id)])
+            while try findings.step() { fi.append(.array((0..<4).map { json(findings.value($0)) })) }
+            findings.reset()
+            out[id] = .object(["audio": .array(audio), "video": .array(video), "events": .array(ev), "findings": .array(fi)])
+        }
+        return .object(out)
+    }
+
+    /// A database value as JSON, reals rounded to 3 decimals (the page shows at most 2).
+    static func json(_ v: SQLValue) -> JSONValue {
+        switch v {
+        case .null, .blob: .null
+        case .integer(let n): .number(Double(n))
+        case .real(let d): d.isFinite ? .number((d * 1000).rounded() / 1000) : .null
+        case .text(let s): .string(s)
+        }
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+import Store
+
+/// Builds the report of one database and writes it to a file.
+public enum ReportWriter {
+    public struct Result: Sendable {
+        public var calls: Int64
+        public var poor: Int64
+        public var bytes: Int
+        public var seconds: Double
+    }
+
+    /// Opens `database` read-only (a missing file or one that is not a callstats database is an
+    /// error naming it) and writes the page to `output`.
+    public static func write(database: String, output: String, options: ReportData.Options = .init()) throws -> Result {
+        let started = Date()
+        let store = try CallStore(path: database, forWriting: false)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let data = try ReportData(database: store.db, name: (database as NSString).lastPathComponent, generatedAt: now, options: options)
+        let page = Data(ReportPage.html(data).utf8)
+        try page.write(to: URL(fileURLWithPath: output), options: .atomic)
+        return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))
+    }
+}

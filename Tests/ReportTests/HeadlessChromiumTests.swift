@@ -1,0 +1,62 @@
+import Foundation
+import Report
+import XCTest
+
+/// The report as a person sees it: opened in headless Chromium, its script runs, the charts
+/// draw, and nothing from the data runs as script. Skipped where Chromium is not installed
+/// (`make test` installs Debian's `chromium`).
+final class HeadlessChromiumTests: XCTestCase {
+    static let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    func browser() throws -> String {
+        guard let c = HeadlessChromiumTests.chromium else { throw XCTSkip("chromium is not installed (apt-get install chromium)") }
+        return c
+    }
+
+    /// Runs Chromium headless on a file; returns what it printed on stdout.
+    func run(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try browser())
+        p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=10000"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func page(_ db: String) throws -> String {
+        let out = ReportFixtures.directory.appendingPathComponent("page-\(UUID().uuidString).html").path
+        _ = try ReportWriter.write(database: db, output: out)
+        return out
+    }
+
+    func testSampleReportDrawsEveryChart() throws {
+        _ = try browser()
+        let html = try page(ReportFixtures.sampleDatabase)
+        let dom = try run(["--dump-dom", "file://" + html])
+        XCTAssertTrue(dom.contains("data-rendered=\"ok\""), "the script finished without an error")
+        XCTAssertTrue(dom.contains("<div id=\"errors\"></div>"), "no script error was shown")
+        // 2 over time, 5 distributions, and the first worst call's drill-down (5 audio panels, 2 more with video).
+        let charts = try XCTUnwrap(dom.firstMatch(of: /data-charts="(\d+)"/).map { Int($0.1)! })
+        XCTAssertGreaterThanOrEqual(charts, 12)
+        XCTAssertEqual(dom.components(separatedBy: "<canvas").count - 1, charts, "every canvas on the page was drawn")
+        XCTAssertTrue(dom.contains("By network") && dom.contains("By candidate type"), "breakdowns")
+        XCTAssertEqual(dom.components(separatedBy: "class=\"tile\"").count - 1, 8, "summary tiles")
+        let png = ReportFixtures.directory.appendingPathComponent("shot-\(UUID().uuidString).png").path
+        _ = try run(["--window-size=1400,2400", "--screenshot=" + png, "file://" + html])
+        let size = (try? FileManager.default.attributesOfItem(atPath: png)[.size] as? Int) ?? 0
+        XCTAssertGreaterThan(size, 50_000, "a screenshot with content was saved")
+    }
+
+    func testHostileTextDoesNotRun() throws {
+        _ = try browser()
+        let dom = try run(["--dump-dom", "file://" + (try page(try ReportFixtures.hostileDatabase()))])
+        XCTAssertTrue(dom.contains("data-rendered=\"ok\""))
+        XCTAssertFalse(dom.contains("data-pwned"), "text from a log ran as script")
+        XCTAssertTrue(dom.contains("&lt;/script&gt;&lt;script&gt;"), "it is shown as text")
+    }
+}

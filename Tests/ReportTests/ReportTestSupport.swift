@@ -1,0 +1,52 @@
+import CallLog
+import Foundation
+import Ingest
+import Report
+import Store
+import TestSupport
+
+/// Databases the report tests read: the committed sample, analysed once per test process.
+enum ReportFixtures {
+    static let directory = TestPaths.temporaryDirectory("report")
+
+    static let sampleDatabase: String = {
+        let db = directory.appendingPathComponent("sample.sqlite").path
+        let sample = TestPaths.sampleData.appendingPathComponent("sample").path
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample], database: db)).run()
+        return db
+    }()
+
+    /// Text that would run script or add markup if the page put it in as HTML.
+    static let hostile = "</script><script>document.body.dataset.pwned='1'</script><img src=x onerror=\"document.body.dataset.pwned='2'\">"
+
+    /// One answered call without media whose every free-text field is hostile, so that it is
+    /// listed among the worst calls.
+    static func hostileDatabase() throws -> String {
+        let dir = directory.appendingPathComponent("hostile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let id = "call-" + hostile
+        let t: Int64 = 1_795_000_000_000
+        let records: [LogRecord] = [
+            .callInfo(call: id, ts: t, direction: "outgoing", sdk: hostile, sdkVersion: "1", app: hostile, appVersion: hostile,
+                      platform: hostile, network: hostile, media: ["audio"], labels: ["note": .string(hostile)]),
+            .event(call: id, ts: t + 100, action: "callMetric", type: "callCreate"),
+            .event(call: id, ts: t + 900, action: "callMetric", type: "callAnswerReceived"),
+            .end(call: id, ts: t + 40_000, reason: "failed", statusText: hostile),
+        ]
+        let log = dir.appendingPathComponent("hostile.ndjson")
+        try (records.map(\.jsonLine).joined(separator: "\n") + "\n").write(to: log, atomically: true, encoding: .utf8)
+        let db = dir.appendingPathComponent("hostile.sqlite").path
+        _ = try AnalyzeRun(options: AnalyzeRun.Options(paths: [dir.path], database: db)).run()
+        return db
+    }
+
+    /// The JSON data block of a written page.
+    static func data(ofPage html: String) throws -> [String: Any] {
+        let open = "<script type=\"application/json\" id=\"data\">"
+        guard let start = html.range(of: open), let end = html.range(of: "</script>", range: start.upperBound..<html.endIndex) else {
+            throw NSError(domain: "report", code: 1, userInfo: [NSLocalizedDescriptionKey: "no data block"])
+        }
+        let text = String(html[start.upperBound..<end.lowerBound])
+        return try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]
+    }
+}

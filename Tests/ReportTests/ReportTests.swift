@@ -1,0 +1,100 @@
+import Foundation
+import Report
+import Store
+import XCTest
+
+final class ReportTests: XCTestCase {
+    func write(_ db: String) throws -> (html: String, result: ReportWriter.Result) {
+        let out = ReportFixtures.directory.appendingPathComponent("report-\(UUID().uuidString).html").path
+        let r = try ReportWriter.write(database: db, output: out)
+        return (try String(contentsOfFile: out, encoding: .utf8), r)
+    }
+
+    /// Every section is there, and what the page will show adds up to what SQL says.
+    func testSampleReportMatchesTheDatabase() throws {
+        let db = ReportFixtures.sampleDatabase
+        let (html, result) = try write(db)
+        for id in ["summary", "grades", "mos", "hists", "breakdowns", "worst", "drill", "from", "to", "dim", "val"] {
+            XCTAssertTrue(html.contains("id=\"\(id)\""), "section \(id)")
+        }
+        XCTAssertFalse(html.contains("http://") || html.contains("https://"), "nothing is fetched from the network")
+        let store = try CallStore(path: db, forWriting: false)
+        func count(_ sql: String) throws -> Int { Int(try store.db.scalar(sql)?.int64 ?? -1) }
+        let calls = try count("SELECT count(*) FROM calls")
+        XCTAssertEqual(result.calls, Int64(calls))
+        XCTAssertEqual(result.poor, Int64(try count("SELECT count(*) FROM calls WHERE grade = 'poor'")))
+
+        let data = try ReportFixtures.data(ofPage: html)
+        let meta = try XCTUnwrap(data["meta"] as? [String: Any])
+        XCTAssertEqual(meta["calls"] as? Int, calls)
+        XCTAssertEqual(meta["period"] as? String, "hour", "the sample spans a week: hourly buckets")
+
+        // Over time: the `all` rows add up to every call, by grade.
+        let series = try XCTUnwrap(data["series"] as? [String: Any])
+        let columns = try XCTUnwrap(series["columns"] as? [String])
+        let rows = try XCTUnwrap(series["rows"] as? [[Any]])
+        func column(_ name: String) -> Int { columns.firstIndex(of: name)! }
+        let all = rows.filter { $0[column("dimension")] as? String == "all" }
+        XCTAssertEqual(all.reduce(0) { $0 + ($1[column("calls")] as! Int) }, calls)
+        XCTAssertEqual(all.reduce(0) { $0 + ($1[column("poor")] as! Int) }, Int(result.poor))
+        let networks = Set(rows.filter { $0[column("dimension")] as? String == "network" }.map { $0[column("value")] as! String })
+        XCTAssertEqual(networks, Set(try store.db.rows("SELECT DISTINCT network FROM calls").compactMap { $0[0].string }))
+
+        // Distributions: every call with a MOS is in exactly one MOS bin of the all-calls cells.
+        let hist = try XCTUnwrap(data["histograms"] as? [String: Any])
+        let metrics = try XCTUnwrap(hist["metrics"] as? [[String: Any]])
+        let mos = try XCTUnwrap(metrics.first { $0["name"] as? String == "mos" })
+        let cells = try XCTUnwrap(mos["cells"] as? [[Int]])
+        XCTAssertEqual(cells.filter { $0[1] == -1 }.reduce(0) { $0 + $1[4] }, try count("SELECT count(*) FROM calls WHERE mos_cq IS NOT NULL"))
+        let networkIndex = try XCTUnwrap((data["dimensions"] as? [String])?.firstIndex(of: "network"))
+        let wifi = try XCTUnwrap(((hist["values"] as? [String: [String]])?["network"])?.firstIndex(of: "wifi"))
+        XCTAssertEqual(cells.filter { $0[1] == networkIndex && $0[2] == wifi }.reduce(0) { $0 + $1[4] },
+                       try count("SELECT count(*) FROM calls WHERE mos_cq IS NOT NULL AND network = 'wifi'"))
+
+        // Worst calls: poor first by sustained MOS, each with its findings and a drill-down.
+        let worst = try XCTUnwrap(data["worst"] as? [[String: Any]])
+        XCTAssertEqual(worst.count, min(200, try count("SELECT count(*) FROM calls WHERE grade IN ('poor', 'no_media')")))
+        let firstID = try XCTUnwrap(worst.first?["id"] as? String)
+        XCTAssertEqual(firstID, try store.db.scalar("SELECT call_id FROM calls WHERE grade = 'poor' ORDER BY mos_worst, call_id LIMIT 1")?.string)
+        XCTAssertEqual((worst.first?["findings"] as? [Any])?.count,
+                       try count("SELECT count(*) FROM findings WHERE severity != 'info' AND call_id = '\(firstID)'"))
+        let drill = try XCTUnwrap(data["drill"] as? [String: [String: Any]])
+        XCTAssertEqual(drill.count, 50)
+        let intervals = try count("""
+            SELECT count(*) FROM intervals i JOIN streams s USING (call_id, stream_id)
+            WHERE i.call_id = '\(firstID)' AND s.direction = 'inbound'
+            """)
+        XCTAssertGreaterThan(intervals, 0)
+        XCTAssertEqual((drill[firstID]?["audio"] as? [Any]).map(\.count).map { $0 + ((drill[firstID]?["video"] as? [Any])?.count ?? 0) }, intervals)
+    }
+
+    /// Text from logs reaches the page only as data: no markup, no script, intact when read back.
+    func testHostileTextIsInert() throws {
+        let (html, _) = try write(try ReportFixtures.hostileDatabase())
+        XCTAssertEqual(html.components(separatedBy: "</script>").count - 1, 2, "only the page's own two script blocks end")
+        XCTAssertFalse(html.contains("<img"))
+        let data = try ReportFixtures.data(ofPage: html)
+        let worst = try XCTUnwrap(data["worst"] as? [[String: Any]])
+        XCTAssertEqual(worst.first?["platform"] as? String, ReportFixtures.hostile, "the text reads back unchanged")
+        XCTAssertEqual(worst.first?["id"] as? String, "call-" + ReportFixtures.hostile)
+    }
+
+    func testEmptyDatabaseSaysSo() throws {
+        let dir = ReportFixtures.directory.appendingPathComponent("empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let db = dir.appendingPathComponent("empty.sqlite").path
+        _ = try CallStore(path: db)  // creates the schema
+        let (html, result) = try write(db)
+        XCTAssertEqual(result.calls, 0)
+        XCTAssertTrue(html.contains("holds no calls yet"))
+        XCTAssertEqual((try ReportFixtures.data(ofPage: html)["worst"] as? [Any])?.count, 0)
+    }
+
+    func testMissingDatabaseIsAnErrorNamingIt() {
+        let path = ReportFixtures.directory.appendingPathComponent("no-such.sqlite").path
+        XCTAssertThrowsError(try ReportWriter.write(database: path, output: path + ".html")) { error in
+            XCTAssertTrue(String(describing: error).contains("no-such.sqlite"), "\(error)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "nothing is created")
+    }
+}
