@@ -153,18 +153,22 @@ public struct ReportData {
 
     // MARK: - Worst calls and their drill-downs
 
+    /// Poor calls by lowest sustained MOS, then calls without media (which have no MOS to
+    /// show; the `worst_calls` view lists those first).
+    static let worstOrder = "WHERE grade IN ('poor', 'no_media') ORDER BY grade = 'no_media', mos_worst IS NULL, mos_worst, call_id"
+
+    /// The ids of the calls the worst-calls table lists, in its order.
+    public static func worstCallIDs(_ db: Database, limit: Int) throws -> [String] {
+        try db.rows("SELECT call_id FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].string }
+    }
+
     static func worstCalls(_ db: Database, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
         let columns = ["call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
                        "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
                        "local_candidate_type", "grade_reason"]
         let names = ["id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
                      "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason"]
-        // Poor calls by lowest sustained MOS, then calls without media (which have no MOS to
-        // show; the `worst_calls` view lists those first).
-        let rows = try db.rows("""
-            SELECT \(columns.joined(separator: ", ")) FROM calls WHERE grade IN ('poor', 'no_media')
-            ORDER BY grade = 'no_media', mos_worst IS NULL, mos_worst, call_id LIMIT ?
-            """, [.integer(Int64(limit))])
+        let rows = try db.rows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])
         let ids = rows.compactMap { $0[0].string }
         var findings: [String: [JSONValue]] = [:]
         if !ids.isEmpty {

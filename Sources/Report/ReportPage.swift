@@ -74,6 +74,8 @@ public enum ReportPage {
         const COLORS = {good: "#2e9d5b", fair: "#e3a72f", poor: "#d9534f", no_media: "#6c4a9e", p50: "#2b6cb0", p5: "#d9534f", loss: "#d9534f", jitter: "#e3a72f", rtt: "#6c4a9e", kbps: "#2b6cb0", mos: "#2e9d5b", fps: "#2b6cb0"};
         const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined && text !== null) e.textContent = text; return e; };
         const fmt = (x, d) => x === null || x === undefined || !isFinite(x) ? "–" : Number(x).toFixed(d);
+        const count = v => v >= 1e6 ? +(v / 1e6).toFixed(2) + "M" : v >= 1e4 ? +(v / 1e3).toFixed(1) + "k" : v.toFixed(0);
+        const thousands = v => typeof v === "number" ? v.toLocaleString("en-US") : v;
         const iso = ms => new Date(ms).toISOString().replace("T", " ").slice(0, 16);
         const bucketMs = D.meta.period === "hour" ? 3600000 : 86400000;
         const cols = {}; D.series.columns.forEach((c, i) => cols[c] = i);
@@ -183,15 +185,15 @@ public enum ReportPage {
             const counts = new Array(m.bins).fill(0);
             m.cells.forEach(([d, dim, v, bin, n]) => { if (dayOk[d] && dim === dimIndex && (dimIndex < 0 || v === valIndex)) counts[bin] += n; });
             const fig = el("figure"); const total = counts.reduce((a, b) => a + b, 0);
-            fig.appendChild(el("figcaption", null, m.label + " (" + total + " calls)"));
+            fig.appendChild(el("figcaption", null, m.label + " (" + thousands(total) + " calls)"));
             const c = el("canvas"); c.width = 420; c.height = 180; fig.appendChild(c); box.appendChild(fig);
             const [ctx, w, h] = canvasCtx(c), pad = {l: 40, r: 8, t: 8, b: 22}, max = nice(Math.max(1, ...counts));
-            axes(ctx, w, h, pad, max, v => v >= 1000 ? (v / 1000).toFixed(1) + "k" : v.toFixed(0), 4);
+            axes(ctx, w, h, pad, max, count, 4);
             if (!total) { empty(ctx, w, h); return; }
             const bw = (w - pad.l - pad.r) / m.bins;
             counts.forEach((n, i) => { const hh = (h - pad.t - pad.b) * n / max; ctx.fillStyle = COLORS[m.name] || "#2b6cb0"; ctx.fillRect(pad.l + i * bw + 0.5, h - pad.b - hh, Math.max(1, bw - 1), hh); });
             ctx.fillStyle = "#687083"; ctx.textAlign = "center";
-            for (let i = 0; i <= 4; i++) { const b = m.bins * i / 4; ctx.fillText(+(m.low + b * m.width).toFixed(1) + (i === 4 ? "+" : ""), pad.l + bw * b, h - pad.b + 14); }
+            for (let i = 0; i <= 4; i++) { const b = m.bins * i / 4; ctx.textAlign = i === 0 ? "left" : i === 4 ? "right" : "center"; ctx.fillText(+(m.low + b * m.width).toFixed(1) + (i === 4 ? "+" : ""), pad.l + bw * b, h - pad.b + 14); }
             charts.drawn++;
           });
         }
@@ -214,7 +216,7 @@ public enum ReportPage {
             t.appendChild(head);
             [...acc.entries()].sort((a, b) => b[1].calls - a[1].calls).slice(0, 12).forEach(([v, a]) => {
               const tr = el("tr"), share = a.answered ? 100 * a.bad / a.answered : 0;
-              tr.appendChild(el("td", null, v)); tr.appendChild(el("td", "num", a.calls));
+              tr.appendChild(el("td", null, v)); tr.appendChild(el("td", "num", thousands(a.calls)));
               const td = el("td"), bar = el("span", "bar"); bar.style.width = Math.round(share * 1.2) + "px"; td.appendChild(bar); td.appendChild(document.createTextNode(" " + share.toFixed(1) + "%")); tr.appendChild(td);
               const mean = k => a[k][1] ? a[k][0] / a[k][1] : null;
               tr.appendChild(el("td", "num", fmt(mean("mos"), 2))); tr.appendChild(el("td", "num", fmt(mean("loss"), 2)));
@@ -285,7 +287,7 @@ public enum ReportPage {
           const mos = mosN ? sel.reduce((s, r) => s + (r[cols.mos_n] || 0) * (r[cols.mos_mean] || 0), 0) / mosN : null;
           [["calls", calls], ["answered", answered], ["good", sum("good")], ["fair", sum("fair")], ["poor", sum("poor")], ["no media", sum("no_media")],
            ["poor or no media", answered ? (100 * (sum("poor") + sum("no_media")) / answered).toFixed(1) + "%" : "–"], ["mean MOS-CQ", fmt(mos, 2)]]
-            .forEach(([k, v]) => { const t = el("div", "tile"); t.dataset.key = k; t.appendChild(el("b", null, v)); t.appendChild(el("span", "note", k)); box.appendChild(t); });
+            .forEach(([k, v]) => { const t = el("div", "tile"); t.dataset.key = k; t.appendChild(el("b", null, thousands(v))); t.appendChild(el("span", "note", k)); box.appendChild(t); });
         }
 
         function draw() {
@@ -302,7 +304,7 @@ public enum ReportPage {
           } catch (e) { fail(e && e.stack || String(e)); }
         }
 
-        document.getElementById("meta").textContent = D.meta.db + " · " + D.meta.calls + " calls" + (D.meta.first !== null ? " · " + iso(D.meta.first) + " to " + iso(D.meta.last) + " UTC" : "") + " · generated " + iso(D.meta.generated) + " UTC";
+        document.getElementById("meta").textContent = D.meta.db + " · " + thousands(D.meta.calls) + " calls" + (D.meta.first !== null ? " · " + iso(D.meta.first) + " to " + iso(D.meta.last) + " UTC" : "") + " · generated " + iso(D.meta.generated) + " UTC";
         if (!D.meta.calls) { document.getElementById("summary").textContent = "This database holds no calls yet: run callstats analyze first."; document.body.dataset.rendered = "ok"; document.body.dataset.charts = 0; }
         else { setupFilters(); draw(); }
         """#

@@ -9,13 +9,13 @@ import Simulator
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure analysis throughput, log size, collector overhead and capture speed.",
+        abstract: "Measure analysis throughput, log size, collector overhead, capture speed and report time.",
         discussion: """
             Benchmarks print figures, they never pass or fail. Build in release mode first \
             (make build) for meaningful numbers; this machine's other load shows in them, so \
             compare figures printed side by side in one run.
             """,
-        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self],
+        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self, ReportBench.self],
         defaultSubcommand: AnalyzeBench.self)
 }
 
