@@ -1,0 +1,111 @@
+import Foundation
+import Store
+import TestSupport
+import XCTest
+
+/// Every SQL query of the Grafana dashboards runs against the analysed `Data/` sample, with
+/// Grafana's macros and the dashboard's variables filled in, so a schema change cannot break
+/// a panel unnoticed.
+final class GrafanaDashboardTests: XCTestCase {
+    struct Query {
+        var panel: String
+        var sql: String
+        var isVariable: Bool
+    }
+
+    static let folder = TestPaths.repositoryRoot.appendingPathComponent("Dashboards/grafana")
+
+    /// Every dashboard JSON file of the folder, parsed.
+    func dashboards() throws -> [(file: String, json: [String: Any])] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: GrafanaDashboardTests.folder.path).filter { $0.hasSuffix(".json") }.sorted()
+        XCTAssertFalse(files.isEmpty, "no dashboards in Dashboards/grafana")
+        return try files.map { f in
+            let data = try Data(contentsOf: GrafanaDashboardTests.folder.appendingPathComponent(f))
+            return (f, try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any]))
+        }
+    }
+
+    func queries(_ dashboard: [String: Any]) -> [Query] {
+        var out: [Query] = []
+        func walk(_ panels: [[String: Any]]) {
+            for p in panels {
+                let title = p["title"] as? String ?? "?"
+                for t in p["targets"] as? [[String: Any]] ?? [] {
+                    out.append(Query(panel: title, sql: t["rawQueryText"] as? String ?? "", isVariable: false))
+                }
+                walk(p["panels"] as? [[String: Any]] ?? [])
+            }
+        }
+        walk(dashboard["panels"] as? [[String: Any]] ?? [])
+        for v in (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? [] where v["type"] as? String == "query" {
+            let q = v["query"] as? [String: Any]
+            out.append(Query(panel: "variable " + (v["name"] as? String ?? "?"), sql: q?["rawQueryText"] as? String ?? "", isVariable: true))
+        }
+        return out
+    }
+
+    /// The SQL Grafana would send: its time range in epoch ms, and the variables.
+    func fill(_ sql: String, from: Int64, to: Int64, variables: [String: String]) -> String {
+        var s = sql.replacingOccurrences(of: "$__from", with: String(from)).replacingOccurrences(of: "$__to", with: String(to))
+        for (name, value) in variables.sorted(by: { $0.key.count > $1.key.count }) {
+            s = s.replacingOccurrences(of: "${\(name)}", with: value).replacingOccurrences(of: "$\(name)", with: value)
+        }
+        return s
+    }
+
+    func testEveryQueryRunsOnTheSampleWithEveryFilter() throws {
+        let store = try CallStore(path: ReportFixtures.sampleDatabase, forWriting: false)
+        let from = try XCTUnwrap(store.db.scalar("SELECT min(start_ts) FROM calls")?.int64)
+        let to = try XCTUnwrap(store.db.scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
+        let call = try XCTUnwrap(store.db.scalar("""
+            SELECT call_id FROM calls c WHERE grade = 'poor' AND EXISTS (SELECT 1 FROM findings f WHERE f.call_id = c.call_id)
+              AND EXISTS (SELECT 1 FROM streams s WHERE s.call_id = c.call_id AND s.kind = 'video')
+            ORDER BY mos_worst LIMIT 1
+            """)?.string)
+        var ran = 0
+        for (file, dashboard) in try dashboards() {
+            let all = queries(dashboard)
+            XCTAssertGreaterThan(all.filter { !$0.isVariable }.count, 20, "\(file): panels with queries")
+            for (dimension, value) in [("all", "*"), ("network", "wifi"), ("app_version", "acme-phone 3.2.1"), ("candidate_type", "relay")] {
+                let variables = ["dimension": dimension, "value": value, "call_id": call]
+                for q in all {
+                    XCTAssertFalse(q.sql.isEmpty, "\(file) '\(q.panel)': no query")
+                    let sql = fill(q.sql, from: from, to: to, variables: variables)
+                    XCTAssertFalse(sql.contains("$"), "\(file) '\(q.panel)': a macro or variable is left: \(sql)")
+                    do {
+                        let r = try store.db.query(sql)
+                        XCTAssertFalse(r.columns.isEmpty, "\(file) '\(q.panel)': no columns")
+                        XCTAssertFalse(r.rows.isEmpty, "\(file) '\(q.panel)' (\(dimension) = \(value)): no rows on the sample")
+                        ran += 1
+                    } catch {
+                        XCTFail("\(file) '\(q.panel)' (\(dimension) = \(value)): \(error)")
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(ran, 100)
+    }
+
+    func testPanelsCoverTheQuestionsAndTheDataSourceIsProvisioned() throws {
+        let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
+        let titles = Set(queries(dashboard).map(\.panel))
+        for t in ["Share of answered calls by grade", "MOS-CQ per hour: median and tail", "MOS-CQ per call", "Loss (%) per call",
+                  "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
+                  "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
+                  "MOS-CQ", "Events and findings", "variable call_id"] {
+            XCTAssertTrue(titles.contains(t), "panel '\(t)'")
+        }
+        // Every panel queries the provisioned data source by its uid.
+        let datasource = try String(contentsOf: GrafanaDashboardTests.folder.appendingPathComponent("provisioning/datasources/callstats.yaml"), encoding: .utf8)
+        XCTAssertTrue(datasource.contains("uid: callstats") && datasource.contains("type: frser-sqlite-datasource"))
+        var uids = Set<String>()
+        func walk(_ value: Any) {
+            if let o = value as? [String: Any] {
+                if let ds = o["datasource"] as? [String: Any] { uids.insert("\(ds["type"] ?? "?") \(ds["uid"] ?? "?")") }
+                o.values.forEach(walk)
+            } else if let a = value as? [Any] { a.forEach(walk) }
+        }
+        walk(dashboard)
+        XCTAssertEqual(uids, ["frser-sqlite-datasource callstats"], "every panel and variable uses the provisioned data source")
+    }
+}
