@@ -14,7 +14,7 @@ struct Callstats: ParsableCommand {
             """,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, CatCommand.self, CaptureCommand.self,
-            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self,
+            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )
 }
