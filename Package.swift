@@ -52,5 +52,10 @@ let package = Package(
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
+        // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
+        // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
+        .testTarget(name: "FaultTests", dependencies: [
+            "callstats", "Ingest", "CallLog", "Store", "Analysis", "Simulator", "Capture", "TestSupport",
+        ]),
     ]
 )

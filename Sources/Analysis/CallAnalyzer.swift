@@ -35,7 +35,7 @@ public enum CallAnalyzer {
                                         kind: first.kind, source: sourceName(id, m), startTs: series.first!.ts,
                                         endTs: series.last!.ts)
             summary.codec = series.last { $0.r.codec != nil }?.r.codec
-            summary.clockRate = series.last { !$0.r.clockRate.isNaN }.map { Int($0.r.clockRate) }
+            summary.clockRate = series.last { !$0.r.clockRate.isNaN }.flatMap { Int(logValue: $0.r.clockRate) }
             var streamIntervals: [IntervalMetrics] = []
             for i in 1..<max(1, series.count) where series.count > 1 {
                 let a = series[i - 1], b = series[i]
@@ -81,7 +81,7 @@ public enum CallAnalyzer {
         var d = snapshots.compactMap { s -> Double? in s.statsTs.isFinite && s.statsTs > 0 ? s.statsTs - Double(s.ts) : nil }
         guard !d.isEmpty else { return nil }
         d.sort()
-        return Int64(d[d.count / 2].rounded())
+        return Int64(logValue: d[d.count / 2].rounded())
     }
 }
 
@@ -107,6 +107,13 @@ enum Intervals {
         return b - a
     }
 
+    /// A counter (or its change) as an integer; beyond 2^53 it is damage, not traffic, and
+    /// "not measured": stream totals add these up, and the sums must not overflow.
+    static func count(_ v: Double) -> Int64? {
+        guard v.magnitude < 9_007_199_254_740_992 else { return nil }
+        return Int64(logValue: v)
+    }
+
     /// Values outside these are damage, not measurements: they become "not measured".
     static func sane(_ v: Double?, max limit: Double) -> Double? {
         guard let v, v.isFinite, v >= 0, v <= limit else { return nil }
@@ -121,10 +128,10 @@ enum Intervals {
         if let db = delta(a.bytes, b.bytes), db < 0 { resets += 1; return nil }
         var i = IntervalMetrics(callID: call, streamID: b.streamID, startTs: start, endTs: end)
         let dPackets = delta(a.packets, b.packets)
-        i.packets = dPackets.map { Int64($0) }
+        i.packets = dPackets.flatMap(count)
         if let dp = dPackets, let dl = delta(a.lost, b.lost) {
             let lost = max(0, dl)
-            i.packetsLost = Int64(lost)
+            i.packetsLost = count(lost)
             if b.direction == .inbound {
                 i.lossPct = StatsInputs.networkLossPercent(packetsLost: lost, packetsReceived: dp)
             } else if dp > 0 {
@@ -217,9 +224,10 @@ enum Intervals {
         s.packets = intervals.reduce(0) { $0 + ($1.packets ?? 0) }
         s.packetsLost = intervals.reduce(0) { $0 + ($1.packetsLost ?? 0) }
         if let first = readings.first, first.packets.isFinite, s.counterResets == 0, let last = readings.last, last.packets.isFinite {
-            s.packets = Int64(last.packets)
-            if last.lost.isFinite { s.packetsLost = Int64(max(0, last.lost)) }
-            if last.bytes.isFinite { s.bytes = Int64(last.bytes) }
+            // Sums below must not overflow either: counters beyond 2^53 are damage, not traffic.
+            if let packets = count(last.packets) { s.packets = packets }
+            if let lost = count(max(0, last.lost)) { s.packetsLost = lost }
+            if let bytes = count(last.bytes) { s.bytes = bytes }
         }
         if s.packets + s.packetsLost > 0 {
             s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)

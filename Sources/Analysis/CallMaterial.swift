@@ -80,6 +80,10 @@ public struct CallMaterial: Sendable, Equatable {
     public var callID: String
     public var info: JSONObject?
     public var infoTs: Int64 = .max
+    /// When the network in `info` was reported. The latest `call` record naming a network wins
+    /// (after an IP change the agent writes the call record again with the new network),
+    /// whatever order records arrive in and however the call is split over files.
+    public var networkTs: Int64 = .min
     public var snapshots: [Snapshot] = []
     public var events: [CallEvent] = []
     public var end: JSONObject?
@@ -103,21 +107,15 @@ public struct CallMaterial: Sendable, Equatable {
         touch(r.ts)
         switch r.kind {
         case .call:
-            // The earliest call record names the dimensions; a later one may update the network.
-            if info == nil || r.ts < infoTs {
-                let previous = info
-                info = r.body
-                infoTs = r.ts
-                if let previous, info?["network"] == nil { info?["network"] = previous["network"] }
-            } else if let network = r["network"] {
-                info?["network"] = network
-            }
+            // The earliest call record names the dimensions; the latest one names the network.
+            takeInfo(r.body, at: r.ts)
+            if let network = r["network"] { takeNetwork(network, at: r.ts) }
         case .event:
             events.append(CallEvent(callID: callID, ts: r.ts, kind: "event",
                                     action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
                                     detailJSON: detail(r, without: ["action", "type"])))
         case .quality:
-            let score = r["score"]?.doubleValue.map { String(Int($0.rounded())) } ?? ""
+            let score = r["score"]?.doubleValue.flatMap { Int(logValue: $0.rounded()) }.map(String.init) ?? ""
             events.append(CallEvent(callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
                                     detailJSON: detail(r, without: [])))
         case .end:
@@ -130,6 +128,24 @@ public struct CallMaterial: Sendable, Equatable {
         default:
             otherRecords += 1
         }
+    }
+
+    /// Keeps the earliest call record's fields, and the network already known (see `networkTs`).
+    private mutating func takeInfo(_ body: JSONObject, at ts: Int64) {
+        guard info == nil || ts < infoTs else { return }
+        let network = info?["network"]
+        info = body
+        infoTs = ts
+        if let network { info?["network"] = network }
+    }
+
+    /// The network reported at `ts`, if it is the latest (ties: the larger value, so that the
+    /// result never depends on arrival order).
+    private mutating func takeNetwork(_ network: JSONValue, at ts: Int64) {
+        let current = info?["network"]
+        guard ts > networkTs || (ts == networkTs && network.serialized() > (current?.serialized() ?? "")) else { return }
+        networkTs = ts
+        info?["network"] = network
     }
 
     private func detail(_ r: LogRecord, without: Set<String>) -> String {
@@ -145,7 +161,8 @@ public struct CallMaterial: Sendable, Equatable {
 
     /// Combines two partial views of the same call; duplicates collapse.
     public mutating func merge(_ other: CallMaterial) {
-        if let i = other.info, info == nil || other.infoTs < infoTs { info = i; infoTs = other.infoTs }
+        if let i = other.info { takeInfo(i, at: other.infoTs) }
+        if let network = other.info?["network"] { takeNetwork(network, at: other.networkTs) }
         if let e = other.end, end == nil || (other.endTs ?? .max) < (endTs ?? .max) { end = e; endTs = other.endTs }
         snapshots += other.snapshots
         events += other.events

@@ -8,6 +8,7 @@ extension CallMaterial {
         var o = JSONObject()
         o["call"] = .string(callID)
         if let info { o["info"] = .object(info); o["infoTs"] = .number(Double(infoTs)) }
+        if info?["network"] != nil { o["networkTs"] = .number(Double(networkTs)) }
         if let end, let endTs { o["end"] = .object(end); o["endTs"] = .number(Double(endTs)) }
         o["first"] = .number(Double(firstTs))
         o["last"] = .number(Double(lastTs))
@@ -47,6 +48,8 @@ extension CallMaterial {
         self.init(callID: call)
         info = v["info"]?.objectValue
         infoTs = v["infoTs"]?.int64Value ?? .max
+        // Stored before the network had its own time: the call record's time stands for it.
+        networkTs = v["networkTs"]?.int64Value ?? (info?["network"] != nil ? infoTs : .min)
         end = v["end"]?.objectValue
         endTs = v["endTs"]?.int64Value
         firstTs = v["first"]?.int64Value ?? .max

@@ -24,7 +24,7 @@ enum Readings {
         var remoteInbound: [UInt32: StatObject] = [:]
         var remoteOutbound: [UInt32: StatObject] = [:]
         for o in s.objects.values {
-            guard let ssrc = o[.ssrc].map({ UInt32(truncatingIfNeeded: Int64($0)) }) else { continue }
+            guard let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) else { continue }
             if o.type == .remoteInbound { remoteInbound[ssrc] = o }
             if o.type == .remoteOutbound { remoteOutbound[ssrc] = o }
         }
@@ -33,8 +33,7 @@ enum Readings {
         var out: [StreamReading] = []
         let rtp = s.objects.filter { $0.value.type == .inboundRTP || $0.value.type == .outboundRTP }
         for (_, o) in rtp.sorted(by: { $0.key < $1.key }) {
-            guard let k = kind(o), let ssrcValue = o[.ssrc] else { continue }
-            let ssrc = UInt32(truncatingIfNeeded: Int64(ssrcValue))
+            guard let k = kind(o), let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) else { continue }
             let inbound = o.type == .inboundRTP
             var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
@@ -113,7 +112,7 @@ enum Readings {
             guard let k = kind(o) else { continue }
             let inbound = id.hasSuffix("_recv")
             guard inbound || id.hasSuffix("_send") else { continue }
-            let ssrc = UInt32(truncatingIfNeeded: Int64(o[.ssrc] ?? Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)))
+            guard let ssrc = UInt32(ssrc: o[.ssrc] ?? Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
             var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
             if let name = o[.googCodecName] { r.codec = "\(k.rawValue)/\(name)" }
@@ -169,8 +168,7 @@ enum Readings {
 
     /// A wire-measured `rtp` record (from `callstats capture`) as a reading.
     static func wire(_ r: LogRecord, lastRTTMs: Double?) -> Snapshot? {
-        guard let ssrcValue = r["ssrc"]?.doubleValue else { return nil }
-        let ssrc = UInt32(truncatingIfNeeded: Int64(ssrcValue))
+        guard let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)) else { return nil }
         let clock = r["clockRate"]?.doubleValue ?? .nan
         let codec = r["codec"]?.stringValue
         let video = clock == 90_000 || ["VP8", "VP9", "H264", "AV1", "H265"].contains(codec?.uppercased() ?? "")

@@ -65,6 +65,7 @@ public struct RecordIngestor {
         } catch {
             switch error {
             case .malformed(let e): return .skipped(category: .invalidRecord, message: "invalid JSON: \(e)")
+            case .missingTimestamp: return .skipped(category: .invalidRecord, message: RecordError.missingField("ts").description)
             case .missingBase(let expected, let have):
                 return .skipped(category: .missingDeltaBase, message: StatsDeltaError.missingBase(expected: expected, have: have).description)
             }

@@ -18,6 +18,8 @@ struct ChainState {
 enum StatsScanError: Error {
     case malformed(JSONCursor.ScanError)
     case missingBase(expected: Int64, have: Int64?)
+    /// No `ts`: a record must say when it was taken (`LogRecord` rejects it the same way).
+    case missingTimestamp
 }
 
 /// Reads `stats` records into chain states, fast.
@@ -37,7 +39,7 @@ struct StatsScanner {
     /// after it, with the record's envelope.
     mutating func scan(_ line: UnsafeBufferPointer<UInt8>) throws(StatsScanError) -> (key: StatsChainKey, ts: Int64, state: ChainState) {
         var c = JSONCursor(line)
-        var call = "", pc = "", format = "", ts: Int64 = 0
+        var call = "", pc = "", format = "", ts: Int64?
         var seq: Int64?, base: Int64?
         var deferred: (pos: Int, isDelta: Bool)?
         var result: ChainState?
@@ -46,12 +48,14 @@ struct StatsScanner {
             try c.object { cur, key throws(JSONCursor.ScanError) in
                 switch key.count {
                 case 2 where JSONCursor.equals(key, "ts"):
-                    guard let v = try cur.numberOrNumericString() else { throw cur.fail("ts is not a number") }
-                    ts = Int64(v)
+                    guard let v = try cur.numberOrNumericString(), let t = EpochMilliseconds.from(v) else {
+                        throw cur.fail("ts is not epoch milliseconds")
+                    }
+                    ts = t
                 case 2 where JSONCursor.equals(key, "pc"): pc = try cur.string()
-                case 3 where JSONCursor.equals(key, "seq"): seq = (try cur.numberOrNumericString()).map { Int64($0) }
+                case 3 where JSONCursor.equals(key, "seq"): seq = try Self.sequenceNumber(&cur)
                 case 4 where JSONCursor.equals(key, "call"): call = try cur.string()
-                case 4 where JSONCursor.equals(key, "base"): base = (try cur.numberOrNumericString()).map { Int64($0) }
+                case 4 where JSONCursor.equals(key, "base"): base = try Self.sequenceNumber(&cur)
                 case 6 where JSONCursor.equals(key, "format"): format = try cur.string()
                 case 6 where JSONCursor.equals(key, "report"), 5 where JSONCursor.equals(key, "delta"):
                     let isDelta = key.count == 5
@@ -79,8 +83,18 @@ struct StatsScanner {
         }
         if let missing { throw .missingBase(expected: missing.expected, have: missing.have) }
         guard let result else { throw .malformed(c.fail("stats record without report or delta")) }
+        // A record without a time is reported and left out of the call (the complete reader
+        // rejects it too). `ts` may follow the report, so this is known only at the end.
+        guard let ts else { throw .missingTimestamp }
         let key = StatsChainKey(call: call, peerConnection: pc, format: format)
         return (key, ts, result)
+    }
+
+    /// `seq` and `base`: absent is nil; present, they must be integers (1e300 is damage).
+    private static func sequenceNumber(_ cur: inout JSONCursor) throws(JSONCursor.ScanError) -> Int64? {
+        guard let v = try cur.numberOrNumericString() else { return nil }
+        guard let n = Int64(logValue: v) else { throw cur.fail("seq or base is not an integer") }
+        return n
     }
 
     // MARK: - Full reports

@@ -51,9 +51,9 @@ enum Setup {
         c.reconnects = events.filter { $0.action == EventName.callState && $0.type == "reconnecting" }.count
         if let end = m.end {
             c.endReason = end["reason"]?.stringValue
-            c.endStatusCode = end["statusCode"]?.doubleValue.map { Int($0) } ?? end["statusCode"]?.stringValue.flatMap { Int($0) }
+            c.endStatusCode = end["statusCode"]?.doubleValue.flatMap { Int(logValue: $0) } ?? end["statusCode"]?.stringValue.flatMap { Int($0) }
             c.endStatusText = end["statusText"]?.stringValue
-            c.sipStatus = end["sipStatus"]?.doubleValue.map { Int($0) }
+            c.sipStatus = end["sipStatus"]?.doubleValue.flatMap { Int(logValue: $0) }
             c.sipReason = end["sipReason"]?.stringValue
         }
         let scores = m.events.filter { $0.kind == "quality" }.compactMap { Double($0.type) }

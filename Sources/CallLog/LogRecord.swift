@@ -126,9 +126,10 @@ extension LogRecord {
         guard let call = callValue.stringValue, !call.isEmpty else { throw .wrongType(field: "call", expected: "a non-empty string") }
         guard let tsValue = o["ts"] else { throw .missingField("ts") }
         let ts: Int64
-        if let t = tsValue.doubleValue, t.isFinite, abs(t) < 1e15 {
-            ts = Int64(t.rounded())
-        } else if let s = tsValue.stringValue, let t = Int64(s) {
+        if let t = tsValue.doubleValue.flatMap(EpochMilliseconds.from) {
+            ts = t
+        } else if let s = tsValue.stringValue, let t = Int64(s), Double(t).magnitude < EpochMilliseconds.limit {
+            // The same range as numbers: a string beyond it would overflow time arithmetic later.
             ts = t
         } else {
             throw .wrongType(field: "ts", expected: "epoch milliseconds")

@@ -32,6 +32,7 @@ public final class CallStore {
         do {
             let db = try Database(path: path, readOnly: !forWriting)
             if forWriting {
+                try Schema.check(db)  // before the journal mode changes: a refused file stays as it was
                 try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
                 try Schema.migrate(db)
             } else {

@@ -181,7 +181,13 @@ public final class Statement {
             case .null: rc = sqlite3_bind_null(handle, idx)
             case .integer(let n): rc = sqlite3_bind_int64(handle, idx, n)
             case .real(let d): rc = sqlite3_bind_double(handle, idx, d)
-            case .text(let s): rc = sqlite3_bind_text(handle, idx, s, -1, Statement.transient)
+            case .text(var s):
+                // With its length, not as a C string: a value from a log may contain NUL, and cut
+                // there two different call ids ("a\0x", "a\0y") would become the same row.
+                // (A nil pointer would bind NULL: the empty string gets a real one.)
+                rc = s.isEmpty ? sqlite3_bind_text(handle, idx, "", 0, Statement.transient) : s.withUTF8 { utf8 in
+                    utf8.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, idx, $0.baseAddress, Int32($0.count), Statement.transient) }
+                }
             case .blob(let b):
                 rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), Statement.transient) }
             }
@@ -208,7 +214,11 @@ public final class Statement {
         switch sqlite3_column_type(handle, idx) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, idx))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, idx))
-        case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, idx)))
+        case SQLITE_TEXT:
+            // Text first, then its length in bytes (SQLite's documented order); NULs kept.
+            guard let p = sqlite3_column_text(handle, idx) else { return .text("") }
+            let n = Int(sqlite3_column_bytes(handle, idx))
+            return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
         case SQLITE_BLOB:
             let n = Int(sqlite3_column_bytes(handle, idx))
             guard n > 0, let p = sqlite3_column_blob(handle, idx) else { return .blob([]) }

@@ -167,13 +167,14 @@ public enum Schema {
         FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
     """
 
-    /// Creates or upgrades the schema. A newer database than this program knows is refused.
+    /// Creates the schema in a new database, or checks an existing one.
+    ///
+    /// Refused, with a message that says what to do (see `check`): a newer schema, an older one
+    /// with no upgrade step, and an SQLite database that callstats did not create. A new schema
+    /// version adds its upgrade step here.
     static func migrate(_ db: Database) throws {
+        try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
-        if let current, current > version {
-            throw StoreError.newerSchema(path: db.path, found: current, supported: version)
-        }
         try db.transaction {
             try db.execute(tables)
             try db.execute(rollupTable)
@@ -181,10 +182,31 @@ public enum Schema {
             try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
         }
     }
+
+    /// The refusals of `migrate`, changing nothing (run before anything is written):
+    /// - a newer schema: a newer callstats wrote it;
+    /// - an older schema: there is no upgrade step (version 1 is the first);
+    /// - tables but no schema version: someone else's SQLite database. Adding our tables to
+    ///   it, or writing into a same-named table of another shape, would damage it.
+    static func check(_ db: Database) throws {
+        let hasMeta = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")?.int64 == 1
+        let current = hasMeta ? try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init) : nil
+        if let current, current > version {
+            throw StoreError.newerSchema(path: db.path, found: current, supported: version)
+        }
+        if let current, current < version {
+            throw StoreError.olderSchema(path: db.path, found: current, supported: version)
+        }
+        if current == nil {
+            let others = try db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name != 'meta'")?.int64 ?? 0
+            if others > 0 { throw StoreError.notADatabase(path: db.path, reason: "it has tables but no callstats schema version") }
+        }
+    }
 }
 
 public enum StoreError: Error, CustomStringConvertible {
     case newerSchema(path: String, found: Int, supported: Int)
+    case olderSchema(path: String, found: Int, supported: Int)
     case locked(path: String, holder: String)
     case notADatabase(path: String, reason: String)
 
@@ -192,6 +214,8 @@ public enum StoreError: Error, CustomStringConvertible {
         switch self {
         case .newerSchema(let p, let f, let s):
             "\(p) has schema version \(f), newer than this callstats understands (\(s)); upgrade callstats"
+        case .olderSchema(let p, let f, let s):
+            "\(p) has schema version \(f), older than this callstats writes (\(s)) and it cannot be upgraded; analyse the logs into a new database"
         case .locked(let p, let h):
             "\(p) is being written by another callstats analyze (\(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"

@@ -57,6 +57,10 @@ struct AnalyzeCommand: ParsableCommand {
                                valueName: "prefix"))
     var keepAddress: [String] = []
 
+    /// Small transactions make a killed run stop between many commits (the fault tests use it).
+    @Option(help: .hidden)
+    var callsPerTransaction: Int?
+
     func validate() throws {
         if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
             throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
@@ -72,6 +76,7 @@ struct AnalyzeCommand: ParsableCommand {
             options.pseudonymizer = CallPseudonymizer(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
         }
         if let threads { options.readers = max(1, threads) }
+        if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
         let run = AnalyzeRun(options: options)
         let shown = IssueCounter(limit: quiet ? 0 : showIssues)
         run.onIssue = { issue in

@@ -15,7 +15,7 @@ struct Callstats: ParsableCommand {
             """,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, CatCommand.self, CaptureCommand.self,
-            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self,
+            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )
 }
