@@ -6,7 +6,7 @@ DB      ?= demo.sqlite
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN     := .build/release/callstats
 
-.PHONY: all deps test-deps build demo report screenshot test bench clean
+.PHONY: all deps test-deps build demo report screenshot test soak fuzz bench clean
 
 all: build
 
@@ -56,8 +56,27 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# The fault tests at soak size, then every fuzz target for FUZZ_SECONDS, then the figures.
+SOAK_KILLS         ?= 500
+SOAK_ANALYZE_KILLS ?= 100
+SOAK_CONCURRENT    ?= 20
+FUZZ_SECONDS       ?= 300
+soak: test-deps
+	$(SWIFT) build --build-tests
+	CALLSTATS_SOAK_KILLS=$(SOAK_KILLS) CALLSTATS_SOAK_ANALYZE_KILLS=$(SOAK_ANALYZE_KILLS) \
+	  CALLSTATS_SOAK_CONCURRENT=$(SOAK_CONCURRENT) $(SWIFT) test --skip-build --filter FaultTests > .build/soak.log 2>&1 \
+	  || { grep -E "error|failed" .build/soak.log; exit 1; }
+	bash Fuzz/run.sh $(FUZZ_SECONDS) | tee .build/fuzz.log
+	@echo; echo "soak figures"; \
+	awk '/^fault-figure/ { sum[$$2] += $$3 } END { for (k in sum) printf "  %-28s %12d\n", k, sum[k] }' .build/soak.log | sort; \
+	awk '$$1 == "total" { printf "  %-28s %12d\n  %-28s %12d\n", "fuzz_executions", $$2, "fuzz_crashes", $$3 }' .build/fuzz.log
+
+# Only the fuzzers (libFuzzer targets in Fuzz/), FUZZ_SECONDS each.
+fuzz:
+	bash Fuzz/run.sh $(FUZZ_SECONDS)
+
 bench: build
 	$(BIN) bench
 
 clean:
-	rm -rf .build $(DB) $(DB)-wal $(DB)-shm $(DB).lock report.html
+	rm -rf .build .build-fuzz $(DB) $(DB)-wal $(DB)-shm $(DB).lock report.html

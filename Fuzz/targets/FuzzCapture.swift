@@ -1,0 +1,7 @@
+// libFuzzer entry point: the work is FuzzEntryPoints.capture (Tests/FaultTests/FuzzEntryPoints.swift),
+// shared with the replay test so that every crash found here replays there.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzCapture(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    FuzzEntryPoints.capture(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}

@@ -1,0 +1,107 @@
+@testable import CallLog
+import Analysis
+import Capture
+
+/// What each libFuzzer target does with one input, shared by the fuzzers (`Fuzz/build.sh`
+/// compiles this file into them) and by `FuzzReplayTests`, which feeds the seed corpus and
+/// every input a fuzzer ever crashed on through exactly the same code.
+enum FuzzEntryPoints {
+    /// One input is a log's text. Every line goes through both readers of the format — the
+    /// complete parser with delta restoration (`LogRecord`, `StatsDeltaDecoder`, as `LogReader`
+    /// and `callstats cat` use them) and the analyser's fast path (`RecordIngestor`: the stats
+    /// scanner on `stats` records) — and every call collected is analysed, stored, decoded and
+    /// merged again, as `callstats analyze` does. Returns the records both paths accepted.
+    @discardableResult
+    static func records(_ text: UnsafeBufferPointer<UInt8>) -> (parsed: Int, ingested: Int) {
+        var deltas = StatsDeltaDecoder()
+        var ingestor = RecordIngestor()
+        var parsed = 0, ingested = 0
+        var start = 0
+        while start <= text.count {
+            let end = text[start...].firstIndex(of: 0x0A) ?? text.count
+            let line = UnsafeBufferPointer(rebasing: text[start..<end])
+            if let record = try? LogRecord(parsing: line), let full = try? deltas.decode(record) {
+                var out: [UInt8] = []
+                full.write(to: &out)  // what `callstats cat` prints
+                if full.kind == .end { deltas.forget(call: full.call) }
+                parsed += 1
+            }
+            switch ingestor.ingest(line) {
+            case .used(let call, let ended):
+                ingested += 1
+                if ended, let m = ingestor.take(call) { analyse(m) }
+            case .agentNote: ingested += 1
+            case .skipped: break
+            }
+            start = end + 1
+        }
+        for m in ingestor.takeAll() { analyse(m) }
+        return (parsed, ingested)
+    }
+
+    private static func analyse(_ material: CallMaterial) {
+        var m = material
+        m.normalize()
+        _ = CallAnalyzer.analyze(m)
+        if var stored = try? CallMaterial(decoding: m.encoded()) {
+            stored.merge(m)
+            _ = CallAnalyzer.analyze(stored)
+        }
+    }
+
+    /// One input is a compressed log file; its first byte chooses the size of the reads
+    /// (1…4081 bytes), so frames, blocks and lines are split at every offset. The rest goes
+    /// through the zstd frame reader and the line splitter exactly as `LogLineReader` feeds
+    /// them. Returns the complete lines delivered.
+    @discardableResult
+    static func zstd(_ input: UnsafeRawBufferPointer) -> Int {
+        guard let first = input.first else { return 0 }
+        let chunk = 1 + Int(first) * 16
+        let file = UnsafeRawBufferPointer(rebasing: input[1...])
+        let decoder = ZstdDecoder()
+        var splitter = LineSplitter(maximumLineBytes: 1 << 16)
+        var lines = 0
+        var offset = 0
+        while offset < file.count {
+            let piece = UnsafeRawBufferPointer(rebasing: file[offset..<min(file.count, offset + chunk)])
+            decoder.decompress(piece, emit: { splitter.feed($0, path: "fuzz", line: { _, _ in lines += 1 }, issue: { _ in }) },
+                               damaged: { _ in splitter.discardPartial() })
+            offset += chunk
+        }
+        splitter.finish(path: "fuzz", issue: { _ in })
+        return lines
+    }
+
+    static let linkTypes: [LinkType] = [.ethernet, .linuxSLL, .linuxSLL2, .raw, .ipv4, .ipv6, .null, .loop, .rawBSD12, .rawBSD14]
+
+    /// One input is a short capture: the first byte chooses the link type, then frames, each
+    /// preceded by its length (2 bytes, big-endian). Each frame goes through the whole capture
+    /// pipeline (`CaptureSession`: link, VLAN, IP with fragment reassembly, UDP, then the RTP,
+    /// RTCP, STUN, TURN and SIP decoders), and its bytes also through each payload decoder
+    /// directly. A fresh session per input keeps inputs independent, so a crash replays from its
+    /// input alone. Returns the records the session wrote.
+    @discardableResult
+    static func capture(_ input: UnsafeRawBufferPointer) -> Int {
+        guard let first = input.first else { return 0 }
+        let link = linkTypes[Int(first) % linkTypes.count]
+        var records = 0
+        var session = CaptureSession(sink: { _ in records += 1 })
+        var offset = 1
+        var frame = 0
+        while offset < input.count {
+            let length = offset + 2 <= input.count ? Int(input[offset]) << 8 | Int(input[offset + 1]) : 0
+            let bytes = UnsafeRawBufferPointer(rebasing: input[min(input.count, offset + 2)..<min(input.count, offset + 2 + length)])
+            offset += 2 + length
+            frame += 1
+            // Time advances 20 ms a frame, so reassembly timeouts and interval reports run too.
+            session.process(frame: bytes, linkType: link, timestampNanos: Int64(frame) * 20_000_000)
+            _ = RTPHeader.parse(bytes, wireLength: bytes.count + (frame & 7))
+            _ = PayloadClassifier.classify(bytes, wireLength: bytes.count)
+            _ = RTCPCompound.parse(bytes)
+            _ = STUNMessage.parse(bytes)
+            _ = SIPMessage.parse(bytes, anyText: true)
+        }
+        session.tick(nowNanos: Int64(frame + 1_000) * 20_000_000)
+        return records
+    }
+}
