@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each fuzz target for SECONDS (default 60) and prints executions and crashes per target.
 #   Fuzz/run.sh 300
-# Builds first if needed (Fuzz/build.sh). Each target starts from the committed seeds in
+# Builds first when needed (Fuzz/build.sh). Each target starts from the committed seeds in
 # Fuzz/corpus/<target> plus what earlier runs found (.build-fuzz/corpus/<target>). A crash stops
 # its target; the input is saved in .build-fuzz/crashes/ and should be committed to
 # Fuzz/regressions/<target>/ once fixed, where FuzzReplayTests replays it on every test run.
@@ -10,7 +10,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-60}
 OUT=.build-fuzz
-[ -x "$OUT/fuzz-capture" ] && [ -x "$OUT/fuzz-records" ] && [ -x "$OUT/fuzz-zstd" ] || Fuzz/build.sh
+# Build when a target is missing or any source changed since the last build.
+if ! [ -x "$OUT/fuzz-capture" ] || ! [ -x "$OUT/fuzz-records" ] || ! [ -x "$OUT/fuzz-zstd" ] ||
+   [ -n "$(find Sources Fuzz/targets Tests/FaultTests/FuzzEntryPoints.swift -newer "$OUT/fuzz-capture" -name '*.swift' | head -1)" ]; then
+    Fuzz/build.sh
+fi
 mkdir -p "$OUT/crashes"
 
 total_execs=0

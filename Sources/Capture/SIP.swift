@@ -108,12 +108,12 @@ public struct SIPMessage: Equatable, Sendable {
             case "c":
                 // c=IN IP4 192.0.2.1 (a TTL or count may follow a slash)
                 let parts = value.split(separator: " ")
-                guard parts.count >= 3, let addr = IPAddress(parts[2].split(separator: "/")[0]) else { continue }
+                guard parts.count >= 3, let host = parts[2].split(separator: "/").first, let addr = IPAddress(host) else { continue }
                 if let current { media[current].address = addr } else { sessionAddress = addr }
             case "m":
                 let parts = value.split(separator: " ")
                 current = nil
-                guard parts.count >= 3, let port = UInt16(parts[1].split(separator: "/")[0]) else { continue }
+                guard parts.count >= 3, let portText = parts[1].split(separator: "/").first, let port = UInt16(portText) else { continue }
                 media.append(SDPMedia(
                     media: String(parts[0]), address: sessionAddress, port: port, transport: String(parts[2]),
                     formats: parts.dropFirst(3).compactMap { UInt8($0) }, rtpmap: [:], rtcpPort: nil, rtcpMux: false))
@@ -125,8 +125,10 @@ public struct SIPMessage: Equatable, Sendable {
                     let rest = value.dropFirst(7)
                     let parts = rest.split(separator: " ", maxSplits: 1)
                     guard parts.count == 2, let pt = UInt8(parts[0]) else { continue }
+                    // "96 /" has no encoding name: split gives nothing, so there is no enc[0].
                     let enc = parts[1].split(separator: "/")
-                    let name = String(enc[0])
+                    guard let first = enc.first else { continue }
+                    let name = String(first)
                     var rate = enc.count > 1 ? UInt32(enc[1]) ?? 0 : 0
                     if rate == 0 { rate = StaticPayloadTypes.clockRate(encodingName: name) }
                     media[current].rtpmap[pt] = PayloadFormat(name: name, clockRate: rate)

@@ -61,6 +61,18 @@ final class DecoderTests: XCTestCase {
         XCTAssertEqual(g.media.map(\.isRTP), [true, false])
     }
 
+    /// SDP lines made only of separators (found by the capture fuzzer: `a=rtpmap:101 /` trapped)
+    /// are skipped; the good lines around them still count.
+    func testSDPWithEmptyFieldsIsSkippedNotFatal() throws {
+        let text = "!/1 [10.0.0.1]:2944\nv=0\nc=IN IP4 /\nm=audio / RTP/AVP 0\nm=audio 4000 RTP/AVP 0 101\n"
+            + "a=rtpmap:101 /\na=rtpmap:101 //\na=rtpmap:0 PCMU/8000\n"
+        let m = try XCTUnwrap(Array(text.utf8).withUnsafeBytes { SIPMessage.parse($0, anyText: true) })
+        XCTAssertEqual(m.media.map(\.port), [4000])
+        XCTAssertNil(m.media.first?.address)
+        XCTAssertEqual(m.media.first?.rtpmap[0]?.clockRate, 8000)
+        XCTAssertNil(m.media.first?.rtpmap[101])
+    }
+
     func testBoundedReassemblyGivesUpOnGaps() {
         var r = IPReassembler(maximumDatagrams: 2, timeoutNanos: 1_000)
         let piece = [UInt8](repeating: 1, count: 16)
