@@ -21,18 +21,30 @@ enum Readings {
     }
 
     private static func w3c(_ s: ChainState, pc: String) -> [StreamReading] {
-        var remoteInbound: [UInt32: StatObject] = [:]
-        var remoteOutbound: [UInt32: StatObject] = [:]
-        for o in s.objects.values {
-            guard let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) else { continue }
-            if o.type == .remoteInbound { remoteInbound[ssrc] = o }
-            if o.type == .remoteOutbound { remoteOutbound[ssrc] = o }
+        // Positions in `s.objects`, not copies: this runs for every snapshot of every call.
+        var remoteInbound: [UInt32: Dictionary<String, StatObject>.Index] = [:]
+        var rtp: [Dictionary<String, StatObject>.Index] = []
+        var pathRTTIndex: (index: Dictionary<String, StatObject>.Index, audio: Bool, ssrc: UInt32)?
+        var i = s.objects.startIndex
+        while i != s.objects.endIndex {
+            let o = s.objects.values[i]
+            if o.type == .inboundRTP || o.type == .outboundRTP {
+                rtp.append(i)
+            } else if o.type == .remoteInbound, let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) {
+                remoteInbound[ssrc] = i
+                // RTCP RTT of the connection: from what the remote reports about our audio (else
+                // video); the lowest SSRC when there are several, so the choice is repeatable.
+                let audio = kind(o) == .audio
+                let better = pathRTTIndex.map { audio != $0.audio ? audio : ssrc < $0.ssrc } ?? true
+                if better { pathRTTIndex = (i, audio, ssrc) }
+            }
+            s.objects.formIndex(after: &i)
         }
-        // RTCP RTT of the connection: from what the remote reports about our audio (else video).
-        let pathRTT = remoteInbound.values.sorted { (kind($0) == .audio ? 0 : 1) < (kind($1) == .audio ? 0 : 1) }.first
+        let pathRTT = pathRTTIndex.map { s.objects.values[$0.index] }
         var out: [StreamReading] = []
-        let rtp = s.objects.filter { $0.value.type == .inboundRTP || $0.value.type == .outboundRTP }
-        for (_, o) in rtp.sorted(by: { $0.key < $1.key }) {
+        rtp.sort { s.objects.keys[$0] < s.objects.keys[$1] }
+        for index in rtp {
+            let o = s.objects.values[index]
             guard let k = kind(o), let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) else { continue }
             let inbound = o.type == .inboundRTP
             var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
@@ -67,7 +79,7 @@ enum Readings {
                 r.qlCPU = o[.qlCPU] ?? .nan
                 r.qlOther = o[.qlOther] ?? .nan
                 r.qualityLimitation = o[.qualityLimitationReason]
-                if let ri = remoteInbound[ssrc] {
+                if let ri = remoteInbound[ssrc].map({ s.objects.values[$0] }) {
                     r.lost = ri[.packetsLost] ?? .nan
                     r.jitterMs = (ri[.jitter] ?? .nan) * 1000
                     r.rttMs = (ri[.roundTripTime] ?? .nan) * 1000
@@ -80,7 +92,6 @@ enum Readings {
             r.height = o[.frameHeight] ?? .nan
             out.append(r)
         }
-        _ = remoteOutbound
         return out
     }
 
@@ -108,7 +119,15 @@ enum Readings {
 
     private static func goog(_ s: ChainState, pc: String) -> [StreamReading] {
         var out: [StreamReading] = []
-        for (id, o) in s.objects.filter({ $0.value.type == .googSSRC }).sorted(by: { $0.key < $1.key }) {
+        var ssrcs: [Dictionary<String, StatObject>.Index] = []
+        var i = s.objects.startIndex
+        while i != s.objects.endIndex {
+            if s.objects.values[i].type == .googSSRC { ssrcs.append(i) }
+            s.objects.formIndex(after: &i)
+        }
+        ssrcs.sort { s.objects.keys[$0] < s.objects.keys[$1] }
+        for index in ssrcs {
+            let (id, o) = (s.objects.keys[index], s.objects.values[index])
             guard let k = kind(o) else { continue }
             let inbound = id.hasSuffix("_recv")
             guard inbound || id.hasSuffix("_send") else { continue }

@@ -63,21 +63,22 @@ enum StatType: UInt8 {
     // goog.
     case googSSRC, googCandidatePair, googLocalCandidate, googRemoteCandidate
 
-    init(name: String) {
-        switch name {
-        case "inbound-rtp": self = .inboundRTP
-        case "outbound-rtp": self = .outboundRTP
-        case "remote-inbound-rtp": self = .remoteInbound
-        case "remote-outbound-rtp": self = .remoteOutbound
-        case "candidate-pair": self = .candidatePair
-        case "local-candidate": self = .localCandidate
-        case "remote-candidate": self = .remoteCandidate
-        case "transport": self = .transport
-        case "codec": self = .codec
-        case "ssrc": self = .googSSRC
-        case "googCandidatePair": self = .googCandidatePair
-        case "localcandidate": self = .googLocalCandidate
-        case "remotecandidate": self = .googRemoteCandidate
+    /// From the raw bytes of the `type` string: no String is made for the ~20 objects a report has.
+    init(raw name: UnsafeBufferPointer<UInt8>) {
+        switch name.count {
+        case 4 where JSONCursor.equals(name, "ssrc"): self = .googSSRC
+        case 5 where JSONCursor.equals(name, "codec"): self = .codec
+        case 9 where JSONCursor.equals(name, "transport"): self = .transport
+        case 11 where JSONCursor.equals(name, "inbound-rtp"): self = .inboundRTP
+        case 12 where JSONCursor.equals(name, "outbound-rtp"): self = .outboundRTP
+        case 14 where JSONCursor.equals(name, "candidate-pair"): self = .candidatePair
+        case 14 where JSONCursor.equals(name, "localcandidate"): self = .googLocalCandidate
+        case 15 where JSONCursor.equals(name, "local-candidate"): self = .localCandidate
+        case 15 where JSONCursor.equals(name, "remotecandidate"): self = .googRemoteCandidate
+        case 16 where JSONCursor.equals(name, "remote-candidate"): self = .remoteCandidate
+        case 17 where JSONCursor.equals(name, "googCandidatePair"): self = .googCandidatePair
+        case 18 where JSONCursor.equals(name, "remote-inbound-rtp"): self = .remoteInbound
+        case 19 where JSONCursor.equals(name, "remote-outbound-rtp"): self = .remoteOutbound
         default: self = .other
         }
     }
@@ -94,6 +95,10 @@ struct FieldTable {
     // Open addressing over flat arrays (hash 0 = empty slot): a lookup touches no reference counts.
     private var hashes: [UInt64]
     private var entries: [Entry]
+    /// Each name's first and last eight bytes (as `words` reads them) and length: names of up to
+    /// 16 bytes, nearly all of them, are confirmed by these alone.
+    private var firstWords: [UInt64]
+    private var lastWords: [UInt64]
     private var nameRanges: [Range<Int>]
     private var names: [UInt8] = []
     private let mask: Int
@@ -111,44 +116,54 @@ struct FieldTable {
         mask = size - 1
         hashes = Array(repeating: 0, count: size)
         entries = Array(repeating: .id, count: size)
+        firstWords = Array(repeating: 0, count: size)
+        lastWords = Array(repeating: 0, count: size)
         nameRanges = Array(repeating: 0..<0, count: size)
         for (name, entry) in list {
             let bytes = Array(name.utf8)
-            let h = max(1, bytes.withUnsafeBufferPointer { FieldTable.hash($0) })
+            let (a, b) = bytes.withUnsafeBufferPointer { FieldTable.words($0) }
+            let h = FieldTable.hash(a, b, bytes.count)
             var i = Int(truncatingIfNeeded: h) & mask
             while hashes[i] != 0 { i = (i + 1) & mask }
             hashes[i] = h
             entries[i] = entry
+            firstWords[i] = a
+            lastWords[i] = b
             nameRanges[i] = names.count..<(names.count + bytes.count)
             names += bytes
         }
     }
 
-    /// Length and the first and last eight bytes, mixed: keys differ there, and equal hashes
-    /// are confirmed with memcmp, so this only needs to spread the table's few dozen names.
-    @inline(__always) static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    /// The first and last eight bytes (overlapping when shorter than 16; shorter than 8: the
+    /// bytes themselves). Together with the length they identify any name of up to 16 bytes.
+    @inline(__always) static func words(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64) {
         let n = bytes.count
-        guard let p = bytes.baseAddress else { return 0 }
-        var a: UInt64 = 0, b: UInt64 = 0
+        guard let p = bytes.baseAddress else { return (0, 0) }
         if n >= 8 {
-            a = UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
-            b = UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self)
-        } else {
-            for i in 0..<n { a = a << 8 | UInt64(p[i]) }
+            return (UnsafeRawPointer(p).loadUnaligned(as: UInt64.self), UnsafeRawPointer(p + n - 8).loadUnaligned(as: UInt64.self))
         }
+        var a: UInt64 = 0
+        for i in 0..<n { a = a << 8 | UInt64(p[i]) }
+        return (a, 0)
+    }
+
+    /// Mixes the words and length: only needs to spread the table's few dozen names (never 0).
+    @inline(__always) static func hash(_ a: UInt64, _ b: UInt64, _ n: Int) -> UInt64 {
         var h = (a &* 0x9E37_79B9_7F4A_7C15) ^ (b &* 0xC2B2_AE3D_27D4_EB4F) ^ UInt64(n)
         h ^= h >> 31
         h = h &* 0x94D0_49BB_1331_11EB
-        return h ^ (h >> 29)
+        return max(1, h ^ (h >> 29))
     }
 
     @inline(__always) func lookup(_ key: UnsafeBufferPointer<UInt8>) -> Entry? {
-        let h = max(1, FieldTable.hash(key))
+        let (a, b) = FieldTable.words(key)
+        let h = FieldTable.hash(a, b, key.count)
         var i = Int(truncatingIfNeeded: h) & mask
         while hashes[i] != 0 {
-            if hashes[i] == h {
+            if hashes[i] == h, firstWords[i] == a, lastWords[i] == b {
                 let r = nameRanges[i]
-                if r.count == key.count, names.withUnsafeBufferPointer({ memcmp($0.baseAddress! + r.lowerBound, key.baseAddress!, key.count) == 0 }) {
+                if r.count == key.count, key.count <= 16
+                    || names.withUnsafeBufferPointer({ memcmp($0.baseAddress! + r.lowerBound, key.baseAddress!, key.count) == 0 }) {
                     return entries[i]
                 }
             }
@@ -183,6 +198,9 @@ struct StatObject {
     var previous: [Double] = []
     var previousTimestamp: Double = .nan
     var hasPrevious = false
+    /// Which `str` fields the object being read has set (bit per `StrField`), so that reading
+    /// into an object that already holds values clears only the strings the report dropped.
+    var stringsWritten: UInt32 = 0
 
     /// Remembers the current values before a delta changes them (storage reused across deltas).
     mutating func beforeDelta(keepNumbers: Bool) {
@@ -190,7 +208,7 @@ struct StatObject {
         previousTimestamp = timestamp
         guard keepNumbers else { return }
         if previous.count != num.count { previous = num; return }
-        previous.withUnsafeMutableBufferPointer { d in num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        _ = previous.withUnsafeMutableBufferPointer { d in num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
     }
 
     @inline(__always) subscript(_ f: NumField) -> Double? {
@@ -212,6 +230,7 @@ struct StatObject {
 
     /// Back to "nothing read", keeping the storage (the scanner reuses one object per report).
     mutating func reset() {
+        stringsWritten = 0
         type = .other
         timestamp = .nan
         timestampRate = 0
@@ -222,14 +241,42 @@ struct StatObject {
         }
     }
 
+    /// Before reading a report's object into this one in place: numbers, rates, type and
+    /// timestamp start over; strings stay until `clearUnwrittenStrings`, so that unchanged
+    /// ones are not made again.
+    mutating func startOver(generation: UInt32) {
+        self.generation = generation
+        type = .other
+        timestamp = .nan
+        timestampRate = 0
+        stringsWritten = 0
+        num.withUnsafeMutableBufferPointer { $0.update(repeating: .nan) }
+        rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    }
+
+    /// Clears the strings that the object just read did not have.
+    mutating func clearUnwrittenStrings() {
+        let written = stringsWritten
+        str.withUnsafeMutableBufferPointer { b in
+            for i in b.indices where b[i] != nil && written & (1 << i) == 0 { b[i] = nil }
+        }
+    }
+
+    /// A copy with storage of its own (the scanner's reusable object must not share its arrays).
+    func copy() -> StatObject {
+        var o = StatObject()
+        o.assign(self, generation: generation)
+        return o
+    }
+
     /// Takes `other`'s values into this object's own storage: no allocation when it is unshared.
     mutating func assign(_ other: StatObject, generation: UInt32) {
         self.generation = generation
         type = other.type
         timestamp = other.timestamp
         timestampRate = other.timestampRate
-        num.withUnsafeMutableBufferPointer { d in other.num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
-        rate.withUnsafeMutableBufferPointer { d in other.rate.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        _ = num.withUnsafeMutableBufferPointer { d in other.num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        _ = rate.withUnsafeMutableBufferPointer { d in other.rate.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
         str.withUnsafeMutableBufferPointer { d in
             other.str.withUnsafeBufferPointer { o in
                 for i in d.indices {

@@ -12,6 +12,10 @@ struct ChainState {
     var generation: UInt32 = 0
     var t: Double?
     var seq: Int64 = -1
+    /// The last full report's object ids by position: the next report nearly always lists the
+    /// same objects in the same order, so an id is recognised by comparing bytes, not by
+    /// making a String and hashing it.
+    var order: [String] = []
 }
 
 /// Why a stats record was not used.
@@ -114,30 +118,54 @@ struct StatsScanner {
         var object = scratch
         scratch = StatObject.empty
         defer { scratch = object }
+        let previousOrder = state.order
+        var order: [String] = []
+        order.reserveCapacity(previousOrder.count)
         try c.array { cur throws(JSONCursor.ScanError) in
-            var id: String?
-            object.reset()
-            try StatsScanner.readObject(&cur, into: &object, id: &id)
-            if !object.timestamp.isNaN {
+            let position = order.count
+            var timestamp = Double.nan
+            if let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
+                // Objects that start with their id (all that browsers and SDKs write): an object
+                // the chain already has is read straight into it, keeping unchanged strings.
+                order.append(id)
+                if let index = state.objects.index(forKey: id) {
+                    try StatsScanner.readMembers(&cur, into: &state.objects.values[index], generation: generation)
+                    timestamp = state.objects.values[index].timestamp
+                    if state.objects.values[index].type == .other { state.objects.remove(at: index) }
+                } else {
+                    try StatsScanner.readMembers(&cur, into: &object, generation: generation)
+                    timestamp = object.timestamp
+                    if object.type != .other { state.objects[id] = object.copy() }
+                }
+            } else {
+                var id: String?
+                object.reset()
+                try StatsScanner.readObject(&cur, into: &object, id: &id)
+                order.append(id ?? "")
+                timestamp = object.timestamp
+                if object.type != .other, let id {
+                    if let index = state.objects.index(forKey: id) {
+                        state.objects.values[index].assign(object, generation: generation)
+                    } else {
+                        var added = object.copy()
+                        added.generation = generation
+                        state.objects[id] = added
+                    }
+                }
+            }
+            if !timestamp.isNaN {
                 let n: Int
-                if let i = timestamps.firstIndex(where: { $0.t == object.timestamp }) {
+                if let i = timestamps.firstIndex(where: { $0.t == timestamp }) {
                     timestamps[i].n += 1
                     n = timestamps[i].n
                 } else {
-                    timestamps.append((object.timestamp, 1))
+                    timestamps.append((timestamp, 1))
                     n = 1
                 }
-                if n > bestCount { best = object.timestamp; bestCount = n }
-            }
-            guard object.type != .other, let id else { return }
-            if let index = state.objects.index(forKey: id) {
-                state.objects.values[index].assign(object, generation: generation)
-            } else {
-                var added = StatObject()
-                added.assign(object, generation: generation)
-                state.objects[id] = added
+                if n > bestCount { best = timestamp; bestCount = n }
             }
         }
+        state.order = order
         // Objects this report no longer has (rare: renegotiation, candidates gone).
         if state.objects.values.contains(where: { $0.generation != generation }) {
             state.objects = state.objects.filter { $0.value.generation == generation }
@@ -158,27 +186,76 @@ struct StatsScanner {
     private static func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         var typeKnown = false
         try c.object { cur, key throws(JSONCursor.ScanError) in
-            // Objects the metrics never read (certificates, media sources…): only the timestamp
-            // matters (it counts toward the report's common timestamp); skip the rest unread.
-            if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
-            try readMember(&cur, key: key, into: &o, id: &id)
-            if !typeKnown && o.type != .other { typeKnown = true } else if !typeKnown && JSONCursor.equals(key, "type") { typeKnown = true }
+            try readMember(&cur, key: key, into: &o, id: &id, typeKnown: &typeKnown)
         }
+        o.clearUnwrittenStrings()
         if o.type == .googSSRC { GoogStats.classify(&o, id: id) }
+    }
+
+    /// One member of an object being read. Objects the metrics never read (certificates,
+    /// media sources…) only need their timestamp (it counts toward the report's common
+    /// timestamp): once type and timestamp are known, the rest is skipped unread.
+    @inline(__always)
+    private static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject,
+                                   id: inout String?, typeKnown: inout Bool) throws(JSONCursor.ScanError) {
+        if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
+        try readMember(&cur, key: key, into: &o, id: &id)
+        if !typeKnown && (o.type != .other || JSONCursor.equals(key, "type")) { typeKnown = true }
+    }
+
+    /// When the object at the cursor starts with `"id": "…"`, consumes `{` and that member and
+    /// returns the id: `expected` itself (no new String) when the bytes match it. Otherwise
+    /// leaves the cursor where it was and returns nil.
+    private static func leadingID(_ c: inout JSONCursor, expected: String?) throws(JSONCursor.ScanError) -> String? {
+        let start = c.pos
+        guard try c.peek() == 0x7B else { return nil }
+        c.pos += 1
+        guard try c.peek() == 0x22, JSONCursor.equals(try c.rawString(), "id"), try c.peek() == 0x3A else { c.pos = start; return nil }
+        c.pos += 1
+        guard try c.peek() == 0x22 else { c.pos = start; return nil }
+        let raw = try c.rawString()
+        if raw.contains(0x5C) { c.pos = start; return nil }  // escaped: the complete path decodes it
+        if var known = expected, JSONCursor.same(&known, raw) {
+            return known
+        }
+        return String(decoding: raw, as: UTF8.self)
+    }
+
+    /// The members after a leading id, into `o`, which then holds exactly this report's values:
+    /// every number, the type and the timestamp start over, and strings not written are cleared.
+    private static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32) throws(JSONCursor.ScanError) {
+        o.startOver(generation: generation)
+        var typeKnown = false
+        var ignored: String?
+        while try c.next(closer: 0x7D) {
+            let key = try c.rawString()
+            try c.expect(0x3A)
+            try readMember(&c, key: key, into: &o, id: &ignored, typeKnown: &typeKnown)
+        }
+        o.clearUnwrittenStrings()
+        if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
     }
 
     private static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         switch StatsScanner.table.lookup(key) {
         case .num(let f)?: o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan
         case .str(let f)?:
-            if try cur.peek() == 0x22 { o.str[f.rawValue] = try cur.string() } else {
+            o.stringsWritten |= 1 << f.rawValue
+            if try cur.peek() == 0x22 {
+                // The same text as before (ids, codec, candidate type: nearly always): keep it.
+                let before = cur.pos
+                let raw = try cur.rawString()
+                if var old = o.str[f.rawValue], !raw.contains(0x5C), JSONCursor.same(&old, raw) { return }
+                cur.pos = before
+                o.str[f.rawValue] = try cur.string()
+            } else {
                 // true/false (nominated, googActiveConnection) kept as text.
                 let start = cur.pos
                 try cur.skipValue()
                 o.str[f.rawValue] = String(decoding: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start), as: UTF8.self)
             }
         case .id?: id = try cur.string()
-        case .type?: o.type = StatType(name: try cur.string())
+        case .type?: o.type = StatType(raw: try cur.rawString())
         case .timestamp?: o.timestamp = try cur.numberOrNumericString() ?? .nan
         case .values?:
             // Legacy stats: the values object holds the fields.

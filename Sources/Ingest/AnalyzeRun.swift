@@ -93,7 +93,7 @@ public final class AnalyzeRun {
         var progress = Progress()
         progress.filesTotal = found.count
         progress.filesSkipped = already.count
-        let queue = HandOffQueue(capacity: 4_096)
+        let queue = HandOffQueue(capacity: 2_048)
         let readers = min(options.readers, max(1, work.count))
         let nextFile = AtomicCounter()
         let config = options.config
@@ -124,29 +124,31 @@ public final class AnalyzeRun {
         var lastProgress = Date.distantPast
         try store.db.execute("BEGIN IMMEDIATE")
         do {
-            while let item = queue.take(readers: readers) {
-                switch item {
-                case .call(let pending):
-                    let written = try CallWriting.write(pending, to: store, config: config)
-                    touchedStarts.formUnion(written.starts)
-                    callsInRun.insert(written.analysis.call.callID)
-                    gradesInRun[written.analysis.call.grade, default: 0] += 1
-                    progress.callsWritten += 1
-                    inTransaction += 1
-                case .issue(let issue):
-                    issueCounts[issue.category.rawValue, default: 0] += 1
-                    if firstIssues.count < 20 { firstIssues.append(issue) }
-                    onIssue?(issue)
-                case .fileDone(let f):
-                    try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
-                    progress.filesDone += 1
-                    progress.records += f.entry.records
-                    progress.compressedBytes += Int(f.entry.size)
-                    progress.textBytes += f.textBytes
-                    // A file's calls and its ledger entry commit together.
-                    if inTransaction >= options.callsPerTransaction {
-                        try commitBatch(store, &touchedStarts)
-                        inTransaction = 0
+            while let batch = queue.takeAll(readers: readers) {
+                for item in batch {
+                    switch item {
+                    case .call(let pending):
+                        let written = try CallWriting.write(pending, to: store, config: config)
+                        touchedStarts.formUnion(written.starts)
+                        callsInRun.insert(written.analysis.call.callID)
+                        gradesInRun[written.analysis.call.grade, default: 0] += 1
+                        progress.callsWritten += 1
+                        inTransaction += 1
+                    case .issue(let issue):
+                        issueCounts[issue.category.rawValue, default: 0] += 1
+                        if firstIssues.count < 20 { firstIssues.append(issue) }
+                        onIssue?(issue)
+                    case .fileDone(let f):
+                        try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
+                        progress.filesDone += 1
+                        progress.records += f.entry.records
+                        progress.compressedBytes += Int(f.entry.size)
+                        progress.textBytes += f.textBytes
+                        // A file's calls and its ledger entry commit together.
+                        if inTransaction >= options.callsPerTransaction {
+                            try commitBatch(store, &touchedStarts)
+                            inTransaction = 0
+                        }
                     }
                 }
                 if let onProgress, Date().timeIntervalSince(lastProgress) > 0.25 {
@@ -198,7 +200,6 @@ final class HandOffQueue: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var items: [Item] = []
-    private var head = 0
     private let capacity: Int
     private var finishedReaders = 0
     private var cancelled = false
@@ -208,28 +209,26 @@ final class HandOffQueue: @unchecked Sendable {
     func put(_ item: Item) {
         condition.lock()
         defer { condition.unlock() }
-        while items.count - head >= capacity && !cancelled { condition.wait() }
+        while items.count >= capacity && !cancelled { condition.wait() }
         guard !cancelled else { return }
         items.append(item)
         condition.broadcast()
     }
 
-    /// The next item, or nil once every reader has finished and the queue is empty.
-    func take(readers: Int) -> Item? {
+    /// Everything queued, in order (one lock and no element moves per item), or nil once every
+    /// reader has finished and the queue is empty.
+    func takeAll(readers: Int) -> [Item]? {
         condition.lock()
         defer { condition.unlock() }
-        while head == items.count {
+        while items.isEmpty {
             if finishedReaders == readers || cancelled { return nil }
             condition.wait()
         }
-        let item = items[head]
-        head += 1
-        if head > 1_024 && head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
-        }
+        var batch: [Item] = []
+        batch.reserveCapacity(capacity)
+        swap(&batch, &items)
         condition.broadcast()
-        return item
+        return batch
     }
 
     func readerFinished() {
