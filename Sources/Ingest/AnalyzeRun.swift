@@ -24,6 +24,10 @@ public final class AnalyzeRun {
         public var readers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         /// Calls per transaction: large enough to amortise commits, small enough to lose little.
         public var callsPerTransaction = 2_000
+        /// Readers share every file, each taking its share of the calls, instead of taking whole
+        /// files: nil decides by the number of files (few files, or one large one, would leave
+        /// cores idle).
+        public var shareFiles: Bool?
         /// Read files again even when the ledger has them.
         public var force = false
         /// Pseudonymise call ids, person fields and addresses before anything is stored.
@@ -94,20 +98,31 @@ public final class AnalyzeRun {
         progress.filesTotal = found.count
         progress.filesSkipped = already.count
         let queue = HandOffQueue(capacity: 2_048)
-        let readers = min(options.readers, max(1, work.count))
+        // With fewer files than twice the readers, whole files would leave a core idle (one
+        // file: all but one); then every reader reads every file and takes its share of the
+        // calls, decompressing each file once per reader.
+        let share = options.shareFiles ?? (options.readers > 1 && work.count < 2 * options.readers)
+        let readers = share ? max(1, options.readers) : min(options.readers, max(1, work.count))
         let nextFile = AtomicCounter()
         let config = options.config
         let pseudonymizer = options.pseudonymizer
 
         // Readers.
         let group = DispatchGroup()
-        for _ in 0..<readers {
+        for r in 0..<readers {
             group.enter()
             Thread.detachNewThread { [work] in
                 defer { group.leave(); queue.readerFinished() }
+                if share {
+                    for file in work where !queue.isCancelled {
+                        FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), config: config,
+                                         pseudonymizer: pseudonymizer, into: queue)
+                    }
+                    return
+                }
                 while true {
                     let i = nextFile.next()
-                    guard i < work.count else { return }
+                    guard i < work.count, !queue.isCancelled else { return }
                     FileReading.read(path: work[i].path, fingerprint: work[i].fingerprint, config: config,
                                      pseudonymizer: pseudonymizer, into: queue)
                 }
@@ -121,6 +136,7 @@ public final class AnalyzeRun {
         var callsInRun = Set<String>()
         var touchedStarts = Set<Int64>()
         var inTransaction = 0
+        var partsDone: [String: FileDone] = [:]
         var lastProgress = Date.distantPast
         try store.db.execute("BEGIN IMMEDIATE")
         do {
@@ -138,7 +154,20 @@ public final class AnalyzeRun {
                         issueCounts[issue.category.rawValue, default: 0] += 1
                         if firstIssues.count < 20 { firstIssues.append(issue) }
                         onIssue?(issue)
-                    case .fileDone(let f):
+                    case .fileDone(var f):
+                        // A shared file is done when every reader has finished its part.
+                        if f.parts > 1 {
+                            let key = f.entry.fingerprint + "\u{0}" + f.entry.path
+                            if var sum = partsDone[key] {
+                                sum.add(f)
+                                partsDone[key] = sum
+                            } else {
+                                partsDone[key] = f
+                            }
+                            f = partsDone[key]!
+                            guard f.partsDone == f.parts else { continue }
+                            partsDone[key] = nil
+                        }
                         try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
                         progress.filesDone += 1
                         progress.records += f.entry.records
@@ -266,4 +295,16 @@ final class AtomicCounter: @unchecked Sendable {
 struct FileDone {
     var entry: CallStore.FileEntry
     var textBytes: Int
+    /// How many readers share the file, and how many of their parts this holds.
+    var parts = 1
+    var partsDone = 1
+
+    /// Adds another reader's part: its records, skips and calls (the parts' calls are disjoint).
+    mutating func add(_ other: FileDone) {
+        entry.records += other.entry.records
+        entry.skipped += other.entry.skipped
+        entry.calls += other.entry.calls
+        textBytes += other.textBytes
+        partsDone += other.partsDone
+    }
 }

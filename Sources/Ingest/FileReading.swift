@@ -20,9 +20,13 @@ struct PendingCall {
 
 /// A reader thread's work on one file: lines → per-call material → hand-off queue.
 enum FileReading {
-    static func read(path: String, fingerprint: FileFingerprint, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?,
-                     into queue: HandOffQueue) {
-        var ingestor = RecordIngestor()
+    /// Reads the file, or with `partition` only the calls that hash to `partition.index` (the
+    /// other readers take the rest of the same file): one large file still uses every core.
+    /// Damage found while decompressing or splitting lines is reported by partition 0 only.
+    static func read(path: String, fingerprint: FileFingerprint, partition: (index: Int, count: Int)? = nil,
+                     config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, into queue: HandOffQueue) {
+        var ingestor = RecordIngestor(partition: partition)
+        let reportsFileIssues = (partition?.index ?? 0) == 0
         var records = 0, skipped = 0, textBytes = 0
         var callIDs = Set<String>()
         let reader = LogLineReader(path: path)
@@ -39,15 +43,18 @@ enum FileReading {
             case .skipped(let category, let message):
                 skipped += 1
                 queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))
+            case .otherPartition:
+                break
             }
         }, issue: { issue in
+            guard reportsFileIssues else { return }
             skipped += 1
             queue.put(.issue(issue))
         })
         for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
-        queue.put(.fileDone(FileDone(entry: entry, textBytes: textBytes)))
+        queue.put(.fileDone(FileDone(entry: entry, textBytes: reportsFileIssues ? textBytes : 0, parts: partition?.count ?? 1)))
     }
 }
 

@@ -105,6 +105,43 @@ final class IngestTests: XCTestCase {
         XCTAssertTrue(report.firstIssues.contains { $0.file == path && $0.line != nil })
     }
 
+    /// One file read by several readers side by side, each taking its share of the calls, gives
+    /// the database, the ledger entry and the issues of one reader taking the whole file.
+    func testFileSharedByReadersEqualsOneReader() throws {
+        let logs = try simulate(calls: 40, files: 1, seed: 13)
+        let file = logs.appendingPathComponent(try FileManager.default.contentsOfDirectory(atPath: logs.path).first!)
+        // Damage every reader sees: a plain-text line after the frames, and a garbage frame.
+        var bytes = [UInt8](try Data(contentsOf: file))
+        bytes += [0x28, 0xB5, 0x2F, 0xFD] + [UInt8](repeating: 0x41, count: 64)
+        try Data(bytes).write(to: file)
+        let plain = logs.appendingPathComponent("more.ndjson")
+        let record = LogRecord(kind: .event, call: "late-call", ts: 1_700_000_000_000, body: ["action": "callMetric", "type": "callCreate"])
+        try (record.jsonLine + "\nnot json\n{\"v\":1,\"kind\":\"event\"}\n").write(to: plain, atomically: true, encoding: .utf8)
+
+        func run(share: Bool, readers: Int, db: String) throws -> (AnalyzeRun.Report, String) {
+            var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+            o.shareFiles = share
+            o.readers = readers
+            o.callsPerTransaction = 7
+            let report = try AnalyzeRun(options: o).run()
+            let ledger = try CallStore(path: db, forWriting: false).db
+                .rows("SELECT path, records, skipped, calls FROM ingested_files ORDER BY path")
+                .map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n")
+            return (report, try dump(db) + ledger)
+        }
+        let (whole, wholeDump) = try run(share: false, readers: 1, db: dir.appendingPathComponent("whole.sqlite").path)
+        let (shared, sharedDump) = try run(share: true, readers: 3, db: dir.appendingPathComponent("shared.sqlite").path)
+        XCTAssertEqual(whole.callsInRun, 41)
+        XCTAssertFalse(whole.issueCounts.isEmpty)
+        XCTAssertEqual(shared.callsInRun, whole.callsInRun)
+        XCTAssertEqual(shared.issueCounts, whole.issueCounts)
+        XCTAssertEqual(shared.progress.records, whole.progress.records)
+        XCTAssertEqual(shared.progress.textBytes, whole.progress.textBytes)
+        XCTAssertEqual(sharedDump, wholeDump)
+        XCTAssertEqual(Set(shared.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }),
+                       Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
+    }
+
     func testAgentRecordsAreReadButMakeNoCall() throws {
         let logs = try simulate(calls: 3, files: 1, seed: 5)
         let extra = logs.appendingPathComponent("agent.ndjson").path
