@@ -201,6 +201,9 @@ struct StatObject {
     /// Which `str` fields the object being read has set (bit per `StrField`), so that reading
     /// into an object that already holds values clears only the strings the report dropped.
     var stringsWritten: UInt32 = 0
+    /// Where the timestamp's number lay in the line just read (empty when it was not a plain
+    /// number): the scanner's note for recognising the object unchanged next time.
+    var timestampValue: Range<Int> = 0..<0
 
     /// Remembers the current values before a delta changes them (storage reused across deltas).
     mutating func beforeDelta(keepNumbers: Bool) {
@@ -231,6 +234,7 @@ struct StatObject {
     /// Back to "nothing read", keeping the storage (the scanner reuses one object per report).
     mutating func reset() {
         stringsWritten = 0
+        timestampValue = 0..<0
         type = .other
         timestamp = .nan
         timestampRate = 0
@@ -250,7 +254,17 @@ struct StatObject {
         timestamp = .nan
         timestampRate = 0
         stringsWritten = 0
+        timestampValue = 0..<0
         num.withUnsafeMutableBufferPointer { $0.update(repeating: .nan) }
+        rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    }
+
+    /// A full report had this object unchanged but for its timestamp: as if it had been read
+    /// again (rates start over, as after any full report).
+    mutating func keep(timestamp: Double, generation: UInt32) {
+        self.generation = generation
+        self.timestamp = timestamp
+        timestampRate = 0
         rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
     }
 

@@ -1,4 +1,9 @@
 import CallLog
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The latest state of one statistics chain (one call's peer connection in one format),
 /// holding only the objects and fields the analyser reads.
@@ -16,6 +21,19 @@ struct ChainState {
     /// same objects in the same order, so an id is recognised by comparing bytes, not by
     /// making a String and hashing it.
     var order: [String] = []
+    /// The last full report's bytes and where each object (and its timestamp value) lay in them:
+    /// an object whose bytes are the same but for the timestamp is not parsed again. Cleared when
+    /// a delta applies (the bytes no longer describe the state).
+    var reportBytes: [UInt8] = []
+    var spans: [ObjectSpan] = []
+}
+
+/// Where one object of a report lies, relative to the report's `[`; `timestamp` is empty when
+/// the object has no plain-number timestamp.
+struct ObjectSpan {
+    var start: Int
+    var timestamp: Range<Int>
+    var end: Int
 }
 
 /// Why a stats record was not used.
@@ -121,20 +139,44 @@ struct StatsScanner {
         let previousOrder = state.order
         var order: [String] = []
         order.reserveCapacity(previousOrder.count)
+        let previousSpans = state.spans
+        var previousBytes: [UInt8] = []
+        swap(&previousBytes, &state.reportBytes)
+        var spans: [ObjectSpan] = []
+        spans.reserveCapacity(previousSpans.count)
+        c.skipSpace()
+        let reportStart = c.pos
+        try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
         try c.array { cur throws(JSONCursor.ScanError) in
             let position = order.count
             var timestamp = Double.nan
-            if let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
+            cur.skipSpace()
+            let objectStart = cur.pos
+            var timestampValue: Range<Int> = 0..<0
+            if position < previousSpans.count, position < previousOrder.count,
+               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart) {
+                // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
+                // the chain's copy is already right.
+                let id = previousOrder[position]
+                order.append(id)
+                timestamp = unchanged.timestamp
+                timestampValue = unchanged.range
+                if let index = state.objects.index(forKey: id) {
+                    state.objects.values[index].keep(timestamp: timestamp, generation: generation)
+                }
+            } else if let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
                 // Objects that start with their id (all that browsers and SDKs write): an object
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
                 if let index = state.objects.index(forKey: id) {
                     try StatsScanner.readMembers(&cur, into: &state.objects.values[index], generation: generation)
                     timestamp = state.objects.values[index].timestamp
+                    timestampValue = state.objects.values[index].timestampValue
                     if state.objects.values[index].type == .other { state.objects.remove(at: index) }
                 } else {
                     try StatsScanner.readMembers(&cur, into: &object, generation: generation)
                     timestamp = object.timestamp
+                    timestampValue = object.timestampValue
                     if object.type != .other { state.objects[id] = object.copy() }
                 }
             } else {
@@ -143,6 +185,7 @@ struct StatsScanner {
                 try StatsScanner.readObject(&cur, into: &object, id: &id)
                 order.append(id ?? "")
                 timestamp = object.timestamp
+                timestampValue = object.timestampValue
                 if object.type != .other, let id {
                     if let index = state.objects.index(forKey: id) {
                         state.objects.values[index].assign(object, generation: generation)
@@ -164,8 +207,15 @@ struct StatsScanner {
                 }
                 if n > bestCount { best = timestamp; bestCount = n }
             }
+            let ts = timestampValue.isEmpty || timestamp.isNaN ? 0..<0 : (timestampValue.lowerBound - reportStart)..<(timestampValue.upperBound - reportStart)
+            spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart))
+        }
         }
         state.order = order
+        previousBytes.removeAll(keepingCapacity: true)
+        previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
+        state.reportBytes = previousBytes
+        state.spans = spans
         // Objects this report no longer has (rare: renegotiation, candidates gone).
         if state.objects.values.contains(where: { $0.generation != generation }) {
             state.objects = state.objects.filter { $0.value.generation == generation }
@@ -201,6 +251,33 @@ struct StatsScanner {
         if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
         try readMember(&cur, key: key, into: &o, id: &id)
         if !typeKnown && (o.type != .other || JSONCursor.equals(key, "type")) { typeKnown = true }
+    }
+
+    /// When the object at the cursor is byte for byte the one `span` describes in the previous
+    /// report, except perhaps for its timestamp number, moves past it and returns that
+    /// timestamp (NaN without one) and where its value lay. The text between equal prefix and
+    /// suffix is one maximal number token, so the object parses as before but for the timestamp.
+    private static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
+                                  reportStart: Int) -> (timestamp: Double, range: Range<Int>)? {
+        guard span.end <= previous.count, span.start < span.end else { return nil }
+        let old = previous.baseAddress!
+        let here = c.base + c.pos
+        if span.timestamp.isEmpty {
+            let n = span.end - span.start
+            guard c.end - c.pos >= n, memcmp(old + span.start, here, n) == 0 else { return nil }
+            c.pos += n
+            return (.nan, 0..<0)
+        }
+        let prefix = span.timestamp.lowerBound - span.start
+        let suffix = span.end - span.timestamp.upperBound
+        guard c.end - c.pos > prefix + suffix, memcmp(old + span.start, here, prefix) == 0 else { return nil }
+        var t = c
+        t.pos += prefix
+        guard let timestamp = try? t.number() else { return nil }
+        let range = (c.pos + prefix)..<t.pos
+        guard t.end - t.pos >= suffix, memcmp(old + span.timestamp.upperBound, t.base + t.pos, suffix) == 0 else { return nil }
+        c.pos = t.pos + suffix
+        return (timestamp, range)
     }
 
     /// When the object at the cursor starts with `"id": "…"`, consumes `{` and that member and
@@ -256,7 +333,13 @@ struct StatsScanner {
             }
         case .id?: id = try cur.string()
         case .type?: o.type = StatType(raw: try cur.rawString())
-        case .timestamp?: o.timestamp = try cur.numberOrNumericString() ?? .nan
+        case .timestamp?:
+            cur.skipSpace()
+            let start = cur.pos
+            o.timestamp = try cur.numberOrNumericString() ?? .nan
+            // Only a plain number can be recognised again by `unchanged` (not "123", not null).
+            let first = cur.base[start]
+            o.timestampValue = first == 0x2D || first &- 0x30 < 10 ? start..<cur.pos : 0..<0
         case .values?:
             // Legacy stats: the values object holds the fields.
             if try cur.peek() == 0x7B {
@@ -327,6 +410,7 @@ struct StatsScanner {
             state.objects.values.formIndex(after: &i)
         }
         state.t = newT
+        state.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
         c.pos = endPos
         chains[key] = state
         return state
