@@ -172,21 +172,40 @@ public struct CallMaterial: Sendable, Equatable {
         normalize()
     }
 
-    /// Sorts by time and drops exact repeats (the same record read twice).
+    /// Sorts by time and drops exact repeats (the same record read twice). Material that is
+    /// already in order (records arrive in order, and the analyser normalises more than once)
+    /// is checked in one pass and left untouched, so it is not copied.
     public mutating func normalize() {
-        snapshots.sort { ($0.ts, $0.peerConnection, $0.source) < ($1.ts, $1.peerConnection, $1.source) }
-        var kept: [Snapshot] = []
-        kept.reserveCapacity(snapshots.count)
-        for s in snapshots {
-            if let last = kept.last, last.ts == s.ts, last.peerConnection == s.peerConnection, last.source == s.source {
-                continue
+        let snapshotKey = { (s: Snapshot) in (s.ts, s.peerConnection, s.source) }
+        if !CallMaterial.strictlyIncreasing(snapshots, by: snapshotKey, <) {
+            snapshots.sort { snapshotKey($0) < snapshotKey($1) }
+            var kept: [Snapshot] = []
+            kept.reserveCapacity(snapshots.count)
+            for s in snapshots {
+                if let last = kept.last, last.ts == s.ts, last.peerConnection == s.peerConnection, last.source == s.source {
+                    continue
+                }
+                kept.append(s)
             }
-            kept.append(s)
+            snapshots = kept
         }
-        snapshots = kept
-        events.sort { ($0.ts, $0.kind, $0.action, $0.type, $0.detailJSON) < ($1.ts, $1.kind, $1.action, $1.type, $1.detailJSON) }
-        var uniqueEvents: [CallEvent] = []
-        for e in events where uniqueEvents.last != e { uniqueEvents.append(e) }
-        events = uniqueEvents
+        let eventKey = { (e: CallEvent) in (e.ts, e.kind, e.action, e.type, e.detailJSON) }
+        if !CallMaterial.strictlyIncreasing(events, by: eventKey, <) {
+            events.sort { eventKey($0) < eventKey($1) }
+            var uniqueEvents: [CallEvent] = []
+            for e in events where uniqueEvents.last != e { uniqueEvents.append(e) }
+            events = uniqueEvents
+        }
+    }
+
+    private static func strictlyIncreasing<T, K>(_ items: [T], by key: (T) -> K, _ less: (K, K) -> Bool) -> Bool {
+        guard items.count > 1 else { return true }
+        var previous = key(items[0])
+        for i in 1..<items.count {
+            let k = key(items[i])
+            guard less(previous, k) else { return false }
+            previous = k
+        }
+        return true
     }
 }
