@@ -209,6 +209,12 @@ struct LogSizeBench: ParsableCommand {
                 table.rows.append([String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
                                    "-\(level)", "\(bytes)"] + perMinute(bytes, firstBytes))
             }
+            // Our deltas with member names replaced by numbers (each new name written once, in
+            // the record that first uses it): measured to decide whether the format should do it.
+            let numbered = try NumberedNames.bytes(kept, level: 9)
+            let numberedFirsts = try NumberedNames.bytes(firsts, level: 9)
+            table.rows.append([String(format: "%.0f s", period / 1000), "deltas, numbered names (not written)", "long, flushed",
+                               "-9", "\(numbered)"] + perMinute(numbered, numberedFirsts))
             for level: Int32 in [3, 9] {
                 let bytes = RtcstatsV3Method.bytes(kept, level: level)
                 let firstBytes = RtcstatsV3Method.bytes(firsts, level: level)
@@ -221,6 +227,58 @@ struct LogSizeBench: ParsableCommand {
         print("after 1st snapshot: per minute of a long call (each peer connection's first, full snapshot taken out).")
         print("rtcstats v3 method: changed members only, certificates and obsolete members dropped, numbered ids and names;")
         print("for comparison on the same data (it cannot restore the snapshots exactly).")
+    }
+}
+
+/// The collector's delta records with every member name (not ids, not values) replaced by a
+/// number, and the name table written as it grows: what numbering names would save.
+enum NumberedNames {
+    static func bytes(_ records: [LogRecord], level: Int32) throws -> Int {
+        var encoder = StatsDeltaEncoder()
+        var names: [String: Int] = [:]
+        var transformed: [LogRecord] = []
+        for r in records where r.kind == .stats {
+            var fresh: [JSONValue] = []
+            func number(_ name: String) -> String {
+                if let n = names[name] { return String(n) }
+                names[name] = names.count
+                fresh.append(.string(name))
+                return String(names.count - 1)
+            }
+            func renamed(_ o: JSONObject) -> JSONObject {
+                var out = JSONObject()
+                for e in o.entries {
+                    let value: JSONValue = if case .object(let inner) = e.value { .object(renamed(inner)) } else { e.value }
+                    out.entries.append((key: e.key == "id" ? "id" : number(e.key), value: value))
+                }
+                return out
+            }
+            /// `{id: {name: value}}` sections: ids stay, names become numbers.
+            func renamedByID(_ v: JSONValue?) -> JSONValue? {
+                guard case .object(let byID)? = v else { return v }
+                var out = JSONObject()
+                for e in byID.entries {
+                    switch e.value {
+                    case .object(let o): out.entries.append((key: e.key, value: .object(renamed(o))))
+                    case .array(let a): out.entries.append((key: e.key, value: .array(a.map { $0.stringValue.map { .string(number($0)) } ?? $0 })))
+                    default: out.entries.append(e)
+                    }
+                }
+                return .object(out)
+            }
+            var out = encoder.encode(r)
+            if case .array(let report)? = out["report"] {
+                out.body["report"] = .array(report.map { $0.objectValue.map { .object(renamed($0)) } ?? $0 })
+            }
+            if case .object(var d)? = out["delta"] {
+                for section in ["set", "inc", "unset"] { if let v = d[section] { d[section] = renamedByID(v) } }
+                if case .array(let put)? = d["put"] { d["put"] = .array(put.map { $0.objectValue.map { .object(renamed($0)) } ?? $0 }) }
+                out.body["delta"] = .object(d)
+            }
+            if !fresh.isEmpty { out.body["names"] = .array(fresh) }
+            transformed.append(out)
+        }
+        return try LogSizeMeasure.write(transformed, delta: false, framePerFlush: false, level: level)
     }
 }
 
