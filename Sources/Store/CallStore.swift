@@ -15,7 +15,9 @@ import Darwin
 public final class CallStore {
     public let db: Database
     private var lockFD: Int32 = -1
-    private var insertStatements: [String: String] = [:]
+    /// The inserts that run for every call, stream, interval, event and finding, prepared once
+    /// and held here: finding a cached statement by its SQL text hashed that text for every row.
+    private var inserts: [Insert: Statement] = [:]
 
     public init(path: String, forWriting: Bool = true) throws {
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
@@ -144,27 +146,49 @@ public final class CallStore {
         for s in analysis.streams { try insertStream(s) }
         for i in analysis.intervals { try insertInterval(i) }
         for e in analysis.events {
-            try db.run("INSERT INTO events(call_id, ts, kind, action, type, detail) VALUES (?, ?, ?, ?, ?, ?)",
-                       [e.callID.sqlValue, e.ts.sqlValue, e.kind.sqlValue, e.action.sqlValue, e.type.sqlValue, e.detailJSON.sqlValue])
+            try insert(.event, [e.callID.sqlValue, e.ts.sqlValue, e.kind.sqlValue, e.action.sqlValue, e.type.sqlValue, e.detailJSON.sqlValue])
         }
         for f in analysis.findings {
-            try db.run("""
+            try insert(.finding, [f.callID.sqlValue, f.code.sqlValue, f.severity.rawValue.sqlValue, f.startTs.sqlValue,
+                                  f.durationMs.sqlValue, f.streamID.sqlValue, f.value.sqlValue, f.detail.sqlValue])
+        }
+        if let material { try insert(.material, [.text(id), .blob(material)]) }
+    }
+
+    private enum Insert: Hashable {
+        case call, stream, interval, event, finding, material
+
+        /// Full-row inserts list every column in table order.
+        func sql(columns: Int) -> String {
+            switch self {
+            case .call: Insert.values("calls", columns)
+            case .stream: Insert.values("streams", columns)
+            case .interval: Insert.values("intervals", columns)
+            case .event: "INSERT INTO events(call_id, ts, kind, action, type, detail) VALUES (?, ?, ?, ?, ?, ?)"
+            case .finding: """
                 INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, [f.callID.sqlValue, f.code.sqlValue, f.severity.rawValue.sqlValue, f.startTs.sqlValue,
-                      f.durationMs.sqlValue, f.streamID.sqlValue, f.value.sqlValue, f.detail.sqlValue])
+                """
+            case .material: "INSERT INTO call_material(call_id, material) VALUES (?, ?)"
+            }
         }
-        if let material {
-            try db.run("INSERT INTO call_material(call_id, material) VALUES (?, ?)", [.text(id), .blob(material)])
+
+        static func values(_ table: String, _ count: Int) -> String {
+            "INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: count).joined(separator: ", ")))"
         }
     }
 
-    /// `INSERT INTO table VALUES (?, …)`, built once per table: inserts run for every interval row.
-    private func insertSQL(_ table: String, _ count: Int) -> String {
-        if let sql = insertStatements[table] { return sql }
-        let sql = "INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: count).joined(separator: ", ")))"
-        insertStatements[table] = sql
-        return sql
+    private func insert(_ kind: Insert, _ values: [SQLValue]) throws {
+        let statement: Statement
+        if let prepared = inserts[kind] {
+            prepared.reset()
+            statement = prepared
+        } else {
+            statement = try db.statement(kind.sql(columns: values.count))
+            inserts[kind] = statement
+        }
+        try statement.bind(values)
+        while try statement.step() {}
     }
 
     private func insertCall(_ c: CallSummary, complete: Bool) throws {
@@ -183,7 +207,7 @@ public final class CallStore {
             c.sdkQualityMean.sqlValue, c.sdkQualityMin.sqlValue, c.clockSkewMs.sqlValue,
             c.grade.rawValue.sqlValue, c.gradeReason.sqlValue, c.findingCount.sqlValue, complete.sqlValue,
         ]
-        try db.run(insertSQL("calls", values.count), values)
+        try insert(.call, values)
     }
 
     private func insertStream(_ s: StreamSummary) throws {
@@ -196,7 +220,7 @@ public final class CallStore {
             s.fpsMean.sqlValue, s.widthMax.sqlValue, s.heightMax.sqlValue, s.freezeCount.sqlValue, s.freezeMs.sqlValue,
             s.videoScoreMean.sqlValue, s.qualityLimitation.sqlValue, s.counterResets.sqlValue,
         ]
-        try db.run(insertSQL("streams", values.count), values)
+        try insert(.stream, values)
     }
 
     private func insertInterval(_ i: IntervalMetrics) throws {
@@ -208,7 +232,7 @@ public final class CallStore {
             i.fps.sqlValue, i.width.sqlValue, i.height.sqlValue, i.freezeCount.sqlValue, i.freezeMs.sqlValue,
             i.videoScore.sqlValue, i.qualityLimitation.sqlValue,
         ]
-        try db.run(insertSQL("intervals", values.count), values)
+        try insert(.interval, values)
     }
 
     // MARK: - Summary figures
