@@ -201,7 +201,7 @@ public final class AnalyzeRun {
         if callsInRun.count != progress.callsWritten {
             grades = [:]
             for id in callsInRun {
-                if let g = try store.db.scalar("SELECT grade FROM calls WHERE call_id = ?", [.text(id)])?.string,
+                if let g = try store.db.scalar("SELECT grade FROM calls WHERE call_id = ?", [.text(id)], cached: true)?.string,
                    let grade = Grade(rawValue: g) { grades[grade, default: 0] += 1 }
             }
         }

@@ -96,7 +96,7 @@ public final class CallStore {
 
     /// The path under which content with this fingerprint was already ingested, if any.
     public func ingestedPath(fingerprint: String) throws -> String? {
-        try db.scalar("SELECT path FROM ingested_files WHERE fingerprint = ?", [.text(fingerprint)])?.string
+        try db.scalar("SELECT path FROM ingested_files WHERE fingerprint = ?", [.text(fingerprint)], cached: true)?.string
     }
 
     public func recordIngested(_ f: FileEntry, at now: Int64) throws {
@@ -118,14 +118,14 @@ public final class CallStore {
     }
 
     public func storedCall(_ callID: String) throws -> StoredCall? {
-        guard let row = try db.rows("SELECT complete, start_ts, end_ts FROM calls WHERE call_id = ?", [.text(callID)]).first else {
-            if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)]) {
+        guard let row = try db.rows("SELECT complete, start_ts, end_ts FROM calls WHERE call_id = ?", [.text(callID)], cached: true).first else {
+            if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)], cached: true) {
                 return StoredCall(complete: false, startTs: 0, endTs: 0, material: m)
             }
             return nil
         }
         var material: [UInt8]?
-        if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)]) {
+        if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)], cached: true) {
             material = m
         }
         return StoredCall(complete: row[0].int64 == 1, startTs: row[1].int64 ?? 0, endTs: row[2].int64 ?? 0, material: material)

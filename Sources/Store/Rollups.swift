@@ -32,7 +32,7 @@ extension CallStore {
         let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
         let rows = try db.rows(
             "SELECT grade, duration_ms, \(dims), \(metrics) FROM calls WHERE start_ts >= ? AND start_ts < ?",
-            [.integer(start), .integer(start + length)])
+            [.integer(start), .integer(start + length)], cached: true)
         guard !rows.isEmpty else { return }
 
         let dimCount = Schema.rollupDimensions.count

@@ -68,9 +68,10 @@ public final class Database {
         while try s.step() {}
     }
 
-    /// All rows of a query, as values.
-    public func rows(_ sql: String, _ values: [SQLValue] = []) throws -> [[SQLValue]] {
-        let s = try Statement(db: self, sql: sql)
+    /// All rows of a query, as values. `cached`: the statement is prepared once per connection
+    /// (for queries that run per call; preparing costs more than a small query itself).
+    public func rows(_ sql: String, _ values: [SQLValue] = [], cached: Bool = false) throws -> [[SQLValue]] {
+        let s = cached ? try statement(sql) : try Statement(db: self, sql: sql)
         try s.bind(values)
         var out: [[SQLValue]] = []
         while try s.step() { out.append((0..<s.columnCount).map { s.value($0) }) }
@@ -78,8 +79,8 @@ public final class Database {
     }
 
     /// The first column of the first row, if any.
-    public func scalar(_ sql: String, _ values: [SQLValue] = []) throws -> SQLValue? {
-        try rows(sql, values).first?.first
+    public func scalar(_ sql: String, _ values: [SQLValue] = [], cached: Bool = false) throws -> SQLValue? {
+        try rows(sql, values, cached: cached).first?.first
     }
 
     public func transaction<T>(_ body: () throws -> T) throws -> T {
