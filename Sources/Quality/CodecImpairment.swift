@@ -80,6 +80,12 @@ public struct CodecImpairment: Sendable, Equatable, Hashable {
     /// endpoints almost always run. Returns nil for unknown codecs and for non-speech payloads
     /// (telephone-event, CN, RED), which must be resolved to the primary codec by the caller.
     public static func lookup(_ codecName: String) -> CodecImpairment? {
+        // The names browsers and SDKs send, as they send them (this runs for every interval).
+        switch codecName {
+        case "opus", "audio/opus": return .opus
+        case "PCMU", "PCMA", "audio/PCMU", "audio/PCMA": return .g711WithPLC
+        default: break
+        }
         let parts = codecName.lowercased().split(separator: "/", omittingEmptySubsequences: true)
         guard var name = parts.first.map(String.init) else { return nil }
         if name == "audio" {
