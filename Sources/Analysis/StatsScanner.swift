@@ -153,18 +153,25 @@ struct StatsScanner {
             cur.skipSpace()
             let objectStart = cur.pos
             var timestampValue: Range<Int> = 0..<0
+            var kept = false
             if position < previousSpans.count, position < previousOrder.count,
                let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart) {
                 // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
-                // the chain's copy is already right.
+                // the chain's copy is already right, unless this report already wrote that id
+                // (a duplicate: then it is read, so that the last one wins as in a fresh read).
                 let id = previousOrder[position]
-                order.append(id)
-                timestamp = unchanged.timestamp
-                timestampValue = unchanged.range
-                if let index = state.objects.index(forKey: id) {
-                    state.objects.values[index].keep(timestamp: timestamp, generation: generation)
+                let index = state.objects.index(forKey: id)
+                if let index, state.objects.values[index].generation == generation {
+                    cur.pos = objectStart
+                } else {
+                    kept = true
+                    order.append(id)
+                    timestamp = unchanged.timestamp
+                    timestampValue = unchanged.range
+                    if let index { state.objects.values[index].keep(timestamp: timestamp, generation: generation) }
                 }
-            } else if let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
+            }
+            if !kept, let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
                 // Objects that start with their id (all that browsers and SDKs write): an object
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
@@ -179,7 +186,7 @@ struct StatsScanner {
                     timestampValue = object.timestampValue
                     if object.type != .other { state.objects[id] = object.copy() }
                 }
-            } else {
+            } else if !kept {
                 var id: String?
                 object.reset()
                 try StatsScanner.readObject(&cur, into: &object, id: &id)

@@ -51,6 +51,12 @@ final class ScannerTests: XCTestCase {
                                              untimed.replacingOccurrences(of: #","selectedCandidatePairId":"P1""#, with: "")])),
             // Objects reordered: positions no longer match, every object is read again.
             ("reordered", report("12000", [inbound, candidate, untimed, certificate])),
+            // The same id twice: the last one wins, as in a fresh read, also when only the first
+            // changed since the previous report.
+            ("duplicate id", report("12500", [inbound, candidate, untimed, certificate,
+                                              inbound.replacingOccurrences(of: "100", with: "300")])),
+            ("duplicate id, first changed", report("12600", [inbound.replacingOccurrences(of: "100", with: "200"), candidate,
+                                                             untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
             ("dropped", report("13000", [inbound, untimed])),
             ("timestamps only again", report("14000", [inbound, untimed])),
         ]
