@@ -49,6 +49,11 @@ public final class CallStatsAgent: @unchecked Sendable {
         public var compressionLevel: Int32 = 9
         /// Rewrites IP addresses before anything is written; nil writes them unchanged.
         public var pseudonymizer: Pseudonymizer?
+        /// Writes only these members of each statistics object; nil (the default) writes the
+        /// SDK's report whole. `StatsMemberFilter(keeping: StatsMemberFilter.essential)` makes
+        /// logs about 40 % smaller and keeps everything `callstats analyze` reads
+        /// (`callstats bench log-size`); what is dropped cannot be recovered later.
+        public var statsMembers: StatsMemberFilter?
         /// File names start with this (`calls-20251121T121850123Z-0001.ndjson.zst`).
         public var filePrefix = "calls"
 
@@ -106,7 +111,8 @@ public final class CallStatsAgent: @unchecked Sendable {
             fileBytes: configuration.fileBytes, fileAgeMs: CallStatsAgent.ms(configuration.fileAge),
             diskCapBytes: configuration.diskCap, retryIntervalMs: CallStatsAgent.ms(configuration.retryInterval),
             agentRecordIntervalMs: CallStatsAgent.ms(configuration.lossReportInterval),
-            writerOptions: options, pseudonymizer: configuration.pseudonymizer)
+            writerOptions: options, pseudonymizer: configuration.pseudonymizer,
+            statsMembers: configuration.statsMembers)
         writer = RotatingLogWriter(settings: settings, storage: storage, clock: clock, queue: queue)
         let period = max(1000, min(CallStatsAgent.ms(configuration.retryInterval), 30_000))
         housekeeping = clock.repeating(every: period, on: writerQueue) { [weak self] in self?.writer.tick() }

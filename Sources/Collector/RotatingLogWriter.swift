@@ -19,6 +19,7 @@ final class RotatingLogWriter {
         var agentRecordIntervalMs: Int64
         var writerOptions: LogWriter.Options
         var pseudonymizer: Pseudonymizer?
+        var statsMembers: StatsMemberFilter?
         /// Below this much free space a full disk is not retried (saves opening files that
         /// would fail at once).
         var minimumFreeBytes: Int64 = 256 << 10
@@ -171,6 +172,7 @@ final class RotatingLogWriter {
             guard let report = s.report() else { return nil }
             record = .stats(call: item.call, ts: item.ts, format: s.format, report: report, peerConnection: s.peerConnection)
         }
+        if let f = settings.statsMembers { record = f.apply(to: record) }
         if let p = settings.pseudonymizer { record = p.scrub(record) }
         return record
     }

@@ -215,6 +215,14 @@ struct LogSizeBench: ParsableCommand {
             let numberedFirsts = try NumberedNames.bytes(firsts, level: 9)
             table.rows.append([String(format: "%.0f s", period / 1000), "deltas, numbered names (not written)", "long, flushed",
                                "-9", "\(numbered)"] + perMinute(numbered, numberedFirsts))
+            // The collector's opt-in member filters (`statsMembers`): smaller logs, members dropped.
+            for (name, filter) in [("deltas, essential members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.essential)),
+                                   ("deltas, analysed members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.analysed))] {
+                let bytes = try LogSizeMeasure.write(kept.map(filter.apply), delta: true, framePerFlush: false, level: 9)
+                let firstBytes = try LogSizeMeasure.write(firsts.map(filter.apply), delta: true, framePerFlush: false, level: 9)
+                table.rows.append([String(format: "%.0f s", period / 1000), name, "long, flushed", "-9", "\(bytes)"]
+                                  + perMinute(bytes, firstBytes))
+            }
             for level: Int32 in [3, 9] {
                 let bytes = RtcstatsV3Method.bytes(kept, level: level)
                 let firstBytes = RtcstatsV3Method.bytes(firsts, level: level)
