@@ -45,13 +45,14 @@ struct CollectorBench: ParsableCommand {
         print("snapshots: \(origin)")
         var table = Table(header: ["mode", "snapshots", "caller µs/snapshot", "writer µs/snapshot", "writer snapshots/s",
                                    "KiB per call-minute", "dropped"])
-        let modes: [(String, Pseudonymizer?)] = [
-            ("deltas, zstd 9", nil),
-            ("deltas, zstd 9, IPs pseudonymised", Pseudonymizer(method: .keyedHash(SipHashKey(k0: 0x5EED, k1: 0xC0FFEE)))),
+        let modes: [(String, Pseudonymizer?, StatsMemberFilter?)] = [
+            ("deltas, zstd 9", nil, nil),
+            ("deltas, zstd 9, IPs pseudonymised", Pseudonymizer(method: .keyedHash(SipHashKey(k0: 0x5EED, k1: 0xC0FFEE))), nil),
+            ("deltas, zstd 9, essential members", nil, StatsMemberFilter(keeping: StatsMemberFilter.essential)),
         ]
-        for (name, pseudonymizer) in modes {
-            let l = try measure(load, calls: calls, interval: interval, seconds: seconds, cycle: true, pseudonymizer: pseudonymizer)
-            let s = try measure(size, calls: size.count, interval: 0.02, seconds: nil, cycle: false, pseudonymizer: pseudonymizer)
+        for (name, pseudonymizer, members) in modes {
+            let l = try measure(load, calls: calls, interval: interval, seconds: seconds, cycle: true, pseudonymizer: pseudonymizer, members: members)
+            let s = try measure(size, calls: size.count, interval: 0.02, seconds: nil, cycle: false, pseudonymizer: pseudonymizer, members: members)
             let callMinutes = size.reduce(0.0) { $0 + Double($1.snapshots.count) * $1.periodSeconds / 60 }
             table.rows.append([name, "\(l.counters.snapshotsWritten)", fmt(l.callerMicros), fmt(l.writerMicros),
                                fmt(1e6 / l.writerMicros, 0), fmt(Double(s.counters.bytesWritten) / 1024 / callMinutes),
@@ -103,7 +104,7 @@ struct CollectorBench: ParsableCommand {
 
     /// Runs an agent over `sequences` and returns its counters and per-snapshot costs.
     func measure(_ sequences: [Sequence], calls: Int, interval: Double, seconds: Double?, cycle: Bool,
-                 pseudonymizer: Pseudonymizer?) throws -> Result {
+                 pseudonymizer: Pseudonymizer?, members: StatsMemberFilter?) throws -> Result {
         let dir = NSTemporaryDirectory() + "callstats-bench-collector-\(getpid())-\(UUID().uuidString.prefix(6))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var config = CallStatsAgent.Configuration(directory: dir, app: "bench", appVersion: "1")
@@ -113,6 +114,7 @@ struct CollectorBench: ParsableCommand {
         config.diskCap = 4 << 30
         config.fileBytes = 64 << 20
         config.pseudonymizer = pseudonymizer
+        config.statsMembers = members
         let agent = CallStatsAgent(configuration: config)
         let meter = CallerMeter()
         var recorders = [CallRecorder]()
