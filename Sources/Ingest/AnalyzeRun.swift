@@ -5,8 +5,9 @@ import Store
 
 /// The `analyze` job: reads log files, analyses every call, writes the database.
 ///
-/// Two kinds of threads: readers (one per core by default) each take whole files, decompress
-/// and scan them, and hand finished calls to one writer, the only thread that touches SQLite.
+/// Two kinds of threads: readers (one per core by default) each take whole files (or a share of
+/// the calls of the last few), decompress and scan them, and hand finished calls to one writer,
+/// the only thread that touches SQLite.
 /// Memory stays bounded: a reader holds the calls still open in its current file, and the
 /// hand-off queue is bounded, so readers wait when the writer falls behind.
 ///
@@ -24,9 +25,9 @@ public final class AnalyzeRun {
         public var readers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         /// Calls per transaction: large enough to amortise commits, small enough to lose little.
         public var callsPerTransaction = 2_000
-        /// Readers share every file, each taking its share of the calls, instead of taking whole
-        /// files: nil decides by the number of files (few files, or one large one, would leave
-        /// cores idle).
+        /// true: readers share every file, each taking its share of the calls; false: readers
+        /// take whole files only; nil: whole files, and the last few (fewer than the readers)
+        /// shared, so that no core idles at the end.
         public var shareFiles: Bool?
         /// Read files again even when the ledger has them.
         public var force = false
@@ -98,11 +99,18 @@ public final class AnalyzeRun {
         progress.filesTotal = found.count
         progress.filesSkipped = already.count
         let queue = HandOffQueue(capacity: 2_048)
-        // With fewer files than twice the readers, whole files would leave a core idle (one
-        // file: all but one); then every reader reads every file and takes its share of the
-        // calls, decompressing each file once per reader.
-        let share = options.shareFiles ?? (options.readers > 1 && work.count < 2 * options.readers)
-        let readers = share ? max(1, options.readers) : min(options.readers, max(1, work.count))
+        // Readers take whole files, largest first, while there are enough to go round. The last
+        // `count % readers` files (the smallest; all of them when there are fewer files than
+        // readers) would leave a core idle, so every reader reads those and takes its share of
+        // their calls, decompressing each once per reader.
+        work.sort { ($0.fingerprint.size, $1.path) > ($1.fingerprint.size, $0.path) }
+        let sharedCount = switch options.shareFiles {
+        case true?: work.count
+        case false?: 0
+        case nil: options.readers < 2 ? 0 : work.count < options.readers ? work.count : work.count % options.readers
+        }
+        let wholeFiles = Array(work[..<(work.count - sharedCount)]), sharedFiles = Array(work[(work.count - sharedCount)...])
+        let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
         let nextFile = AtomicCounter()
         let config = options.config
         let pseudonymizer = options.pseudonymizer
@@ -111,19 +119,16 @@ public final class AnalyzeRun {
         let group = DispatchGroup()
         for r in 0..<readers {
             group.enter()
-            Thread.detachNewThread { [work] in
+            Thread.detachNewThread {
                 defer { group.leave(); queue.readerFinished() }
-                if share {
-                    for file in work where !queue.isCancelled {
-                        FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), config: config,
-                                         pseudonymizer: pseudonymizer, into: queue)
-                    }
-                    return
-                }
                 while true {
                     let i = nextFile.next()
-                    guard i < work.count, !queue.isCancelled else { return }
-                    FileReading.read(path: work[i].path, fingerprint: work[i].fingerprint, config: config,
+                    guard i < wholeFiles.count, !queue.isCancelled else { break }
+                    FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
+                                     pseudonymizer: pseudonymizer, into: queue)
+                }
+                for file in sharedFiles where !queue.isCancelled {
+                    FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), config: config,
                                      pseudonymizer: pseudonymizer, into: queue)
                 }
             }

@@ -142,6 +142,26 @@ final class IngestTests: XCTestCase {
                        Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
     }
 
+    /// The default split: whole files, then the last `count % readers` files shared.
+    func testWholeFilesThenSharedTailEqualsOneReader() throws {
+        let logs = try simulate(calls: 30, files: 5, seed: 14)  // calls continue across files
+        func run(readers: Int, share: Bool?, _ name: String) throws -> String {
+            var o = AnalyzeRun.Options(paths: [logs.path], database: dir.appendingPathComponent(name).path)
+            o.readers = readers
+            o.shareFiles = share
+            let report = try AnalyzeRun(options: o).run()
+            XCTAssertEqual(report.progress.filesDone, 5, name)
+            let ledger = try CallStore(path: o.database, forWriting: false).db
+                .rows("SELECT path, records, skipped, calls FROM ingested_files ORDER BY path")
+                .map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n")
+            return try dump(o.database) + ledger
+        }
+        let one = try run(readers: 1, share: false, "one.sqlite")
+        XCTAssertEqual(try run(readers: 2, share: nil, "two.sqlite"), one)
+        XCTAssertEqual(try run(readers: 3, share: nil, "three.sqlite"), one)
+        XCTAssertEqual(try run(readers: 7, share: nil, "seven.sqlite"), one)
+    }
+
     func testAgentRecordsAreReadButMakeNoCall() throws {
         let logs = try simulate(calls: 3, files: 1, seed: 5)
         let extra = logs.appendingPathComponent("agent.ndjson").path
