@@ -295,6 +295,20 @@ enum Logs {
         for (id, m) in byCall { out[id] = CallAnalyzer.analyze(m, config: AnalysisConfig()) }
         return out
     }
+
+    /// Fails unless the logs in `dir` analyse to exactly what those in `reference` do.
+    static func assertSameAnalysis(_ dir: String, as reference: String, calls: Set<String>,
+                                   file: StaticString = #filePath, line: UInt = #line) throws {
+        let expected = try analyze(reference), got = try analyze(dir)
+        XCTAssertEqual(Set(expected.keys), calls, file: file, line: line)
+        for (call, e) in expected {
+            let g = try XCTUnwrap(got[call], file: file, line: line)
+            XCTAssertEqual(g.call, e.call, call, file: file, line: line)
+            XCTAssertEqual(g.streams, e.streams, call, file: file, line: line)
+            XCTAssertEqual(g.findings, e.findings, call, file: file, line: line)
+            XCTAssertEqual(g.intervals, e.intervals, call, file: file, line: line)
+        }
+    }
 }
 
 /// The shared Chromium recording's W3C snapshots, or a skip when `../shared/data` is absent.
