@@ -85,7 +85,7 @@ public enum CallAnalyzer {
     }
 }
 
-extension Array where Element == IntervalMetrics {
+extension Collection where Element == IntervalMetrics {
     /// The mean of a metric, each interval weighted by its length; nil when none has it.
     func timeWeightedMean(_ key: (IntervalMetrics) -> Double?) -> Double? {
         var sum = 0.0, weight = 0.0

@@ -21,7 +21,8 @@ enum Findings {
         var counted = -1  // samples up to here are already in the episode's tallies
         for i in xs.indices {
             let lo = max(0, i - config.persistenceWindow + 1)
-            let badInWindow = flags[lo...i].filter(\.bad).count
+            var badInWindow = 0
+            for f in flags[lo...i] where f.bad { badInWindow += 1 }
             if badInWindow >= config.persistenceCount && flags[i].bad {
                 let first = (lo...i).first { flags[$0].bad }!
                 if current == nil { current = (xs[first].startTs, xs[i].endTs, 0, nil) }
@@ -44,14 +45,25 @@ enum Findings {
     /// means the same span of time whatever the sampling period (1 s browsers, 10 s SDKs).
     static func windows(_ xs: [IntervalMetrics], minimumMs: Int64) -> [IntervalMetrics] {
         var out: [IntervalMetrics] = []
-        var group: [IntervalMetrics] = []
-        func flush() {
-            guard let first = group.first, let last = group.last else { return }
+        out.reserveCapacity(xs.count)
+        // The current group is xs[lo..<hi]: a slice, so intervals are not copied (each carries strings).
+        var lo = 0
+        func flush(_ hi: Int) {
+            guard lo < hi else { return }
+            let group = xs[lo..<hi]
+            let first = xs[lo], last = xs[hi - 1]
+            lo = hi
             var w = IntervalMetrics(callID: first.callID, streamID: first.streamID, startTs: first.startTs, endTs: last.endTs)
             func weighted(_ key: (IntervalMetrics) -> Double?) -> Double? { group.timeWeightedMean(key) }
-            let packets = group.compactMap(\.packets), lost = group.compactMap(\.packetsLost)
-            w.packets = packets.isEmpty ? nil : packets.reduce(0, +)
-            w.packetsLost = lost.isEmpty ? nil : lost.reduce(0, +)
+            var packets: Int64?, lost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
+            for x in group {
+                if let p = x.packets { packets = (packets ?? 0) + p }
+                if let l = x.packetsLost { lost = (lost ?? 0) + l }
+                freezeMs += x.freezeMs ?? 0
+                freezeCount += x.freezeCount ?? 0
+            }
+            w.packets = packets
+            w.packetsLost = lost
             if let p = w.packets, let l = w.packetsLost, p + l > 0 {
                 // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
                 w.lossPct = 100 * Double(l) / Double(p + l)
@@ -67,20 +79,22 @@ enum Findings {
             w.mosLQ = weighted(\.mosLQ)
             w.fps = weighted(\.fps)
             w.videoScore = weighted(\.videoScore)
-            w.freezeMs = group.compactMap(\.freezeMs).reduce(0, +)
-            w.freezeCount = group.compactMap(\.freezeCount).reduce(0, +)
-            var byReason: [String: Int64] = [:]
-            for x in group { if let q = x.qualityLimitation { byReason[q, default: 0] += x.endTs - x.startTs } }
-            w.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key
+            w.freezeMs = freezeMs
+            w.freezeCount = freezeCount
+            // The reason that limited the longest time (ties: the first name); a window has few.
+            var byReason: [(reason: String, ms: Int64)] = []
+            for x in group {
+                guard let q = x.qualityLimitation else { continue }
+                if let k = byReason.firstIndex(where: { $0.reason == q }) { byReason[k].ms += x.endTs - x.startTs } else { byReason.append((q, x.endTs - x.startTs)) }
+            }
+            w.qualityLimitation = byReason.max { ($0.ms, $1.reason) < ($1.ms, $0.reason) }?.reason
             out.append(w)
-            group.removeAll()
         }
-        for x in xs {
-            if let last = group.last, x.startTs - last.endTs > minimumMs { flush() }
-            group.append(x)
-            if let first = group.first, x.endTs - first.startTs >= minimumMs { flush() }
+        for i in xs.indices {
+            if i > lo, xs[i].startTs - xs[i - 1].endTs > minimumMs { flush(i) }
+            if xs[i].endTs - xs[lo].startTs >= minimumMs { flush(i + 1) }
         }
-        flush()
+        flush(xs.count)
         return out
     }
 
@@ -165,13 +179,16 @@ enum Findings {
             }
         }
         // One-way audio: inbound audio stalls while outbound audio flows, persistently.
-        let inAudio = intervals.filter { i in streams.contains { $0.streamID == i.streamID && $0.direction == .inbound && $0.kind == .audio } }
-        let outAudio = intervals.filter { i in streams.contains { $0.streamID == i.streamID && $0.direction == .outbound && $0.kind == .audio } }
+        let inAudioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
+        let outAudioIDs = streams.filter { $0.direction == .outbound && $0.kind == .audio }.map(\.streamID)
+        let inAudio = intervals.filter { inAudioIDs.contains($0.streamID) }
+        let outAudio = outAudioIDs.isEmpty ? [] : intervals.filter { outAudioIDs.contains($0.streamID) }
         if !outAudio.isEmpty {
             // Align by interval end: inbound packets received in the same period.
             let flowing = outAudio.sorted { $0.startTs < $1.startTs }.map { o -> IntervalMetrics in
                 var x = o
-                let received = inAudio.filter { $0.endTs > o.startTs && $0.startTs < o.endTs }.reduce(0) { $0 + ($1.packets ?? 0) }
+                var received: Int64 = 0
+                for i in inAudio where i.endTs > o.startTs && i.startTs < o.endTs { received += i.packets ?? 0 }
                 x.packetsLost = received  // reuse: packets received in this period
                 return x
             }
