@@ -137,6 +137,7 @@ public enum SQLValue: Equatable, Sendable, CustomStringConvertible {
 
 /// Conversions so rows can be written as `[x, y, z]` with optionals meaning NULL.
 public protocol SQLConvertible { var sqlValue: SQLValue { get } }
+extension SQLValue: SQLConvertible { public var sqlValue: SQLValue { self } }
 extension Int: SQLConvertible { public var sqlValue: SQLValue { .integer(Int64(self)) } }
 extension Int64: SQLConvertible { public var sqlValue: SQLValue { .integer(self) } }
 extension UInt32: SQLConvertible { public var sqlValue: SQLValue { .integer(Int64(self)) } }
@@ -175,25 +176,39 @@ public final class Statement {
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     public func bind(_ values: [SQLValue]) throws {
-        for (i, v) in values.enumerated() {
-            let idx = Int32(i + 1)
-            let rc: Int32
-            switch v {
-            case .null: rc = sqlite3_bind_null(handle, idx)
-            case .integer(let n): rc = sqlite3_bind_int64(handle, idx, n)
-            case .real(let d): rc = sqlite3_bind_double(handle, idx, d)
-            case .text(var s):
-                // With its length, not as a C string: a value from a log may contain NUL, and cut
-                // there two different call ids ("a\0x", "a\0y") would become the same row.
-                // (A nil pointer would bind NULL: the empty string gets a real one.)
-                rc = s.isEmpty ? sqlite3_bind_text(handle, idx, "", 0, Statement.transient) : s.withUTF8 { utf8 in
-                    utf8.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, idx, $0.baseAddress, Int32($0.count), Statement.transient) }
-                }
-            case .blob(let b):
-                rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, idx, $0.baseAddress, Int32($0.count), Statement.transient) }
+        for (i, v) in values.enumerated() { try bind(v, at: Int32(i + 1)) }
+    }
+
+    /// Binds one parameter (1-based `index`).
+    @inline(__always)
+    public func bind(_ value: SQLValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .integer(let n): rc = sqlite3_bind_int64(handle, index, n)
+        case .real(let d): rc = sqlite3_bind_double(handle, index, d)
+        case .text(var s):
+            // With its length, not as a C string: a value from a log may contain NUL, and cut
+            // there two different call ids ("a\0x", "a\0y") would become the same row.
+            // (A nil pointer would bind NULL: the empty string gets a real one.)
+            rc = s.isEmpty ? sqlite3_bind_text(handle, index, "", 0, Statement.transient) : s.withUTF8 { utf8 in
+                utf8.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
             }
-            guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
+        case .blob(let b):
+            rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
         }
+        guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
+    }
+
+    /// Runs the statement once with a row bound by `body` in parameter order, straight from
+    /// typed values: the hot inserts build no array per row. Every parameter must be bound
+    /// (bindings are not cleared between rows).
+    public func insertRow(_ body: (inout RowBinder) throws -> Void) throws {
+        sqlite3_reset(handle)
+        var row = RowBinder(statement: self)
+        try body(&row)
+        precondition(row.next - 1 == sqlite3_bind_parameter_count(handle), "\(sql): \(row.next - 1) values bound")
+        while try step() {}
     }
 
     /// Advances; true while a row is available.
@@ -226,6 +241,18 @@ public final class Statement {
             return .blob(Array(UnsafeRawBufferPointer(start: p, count: n)))
         default: return .null
         }
+    }
+}
+
+/// Binds a row's values in parameter order (see `Statement.insertRow`).
+public struct RowBinder {
+    let statement: Statement
+    fileprivate(set) var next: Int32 = 1
+
+    @inline(__always)
+    public mutating func add<T: SQLConvertible>(_ value: T) throws {
+        try statement.bind(value.sqlValue, at: next)
+        next += 1
     }
 }
 
