@@ -284,6 +284,12 @@ public enum EModel {
     ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
     ///   - burstRatio: BurstR, 1 for random loss.
     ///   - codec: Ie and Bpl of the codec.
+    /// `Ro − Is − Id` of the VoIP connection without delay: independent of codec and loss.
+    private static let undelayedBase: Double = {
+        let b = breakdown(EModelParameters.voip(oneWayDelayMs: 0, codec: CodecImpairment.opus, packetLossPercent: 0, burstRatio: 1))
+        return b.basicSignalToNoise - b.simultaneousImpairment - b.delayImpairment
+    }()
+
     public static func voip(
         oneWayDelayMs: Double,
         packetLossPercent: Double,
@@ -294,12 +300,10 @@ public enum EModel {
             oneWayDelayMs: oneWayDelayMs, codec: codec,
             packetLossPercent: packetLossPercent, burstRatio: burstRatio)
         let full = breakdown(parameters)
-        // Listening quality: the same connection with zero delay (Ta = T = Tr = 0).
-        var undelayed = parameters
-        undelayed.absoluteDelayMs = 0
-        undelayed.echoPathDelayMs = 0
-        undelayed.roundTripDelayMs = 0
-        let listening = rating(undelayed)
+        // Listening quality: the same connection with zero delay (Ta = T = Tr = 0). Without delay
+        // only Ie,eff varies, so the rest is computed once; the sum is evaluated in the order
+        // `breakdown` uses, so the result is the same double as `rating(undelayed)`.
+        let listening = undelayedBase - full.effectiveEquipmentImpairment + parameters.advantageFactor
         let simplified = simplifiedRating(
             oneWayDelayMs: oneWayDelayMs, effectiveEquipmentImpairment: full.effectiveEquipmentImpairment)
         return VoIPQuality(

@@ -46,6 +46,18 @@ final class EModelTests: XCTestCase {
         }
     }
 
+    /// `voip` computes the listening rating from a constant for the undelayed connection: it must
+    /// be exactly the rating of that connection computed in full, for every codec and loss.
+    func testListeningRatingIsTheUndelayedConnectionsRating() {
+        for codec in CodecImpairment.all {
+            for (loss, burst) in [(0.0, 1.0), (0.7, 1.0), (3.2, 1.6), (17.5, 4.0), (100, 1)] {
+                let q = EModel.voip(oneWayDelayMs: 137.25, packetLossPercent: loss, burstRatio: burst, codec: codec)
+                let undelayed = EModelParameters.voip(oneWayDelayMs: 0, codec: codec, packetLossPercent: loss, burstRatio: burst)
+                XCTAssertEqual(q.listeningRating.bitPattern, EModel.rating(undelayed).bitPattern, "\(codec) at \(loss) %")
+            }
+        }
+    }
+
     func testEchoFreeDelayLeavesOnlyIdd() {
         var p = EModelParameters()
         p.absoluteDelayMs = 150
