@@ -1,159 +1,206 @@
 import CallLog
 
+/// Stream ids and codec names, made once per stream rather than once per snapshot (they are
+/// the same strings every time; building them cost more than the rest of a reading).
+struct StreamNames {
+    private struct Key: Hashable {
+        var pc: String
+        var inbound: Bool
+        var kind: MediaKind
+        var ssrc: UInt32
+    }
+
+    private struct CodecKey: Hashable {
+        var kind: MediaKind
+        var name: String
+    }
+
+    private var ids: [Key: String] = [:]
+    private var codecs: [CodecKey: String] = [:]
+
+    /// `pc:direction:kind:ssrc`, the id a stream has in the database.
+    mutating func id(pc: String, inbound: Bool, kind: MediaKind, ssrc: UInt32) -> String {
+        let key = Key(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc)
+        if let known = ids[key] { return known }
+        let id = "\(pc):\(inbound ? "inbound" : "outbound"):\(kind.rawValue):\(ssrc)"
+        if ids.count > 10_000 { ids.removeAll() }  // bounded: an ingestor sees many calls
+        ids[key] = id
+        return id
+    }
+
+    /// A legacy codec name as a MIME type, `kind/name`.
+    mutating func googCodec(kind: MediaKind, name: String) -> String {
+        let key = CodecKey(kind: kind, name: name)
+        if let known = codecs[key] { return known }
+        let codec = "\(kind.rawValue)/\(name)"
+        if codecs.count > 1_000 { codecs.removeAll() }
+        codecs[key] = codec
+        return codec
+    }
+}
+
 /// Turns a chain's state after a snapshot into stream readings, per dialect.
 enum Readings {
-    static func snapshot(_ state: ChainState, key: StatsChainKey, ts: Int64) -> Snapshot {
+    static func snapshot(_ state: ChainState, key: StatsChainKey, ts: Int64, names: inout StreamNames) -> Snapshot {
         let pc = key.peerConnection.isEmpty ? "pc" : key.peerConnection
         if key.format == "goog" {
             return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "goog",
-                            streams: goog(state, pc: pc), pair: googPair(state))
+                            streams: goog(state, pc: pc, names: &names), pair: googPair(state))
         }
         return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "w3c",
-                        streams: w3c(state, pc: pc), pair: w3cPair(state))
+                        streams: w3c(state, pc: pc, names: &names), pair: w3cPair(state))
     }
 
-    private static func kind(_ o: StatObject) -> MediaKind? {
-        switch o[.kind] ?? o[.mediaType] {
+    private static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
+        switch s.str(i, .kind) ?? s.str(i, .mediaType) {
         case "audio": .audio
         case "video": .video
         default: nil
         }
     }
 
-    private static func w3c(_ s: ChainState, pc: String) -> [StreamReading] {
-        // Positions in `s.objects`, not copies: this runs for every snapshot of every call.
-        var remoteInbound: [UInt32: Dictionary<String, StatObject>.Index] = [:]
-        var rtp: [Dictionary<String, StatObject>.Index] = []
-        var pathRTTIndex: (index: Dictionary<String, StatObject>.Index, audio: Bool, ssrc: UInt32)?
-        var i = s.objects.startIndex
-        while i != s.objects.endIndex {
-            let o = s.objects.values[i]
-            if o.type == .inboundRTP || o.type == .outboundRTP {
+    private static func w3c(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
+        // Objects are read where they lie (by slot), never copied: this runs for every snapshot.
+        var remoteInbound: [UInt32: ChainState.Slot] = [:]
+        var rtp: [ChainState.Slot] = []
+        var pathRTT: (slot: ChainState.Slot, audio: Bool, ssrc: UInt32)?
+        for i in s.objects.indices {
+            let type = s.type(i)
+            if type == .inboundRTP || type == .outboundRTP {
                 rtp.append(i)
-            } else if o.type == .remoteInbound, let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) {
+            } else if type == .remoteInbound, let ssrc = UInt32(ssrc: s.num(i, .ssrc)) {
                 remoteInbound[ssrc] = i
                 // RTCP RTT of the connection: from what the remote reports about our audio (else
                 // video); the lowest SSRC when there are several, so the choice is repeatable.
-                let audio = kind(o) == .audio
-                let better = pathRTTIndex.map { audio != $0.audio ? audio : ssrc < $0.ssrc } ?? true
-                if better { pathRTTIndex = (i, audio, ssrc) }
+                let audio = kind(s, i) == .audio
+                let better = pathRTT.map { audio != $0.audio ? audio : ssrc < $0.ssrc } ?? true
+                if better { pathRTT = (i, audio, ssrc) }
             }
-            s.objects.formIndex(after: &i)
         }
-        let pathRTT = pathRTTIndex.map { s.objects.values[$0.index] }
         var out: [StreamReading] = []
-        rtp.sort { s.objects.keys[$0] < s.objects.keys[$1] }
-        for index in rtp {
-            let o = s.objects.values[index]
-            guard let k = kind(o), let ssrc = o[.ssrc].flatMap(UInt32.init(ssrc:)) else { continue }
-            let inbound = o.type == .inboundRTP
-            var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
+        out.reserveCapacity(rtp.count)
+        if rtp.count > 1 { rtp.sort { s.objects.keys[$0] < s.objects.keys[$1] } }
+        for o in rtp {
+            guard let k = kind(s, o), let ssrc = UInt32(ssrc: s.num(o, .ssrc)) else { continue }
+            let inbound = s.type(o) == .inboundRTP
+            var r = StreamReading(streamID: names.id(pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
-            if let codecID = o[.codecId], let codec = s.objects[codecID] {
-                r.codec = codec[.mimeType]
-                r.clockRate = codec[.clockRate] ?? .nan
+            if let codecID = s.str(o, .codecId), let codec = s.slot(codecID) {
+                r.codec = s.str(codec, .mimeType)
+                r.clockRate = s.num(codec, .clockRate)
             }
             if inbound {
-                r.packets = o[.packetsReceived] ?? .nan
-                r.bytes = o[.bytesReceived] ?? .nan
-                r.lost = o[.packetsLost] ?? .nan
-                r.jitterMs = (o[.jitter] ?? .nan) * 1000
-                if let c = o[.concealedSamples] { r.audibleConcealed = c - (o[.silentConcealedSamples] ?? 0) }
-                r.totalSamples = o[.totalSamplesReceived] ?? .nan
-                r.concealmentEvents = o[.concealmentEvents] ?? .nan
-                r.jitterBufferDelay = o[.jitterBufferDelay] ?? .nan
-                r.jitterBufferEmitted = o[.jitterBufferEmittedCount] ?? .nan
-                r.frames = o[.framesDecoded] ?? .nan
-                r.freezeCount = o[.freezeCount] ?? .nan
-                r.freezeSeconds = o[.totalFreezesDuration] ?? .nan
-                r.pauseSeconds = o[.totalPausesDuration] ?? .nan
-                let rtt = pathRTT
-                r.rttMs = (rtt?[.roundTripTime] ?? .nan) * 1000
-                r.rttTotalSeconds = rtt?[.totalRoundTripTime] ?? .nan
-                r.rttCount = rtt?[.roundTripTimeMeasurements] ?? .nan
+                r.packets = s.num(o, .packetsReceived)
+                r.bytes = s.num(o, .bytesReceived)
+                r.lost = s.num(o, .packetsLost)
+                r.jitterMs = s.num(o, .jitter) * 1000
+                let concealed = s.num(o, .concealedSamples)
+                if !concealed.isNaN {
+                    let silent = s.num(o, .silentConcealedSamples)
+                    r.audibleConcealed = concealed - (silent.isNaN ? 0 : silent)
+                }
+                r.totalSamples = s.num(o, .totalSamplesReceived)
+                r.concealmentEvents = s.num(o, .concealmentEvents)
+                r.jitterBufferDelay = s.num(o, .jitterBufferDelay)
+                r.jitterBufferEmitted = s.num(o, .jitterBufferEmittedCount)
+                r.frames = s.num(o, .framesDecoded)
+                r.freezeCount = s.num(o, .freezeCount)
+                r.freezeSeconds = s.num(o, .totalFreezesDuration)
+                r.pauseSeconds = s.num(o, .totalPausesDuration)
+                if let rtt = pathRTT?.slot {
+                    r.rttMs = s.num(rtt, .roundTripTime) * 1000
+                    r.rttTotalSeconds = s.num(rtt, .totalRoundTripTime)
+                    r.rttCount = s.num(rtt, .roundTripTimeMeasurements)
+                }
             } else {
-                r.packets = o[.packetsSent] ?? .nan
-                r.bytes = o[.bytesSent] ?? .nan
-                r.frames = o[.framesDecoded] ?? .nan
-                r.qlBandwidth = o[.qlBandwidth] ?? .nan
-                r.qlCPU = o[.qlCPU] ?? .nan
-                r.qlOther = o[.qlOther] ?? .nan
-                r.qualityLimitation = o[.qualityLimitationReason]
-                if let ri = remoteInbound[ssrc].map({ s.objects.values[$0] }) {
-                    r.lost = ri[.packetsLost] ?? .nan
-                    r.jitterMs = (ri[.jitter] ?? .nan) * 1000
-                    r.rttMs = (ri[.roundTripTime] ?? .nan) * 1000
-                    r.rttTotalSeconds = ri[.totalRoundTripTime] ?? .nan
-                    r.rttCount = ri[.roundTripTimeMeasurements] ?? .nan
+                r.packets = s.num(o, .packetsSent)
+                r.bytes = s.num(o, .bytesSent)
+                r.frames = s.num(o, .framesDecoded)
+                r.qlBandwidth = s.num(o, .qlBandwidth)
+                r.qlCPU = s.num(o, .qlCPU)
+                r.qlOther = s.num(o, .qlOther)
+                r.qualityLimitation = s.str(o, .qualityLimitationReason)
+                if let ri = remoteInbound[ssrc] {
+                    r.lost = s.num(ri, .packetsLost)
+                    r.jitterMs = s.num(ri, .jitter) * 1000
+                    r.rttMs = s.num(ri, .roundTripTime) * 1000
+                    r.rttTotalSeconds = s.num(ri, .totalRoundTripTime)
+                    r.rttCount = s.num(ri, .roundTripTimeMeasurements)
                 }
             }
-            r.fps = o[.framesPerSecond] ?? .nan
-            r.width = o[.frameWidth] ?? .nan
-            r.height = o[.frameHeight] ?? .nan
+            r.fps = s.num(o, .framesPerSecond)
+            r.width = s.num(o, .frameWidth)
+            r.height = s.num(o, .frameHeight)
             out.append(r)
         }
         return out
     }
 
     private static func w3cPair(_ s: ChainState) -> PairReading? {
-        var pair: StatObject?
-        if let id = s.objects.values.first(where: { $0.type == .transport })?[.selectedCandidatePairId] {
-            pair = s.objects[id]
+        var pair: ChainState.Slot?
+        if let transport = s.objects.indices.first(where: { s.type($0) == .transport }),
+           let id = s.str(transport, .selectedCandidatePairId) {
+            pair = s.slot(id)
         }
         if pair == nil {
-            pair = s.objects.values.filter { $0.type == .candidatePair && $0[.nominated] == "true" && $0[.state] == "succeeded" }
-                .max { ($0[.responsesReceived] ?? 0) < ($1[.responsesReceived] ?? 0) }
+            // The nominated, succeeded pair with the most responses (first of equals).
+            var best = -Double.infinity
+            for i in s.objects.indices where s.type(i) == .candidatePair {
+                if s.str(i, .nominated) == "true", s.str(i, .state) == "succeeded" {
+                    let responses = s.num(i, .responsesReceived)
+                    let n = responses.isNaN ? 0 : responses
+                    if pair == nil || n > best { pair = i; best = n }
+                }
+            }
         }
         guard let p = pair else { return nil }
         var r = PairReading()
-        r.rttMs = (p[.currentRoundTripTime] ?? .nan) * 1000
-        if let l = p[.localCandidateId].flatMap({ s.objects[$0] }) {
-            r.localType = l[.candidateType]
-            r.transport = l[.protocolName]
-            r.relayProtocol = l[.relayProtocol]
-            r.networkType = l[.networkType]
+        r.rttMs = s.num(p, .currentRoundTripTime) * 1000
+        if let l = s.str(p, .localCandidateId).flatMap(s.slot) {
+            r.localType = s.str(l, .candidateType)
+            r.transport = s.str(l, .protocolName)
+            r.relayProtocol = s.str(l, .relayProtocol)
+            r.networkType = s.str(l, .networkType)
         }
-        if let rc = p[.remoteCandidateId].flatMap({ s.objects[$0] }) { r.remoteType = rc[.candidateType] }
+        if let rc = s.str(p, .remoteCandidateId).flatMap(s.slot) { r.remoteType = s.str(rc, .candidateType) }
         return r
     }
 
-    private static func goog(_ s: ChainState, pc: String) -> [StreamReading] {
+    private static func goog(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
         var out: [StreamReading] = []
-        var ssrcs: [Dictionary<String, StatObject>.Index] = []
-        var i = s.objects.startIndex
-        while i != s.objects.endIndex {
-            if s.objects.values[i].type == .googSSRC { ssrcs.append(i) }
-            s.objects.formIndex(after: &i)
-        }
-        ssrcs.sort { s.objects.keys[$0] < s.objects.keys[$1] }
-        for index in ssrcs {
-            let (id, o) = (s.objects.keys[index], s.objects.values[index])
-            guard let k = kind(o) else { continue }
+        var ssrcs = s.objects.indices.filter { s.type($0) == .googSSRC }
+        if ssrcs.count > 1 { ssrcs.sort { s.objects.keys[$0] < s.objects.keys[$1] } }
+        for o in ssrcs {
+            let id = s.objects.keys[o]
+            guard let k = kind(s, o) else { continue }
             let inbound = id.hasSuffix("_recv")
             guard inbound || id.hasSuffix("_send") else { continue }
-            guard let ssrc = UInt32(ssrc: o[.ssrc] ?? Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
-            var r = StreamReading(streamID: "\(pc):\(inbound ? "inbound" : "outbound"):\(k.rawValue):\(ssrc)",
+            let reported = s.num(o, .ssrc)
+            guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
+            var r = StreamReading(streamID: names.id(pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
-            if let name = o[.googCodecName] { r.codec = "\(k.rawValue)/\(name)" }
-            r.lost = o[.packetsLost] ?? .nan
-            r.jitterMs = o[.googJitterReceived] ?? .nan
+            if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: k, name: name) }
+            r.lost = s.num(o, .packetsLost)
+            r.jitterMs = s.num(o, .googJitterReceived)
             if inbound {
-                r.packets = o[.packetsReceived] ?? .nan
-                r.bytes = o[.bytesReceived] ?? .nan
-                r.plcCalls = o[.googDecodingPLC] ?? .nan
-                r.decodeCalls = o[.googDecodingCTN] ?? .nan
-                r.jitterBufferMs = o[.googJitterBufferMs] ?? .nan
-                r.fps = o[.googFrameRateReceived] ?? .nan
-                r.width = (o[.googFrameWidthReceived] ?? .nan) >= 0 ? (o[.googFrameWidthReceived] ?? .nan) : .nan
-                r.height = (o[.googFrameHeightReceived] ?? .nan) >= 0 ? (o[.googFrameHeightReceived] ?? .nan) : .nan
+                r.packets = s.num(o, .packetsReceived)
+                r.bytes = s.num(o, .bytesReceived)
+                r.plcCalls = s.num(o, .googDecodingPLC)
+                r.decodeCalls = s.num(o, .googDecodingCTN)
+                r.jitterBufferMs = s.num(o, .googJitterBufferMs)
+                r.fps = s.num(o, .googFrameRateReceived)
+                // Negative sizes (-1: unknown) are not measurements; NaN compares false, as before.
+                let width = s.num(o, .googFrameWidthReceived), height = s.num(o, .googFrameHeightReceived)
+                r.width = width >= 0 ? width : .nan
+                r.height = height >= 0 ? height : .nan
             } else {
-                r.packets = o[.packetsSent] ?? .nan
-                r.bytes = o[.bytesSent] ?? .nan
-                r.rttMs = o[.googRtt] ?? .nan
-                r.fps = o[.googFrameRateSent] ?? .nan
-                r.width = o[.googFrameWidthSent] ?? .nan
-                r.height = o[.googFrameHeightSent] ?? .nan
-                if o[.googBandwidthLimitedResolution] == "true" { r.qualityLimitation = "bandwidth" } else if o[.googCpuLimitedResolution] == "true" { r.qualityLimitation = "cpu" } else if k == .video { r.qualityLimitation = "none" }
+                r.packets = s.num(o, .packetsSent)
+                r.bytes = s.num(o, .bytesSent)
+                r.rttMs = s.num(o, .googRtt)
+                r.fps = s.num(o, .googFrameRateSent)
+                r.width = s.num(o, .googFrameWidthSent)
+                r.height = s.num(o, .googFrameHeightSent)
+                if s.str(o, .googBandwidthLimitedResolution) == "true" { r.qualityLimitation = "bandwidth" } else if s.str(o, .googCpuLimitedResolution) == "true" { r.qualityLimitation = "cpu" } else if k == .video { r.qualityLimitation = "none" }
             }
             out.append(r)
         }
@@ -165,12 +212,14 @@ enum Readings {
     }
 
     private static func googPair(_ s: ChainState) -> PairReading? {
-        guard let p = s.objects.values.first(where: { $0.type == .googCandidatePair && $0[.googActiveConnection] == "true" }) else { return nil }
+        guard let i = s.objects.indices.first(where: { s.type($0) == .googCandidatePair && s.str($0, .googActiveConnection) == "true" }) else {
+            return nil
+        }
         var r = PairReading()
-        r.rttMs = p[.googRtt] ?? .nan
-        r.localType = googCandidateType(p[.googLocalCandidateType])
-        r.remoteType = googCandidateType(p[.googRemoteCandidateType])
-        r.transport = p[.googTransportType]
+        r.rttMs = s.num(i, .googRtt)
+        r.localType = googCandidateType(s.str(i, .googLocalCandidateType))
+        r.remoteType = googCandidateType(s.str(i, .googRemoteCandidateType))
+        r.transport = s.str(i, .googTransportType)
         return r
     }
 

@@ -9,6 +9,7 @@ public struct RecordIngestor {
     /// Calls seen in this file and not yet handed on.
     public private(set) var open: [String: CallMaterial] = [:]
     private var lastRTT: [String: Double] = [:]
+    private var names = StreamNames()
     /// When several ingestors read the same file side by side, each takes the calls whose id
     /// hashes to its `index`; records without a readable call id go to index 0.
     private let partition: (index: Int, count: Int)?
@@ -94,7 +95,7 @@ public struct RecordIngestor {
         do throws(StatsScanError) {
             let (key, ts, state) = try scanner.scan(line)
             guard !key.call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
-            open[key.call, default: CallMaterial(callID: key.call)].add(Readings.snapshot(state, key: key, ts: ts))
+            open[key.call, default: CallMaterial(callID: key.call)].add(Readings.snapshot(state, key: key, ts: ts, names: &names))
             return .used(call: key.call, ended: false)
         } catch {
             switch error {

@@ -183,6 +183,18 @@ struct FieldTable {
     }
 }
 
+extension ChainState {
+    /// Where an object lies in `objects`: read through the accessors below, in place (a
+    /// `StatObject` copy retains four arrays).
+    typealias Slot = ObjectTable.Slot
+
+    @inline(__always) func type(_ i: Slot) -> StatType { objects[i].type }
+    /// The number, NaN when the object does not have it.
+    @inline(__always) func num(_ i: Slot, _ f: NumField) -> Double { objects[i].num[f.rawValue] }
+    @inline(__always) func str(_ i: Slot, _ f: StrField) -> String? { objects[i].str[f.rawValue] }
+    @inline(__always) func slot(_ id: String) -> Slot? { objects.index(forKey: id) }
+}
+
 /// One statistics object as the analyser keeps it: only the fields it reads.
 struct StatObject {
     var type: StatType = .other

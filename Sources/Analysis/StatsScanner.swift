@@ -12,7 +12,7 @@ import Darwin
 /// (timestamp advance, prediction from the last change, `set`/`inc`/`unset`/`put`/`del`),
 /// applied to the kept fields only. Prediction applies to top-level numbers, as in the writer.
 struct ChainState {
-    var objects: [String: StatObject] = [:]
+    var objects = ObjectTable()
     /// Counts full reports; objects carry the count of the last report that had them.
     var generation: UInt32 = 0
     var t: Double?
@@ -161,14 +161,14 @@ struct StatsScanner {
                 // (a duplicate: then it is read, so that the last one wins as in a fresh read).
                 let id = previousOrder[position]
                 let index = state.objects.index(forKey: id)
-                if let index, state.objects.values[index].generation == generation {
+                if let index, state.objects[index].generation == generation {
                     cur.pos = objectStart
                 } else {
                     kept = true
                     order.append(id)
                     timestamp = unchanged.timestamp
                     timestampValue = unchanged.range
-                    if let index { state.objects.values[index].keep(timestamp: timestamp, generation: generation) }
+                    if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
                 }
             }
             if !kept, let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
@@ -176,10 +176,10 @@ struct StatsScanner {
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
                 if let index = state.objects.index(forKey: id) {
-                    try StatsScanner.readMembers(&cur, into: &state.objects.values[index], generation: generation)
-                    timestamp = state.objects.values[index].timestamp
-                    timestampValue = state.objects.values[index].timestampValue
-                    if state.objects.values[index].type == .other { state.objects.remove(at: index) }
+                    try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation)
+                    timestamp = state.objects[index].timestamp
+                    timestampValue = state.objects[index].timestampValue
+                    if state.objects[index].type == .other { state.objects.remove(at: index) }
                 } else {
                     try StatsScanner.readMembers(&cur, into: &object, generation: generation)
                     timestamp = object.timestamp
@@ -195,7 +195,7 @@ struct StatsScanner {
                 timestampValue = object.timestampValue
                 if object.type != .other, let id {
                     if let index = state.objects.index(forKey: id) {
-                        state.objects.values[index].assign(object, generation: generation)
+                        state.objects[index].assign(object, generation: generation)
                     } else {
                         var added = object.copy()
                         added.generation = generation
@@ -224,9 +224,7 @@ struct StatsScanner {
         state.reportBytes = previousBytes
         state.spans = spans
         // Objects this report no longer has (rare: renegotiation, candidates gone).
-        if state.objects.values.contains(where: { $0.generation != generation }) {
-            state.objects = state.objects.filter { $0.value.generation == generation }
-        }
+        state.objects.removeAll { $0.generation != generation }
         state.t = best
         chains[key] = state
         return state
@@ -400,22 +398,14 @@ struct StatsScanner {
         // Advance and predict every kept object, remembering its values before prediction:
         // the next prediction is each number's change from them.
         let previousT = state.t
-        var i = state.objects.values.startIndex
-        while i != state.objects.values.endIndex {
-            StatsScanner.advance(&state.objects.values[i], from: previousT, to: newT)
-            state.objects.values.formIndex(after: &i)
-        }
+        for i in state.objects.indices { StatsScanner.advance(&state.objects[i], from: previousT, to: newT) }
         for (section, pos) in sections.sorted(by: { $0.section.rawValue < $1.section.rawValue }) {
             var cur = c
             cur.pos = pos
             try StatsScanner.apply(section, at: &cur, to: &state)
         }
         // The next prediction: each top-level number's change from its value before this delta.
-        i = state.objects.values.startIndex
-        while i != state.objects.values.endIndex {
-            StatsScanner.updateRates(&state.objects.values[i])
-            state.objects.values.formIndex(after: &i)
-        }
+        for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
         state.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
         c.pos = endPos
@@ -475,7 +465,7 @@ struct StatsScanner {
                 let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self))
                 try o.array { a throws(JSONCursor.ScanError) in
                     let name = try a.rawString()
-                    if let index { clear(name, in: &state.objects.values[index]) }
+                    if let index { clear(name, in: &state.objects[index]) }
                 }
             }
         case .set:
@@ -483,7 +473,7 @@ struct StatsScanner {
                 guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
                 var ignored: String?
                 try o.object { m, k throws(JSONCursor.ScanError) in
-                    try readMember(&m, key: k, into: &state.objects.values[index], id: &ignored)
+                    try readMember(&m, key: k, into: &state.objects[index], id: &ignored)
                 }
             }
         case .inc:
@@ -491,8 +481,8 @@ struct StatsScanner {
                 guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
                 try o.object { m, k throws(JSONCursor.ScanError) in
                     let d = try m.numberOrNumericString() ?? 0
-                    if JSONCursor.equals(k, "timestamp") { state.objects.values[index].timestamp += d } else if case .num(let f)? = table.lookup(k) {
-                        state.objects.values[index].num[f.rawValue] += d
+                    if JSONCursor.equals(k, "timestamp") { state.objects[index].timestamp += d } else if case .num(let f)? = table.lookup(k) {
+                        state.objects[index].num[f.rawValue] += d
                     }
                 }
             }

@@ -27,7 +27,7 @@ final class ScannerTests: XCTestCase {
     func assertSame(_ kept: ChainState, _ fresh: ChainState, _ step: String, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(kept.t, fresh.t, step, file: file, line: line)
         XCTAssertEqual(Set(kept.objects.keys), Set(fresh.objects.keys), step, file: file, line: line)
-        for (id, a) in kept.objects {
+        for (id, a) in zip(kept.objects.keys, kept.objects.values) {
             guard let b = fresh.objects[id] else { continue }
             XCTAssertEqual(a.type, b.type, "\(step) \(id)", file: file, line: line)
             XCTAssertEqual(a.timestamp.isNaN ? nil : a.timestamp, b.timestamp.isNaN ? nil : b.timestamp, "\(step) \(id)", file: file, line: line)
