@@ -16,14 +16,17 @@ extension CallMaterial {
         o["events"] = .array(events.map { e in
             .array([.number(Double(e.ts)), .string(e.kind), .string(e.action), .string(e.type), .string(e.detailJSON)])
         })
-        var out: [UInt8] = [CallMaterial.storageVersion]
         var header = [UInt8]()
         JSONValue.object(o).write(to: &header)
-        out.append(u32: UInt32(header.count))
-        out.append(contentsOf: header)
-        out.append(u32: UInt32(snapshots.count))
-        for snap in snapshots { snap.write(to: &out) }
-        return ZstdCompressor.compressFrame(out, level: 1)
+        let out = ByteWriter(capacity: 256 + header.count + snapshots.count * 512)
+        out.u8(CallMaterial.storageVersion)
+        out.u32(UInt32(header.count))
+        header.withUnsafeBytes { out.bytes($0) }
+        out.u32(UInt32(snapshots.count))
+        for snap in snapshots { snap.write(to: out) }
+        var compressed = [UInt8]()
+        ZstdCompressor(level: 1).compress(out.written, .end, into: &compressed)
+        return compressed
     }
 
     static let storageVersion: UInt8 = 2
@@ -71,20 +74,24 @@ extension CallMaterial {
 }
 
 extension Snapshot {
-    func write(to out: inout [UInt8]) {
-        out.append(i64: ts)
-        out.append(f64: statsTs)
-        out.append(string: peerConnection)
-        out.append(string: source)
+    func write(to out: ByteWriter) {
+        out.u64(UInt64(bitPattern: ts))
+        out.f64(statsTs)
+        out.string(peerConnection)
+        out.string(source)
         if let pair {
-            out.append(1)
-            out.append(f64: pair.rttMs)
-            for s in [pair.localType, pair.remoteType, pair.transport, pair.relayProtocol, pair.networkType] { out.append(optional: s) }
+            out.u8(1)
+            out.f64(pair.rttMs)
+            out.optional(pair.localType)
+            out.optional(pair.remoteType)
+            out.optional(pair.transport)
+            out.optional(pair.relayProtocol)
+            out.optional(pair.networkType)
         } else {
-            out.append(0)
+            out.u8(0)
         }
-        out.append(u32: UInt32(streams.count))
-        for s in streams { s.write(to: &out) }
+        out.u32(UInt32(streams.count))
+        for s in streams { s.write(to: out) }
     }
 
     init(reading r: inout ByteReader) throws {
@@ -116,13 +123,13 @@ extension StreamReading {
         \.rttMs, \.rttTotalSeconds, \.rttCount, \.intervalLossPct,
     ]
 
-    func write(to out: inout [UInt8]) {
-        out.append(string: streamID)
-        out.append(direction == .inbound ? 0 : 1)
-        out.append(kind == .audio ? 0 : 1)
-        out.append(u32: ssrc)
-        out.append(optional: codec)
-        out.append(optional: qualityLimitation)
+    func write(to out: ByteWriter) {
+        out.string(streamID)
+        out.u8(direction == .inbound ? 0 : 1)
+        out.u8(kind == .audio ? 0 : 1)
+        out.u32(ssrc)
+        out.optional(codec)
+        out.optional(qualityLimitation)
         // Spelled out rather than through `numbers`: key paths cost a lookup per field, and this
         // runs for every stream of every snapshot.
         let values = (clockRate, packets, bytes, lost, jitterMs, audibleConcealed, totalSamples, concealmentEvents,
@@ -134,8 +141,9 @@ extension StreamReading {
             precondition(v.count == StreamReading.numbers.count)
             var mask: UInt32 = 0
             for i in 0..<v.count where !v[i].isNaN { mask |= 1 << UInt32(i) }
-            out.append(u32: mask)
-            for i in 0..<v.count where !v[i].isNaN { out.append(f64: v[i]) }
+            out.u32(mask)
+            out.reserve(8 * mask.nonzeroBitCount)
+            for i in 0..<v.count where !v[i].isNaN { out.f64(v[i]) }
         }
     }
 
@@ -151,25 +159,81 @@ extension StreamReading {
     }
 }
 
-extension [UInt8] {
-    mutating func append(u32 v: UInt32) { Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) } }
-    mutating func append(i64 v: Int64) { Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) } }
-    mutating func append(f64 v: Double) { append(i64: Int64(bitPattern: v.bitPattern)) }
-    mutating func append(string s: String) {
+/// Builds the stored layout: little-endian numbers, strings as a 16-bit length and their UTF-8
+/// (0xFFFF: no string). Writes through a pointer into storage it grows itself: appending each
+/// number to an array cost a capacity check and a copy call per field, for every stream of
+/// every snapshot.
+final class ByteWriter {
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes written so far (valid until the next write).
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    @inline(__always) func reserve(_ n: Int) {
+        if count + n > capacity { grow(to: count + n) }
+    }
+
+    private func grow(to needed: Int) {
+        let larger = max(needed, capacity * 2)
+        let moved = UnsafeMutableRawPointer.allocate(byteCount: larger, alignment: 8)
+        moved.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = moved
+        capacity = larger
+    }
+
+    @inline(__always) func u8(_ v: UInt8) {
+        reserve(1)
+        base.storeBytes(of: v, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    @inline(__always) func u32(_ v: UInt32) {
+        reserve(4)
+        base.storeBytes(of: v.littleEndian, toByteOffset: count, as: UInt32.self)
+        count += 4
+    }
+
+    @inline(__always) func u64(_ v: UInt64) {
+        reserve(8)
+        base.storeBytes(of: v.littleEndian, toByteOffset: count, as: UInt64.self)
+        count += 8
+    }
+
+    @inline(__always) func f64(_ v: Double) { u64(v.bitPattern) }
+
+    func bytes(_ b: UnsafeRawBufferPointer) {
+        guard let source = b.baseAddress, !b.isEmpty else { return }
+        reserve(b.count)
+        (base + count).copyMemory(from: source, byteCount: b.count)
+        count += b.count
+    }
+
+    func string(_ s: String) {
         var s = s
         s.withUTF8 { b in
-            let n = Swift.min(b.count, 0xFFFE)
-            append(UInt8(n & 0xFF))
-            append(UInt8(n >> 8))
-            append(contentsOf: UnsafeBufferPointer(rebasing: b[..<n]))
+            let n = min(b.count, 0xFFFE)
+            u8(UInt8(n & 0xFF))
+            u8(UInt8(n >> 8))
+            bytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b[..<n])))
         }
     }
-    mutating func append(optional s: String?) {
-        if let s { append(string: s) } else { append(contentsOf: [0xFF, 0xFF]) }
+
+    func optional(_ s: String?) {
+        if let s { string(s) } else { u8(0xFF); u8(0xFF) }
     }
 }
 
-/// Reads what `[UInt8].append(…)` wrote, failing on any overrun.
+/// Reads what `ByteWriter` wrote, failing on any overrun.
 struct ByteReader {
     struct Overrun: Error {}
     let bytes: [UInt8]
