@@ -18,6 +18,12 @@ struct ObjectTable {
 
     func index(forKey id: String) -> Slot? { slots[id] }
 
+    /// The slot of `id`, trying `hint` (where it lay in the last report) before hashing the id.
+    @inline(__always) func index(forKey id: String, hint: Slot?) -> Slot? {
+        if let hint, hint >= 0, hint < keys.count, keys[hint] == id { return hint }
+        return slots[id]
+    }
+
     /// The object at `slot`, read or changed in place.
     subscript(slot: Slot) -> StatObject {
         _read { yield values[slot] }

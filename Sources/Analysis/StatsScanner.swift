@@ -21,6 +21,8 @@ struct ChainState {
     /// same objects in the same order, so an id is recognised by comparing bytes, not by
     /// making a String and hashing it.
     var order: [String] = []
+    /// Where each of those objects lies in `objects` (-1: not kept), checked before hashing an id.
+    var orderSlots: [Int] = []
     /// The last full report's bytes and where each object (and its timestamp value) lay in them:
     /// an object whose bytes are the same but for the timestamp is not parsed again. Cleared when
     /// a delta applies (the bytes no longer describe the state).
@@ -139,6 +141,9 @@ struct StatsScanner {
         let previousOrder = state.order
         var order: [String] = []
         order.reserveCapacity(previousOrder.count)
+        let previousSlots = state.orderSlots
+        var slots: [Int] = []
+        slots.reserveCapacity(previousOrder.count)
         let previousSpans = state.spans
         var previousBytes: [UInt8] = []
         swap(&previousBytes, &state.reportBytes)
@@ -160,12 +165,13 @@ struct StatsScanner {
                 // the chain's copy is already right, unless this report already wrote that id
                 // (a duplicate: then it is read, so that the last one wins as in a fresh read).
                 let id = previousOrder[position]
-                let index = state.objects.index(forKey: id)
+                let index = state.objects.index(forKey: id, hint: position < previousSlots.count ? previousSlots[position] : nil)
                 if let index, state.objects[index].generation == generation {
                     cur.pos = objectStart
                 } else {
                     kept = true
                     order.append(id)
+                    slots.append(index ?? -1)
                     timestamp = unchanged.timestamp
                     timestampValue = unchanged.range
                     if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
@@ -175,22 +181,24 @@ struct StatsScanner {
                 // Objects that start with their id (all that browsers and SDKs write): an object
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
-                if let index = state.objects.index(forKey: id) {
+                let hint = position < previousSlots.count ? previousSlots[position] : nil
+                if let index = state.objects.index(forKey: id, hint: hint) {
                     try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation)
                     timestamp = state.objects[index].timestamp
                     timestampValue = state.objects[index].timestampValue
-                    if state.objects[index].type == .other { state.objects.remove(at: index) }
+                    if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index) }
                 } else {
                     try StatsScanner.readMembers(&cur, into: &object, generation: generation)
                     timestamp = object.timestamp
                     timestampValue = object.timestampValue
-                    if object.type != .other { state.objects[id] = object.copy() }
+                    if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1) } else { slots.append(-1) }
                 }
             } else if !kept {
                 var id: String?
                 object.reset()
                 try StatsScanner.readObject(&cur, into: &object, id: &id)
                 order.append(id ?? "")
+                slots.append(-1)  // found by id next time
                 timestamp = object.timestamp
                 timestampValue = object.timestampValue
                 if object.type != .other, let id {
@@ -219,6 +227,7 @@ struct StatsScanner {
         }
         }
         state.order = order
+        state.orderSlots = slots
         previousBytes.removeAll(keepingCapacity: true)
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
