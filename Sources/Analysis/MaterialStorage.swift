@@ -4,7 +4,9 @@ import CallLog
 /// end, events: few and irregular) followed by the snapshots in a binary layout (many and
 /// regular: JSON for them cost a fifth of the analysis time). Only measured fields are written.
 extension CallMaterial {
-    public func encoded() -> [UInt8] {
+    /// The stored form. `compressor`: one kept by the caller (a reader thread) and reused, since
+    /// setting up a zstd context for each call cost more than compressing its material.
+    public func encoded(using compressor: ZstdCompressor = ZstdCompressor(level: 1)) -> [UInt8] {
         var o = JSONObject()
         o["call"] = .string(callID)
         if let info { o["info"] = .object(info); o["infoTs"] = .number(Double(infoTs)) }
@@ -25,7 +27,7 @@ extension CallMaterial {
         out.u32(UInt32(snapshots.count))
         for snap in snapshots { snap.write(to: out) }
         var compressed = [UInt8]()
-        ZstdCompressor(level: 1).compress(out.written, .end, into: &compressed)
+        compressor.compress(out.written, .end, into: &compressed)
         return compressed
     }
 

@@ -10,11 +10,11 @@ struct PendingCall {
     /// thread free for SQLite.
     var precomputed: (analysis: CallAnalysis, stored: [UInt8])
 
-    init(material: CallMaterial, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?) {
+    init(material: CallMaterial, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, compressor: ZstdCompressor) {
         var m = pseudonymizer?.apply(to: material) ?? material
         m.normalize()
         self.material = m
-        precomputed = (CallAnalyzer.analyze(m, config: config), m.encoded())
+        precomputed = (CallAnalyzer.analyze(m, config: config), m.encoded(using: compressor))
     }
 }
 
@@ -29,6 +29,7 @@ enum FileReading {
         let reportsFileIssues = (partition?.index ?? 0) == 0
         var records = 0, skipped = 0, textBytes = 0
         var callIDs = Set<String>()
+        let compressor = ZstdCompressor(level: 1)  // for the calls' stored material, reused
         let reader = LogLineReader(path: path)
         reader.forEachLine({ line, n in
             textBytes += line.count + 1
@@ -37,7 +38,7 @@ enum FileReading {
                 records += 1
                 callIDs.insert(call)
                 // An ended call leaves the reader at once: memory holds open calls only.
-                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer))) }
+                if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
             case .agentNote:
                 records += 1
             case .skipped(let category, let message):
@@ -51,7 +52,7 @@ enum FileReading {
             skipped += 1
             queue.put(.issue(issue))
         })
-        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer))) }
+        for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
         queue.put(.fileDone(FileDone(entry: entry, textBytes: reportsFileIssues ? textBytes : 0, parts: partition?.count ?? 1)))
