@@ -18,6 +18,8 @@ public final class CallStore {
     /// The inserts that run for every call, stream, interval, event and finding, prepared once
     /// and held here: finding a cached statement by its SQL text hashed that text for every row.
     private var inserts: [Insert: Statement] = [:]
+    /// The same for rollup rows (`Rollups.swift`).
+    var rollupInsertStatement: Statement?
 
     public init(path: String, forWriting: Bool = true) throws {
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1

@@ -46,22 +46,33 @@ extension CallStore {
                 groups[key, default: Accumulator()].add(grade: grade, minutes: minutes, metrics: values)
             }
         }
+        let insert = try rollupInsert()
+        for (key, acc) in groups {
+            try insert.insertRow { r in
+                try r.add(period); try r.add(start); try r.add(key.dimension); try r.add(key.value)
+                try r.add(acc.calls); try r.add(acc.good); try r.add(acc.fair); try r.add(acc.poor)
+                try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.minutes)
+                for m in acc.metrics.indices {
+                    var v = acc.metrics[m]
+                    v.sort()
+                    try r.add(v.count)
+                    try r.add(v.isEmpty ? nil : v.reduce(0, +) / Double(v.count))
+                    for p in Schema.percentiles { try r.add(CallStore.nearestRank(v, p.fraction)) }
+                }
+            }
+        }
+    }
+
+    /// The rollup row insert, prepared once per connection (it runs for every group of every
+    /// rebuilt bucket; finding it by its long SQL text cost more than the insert).
+    private func rollupInsert() throws -> Statement {
+        if let prepared = rollupInsertStatement { return prepared }
         let columns = ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "minutes"]
             + Schema.rollupMetricColumns
-        let sql = "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
-        for (key, acc) in groups {
-            var values: [SQLValue] = [.text(period), .integer(start), .text(key.dimension), .text(key.value),
-                                      acc.calls.sqlValue, acc.good.sqlValue, acc.fair.sqlValue, acc.poor.sqlValue,
-                                      acc.noMedia.sqlValue, acc.unanswered.sqlValue, acc.minutes.sqlValue]
-            for m in acc.metrics.indices {
-                var v = acc.metrics[m]
-                v.sort()
-                values.append(v.count.sqlValue)
-                values.append((v.isEmpty ? nil : v.reduce(0, +) / Double(v.count)).sqlValue)
-                for p in Schema.percentiles { values.append(CallStore.nearestRank(v, p.fraction).sqlValue) }
-            }
-            try db.run(sql, values)
-        }
+        let statement = try db.statement(
+            "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
+        rollupInsertStatement = statement
+        return statement
     }
 
     /// Nearest-rank percentile of sorted values.
