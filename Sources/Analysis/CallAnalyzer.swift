@@ -11,15 +11,20 @@ public enum CallAnalyzer {
                                endTs: m.lastTs == .min ? 0 : m.lastTs)
         Setup.apply(m, to: &call)
 
-        // Streams: readings grouped by stream id, in time order.
-        var readings: [String: [(ts: Int64, statsTs: Double, r: StreamReading, pair: PairReading?)]] = [:]
+        // Streams: where each stream's readings lie, grouped by stream id, in time order. Positions,
+        // not copies: a reading is a large value with strings in it, read in place below.
+        var positions: [String: [ReadingPosition]] = [:]
         var order: [String] = []
         var sources = Set<String>()
-        for s in m.snapshots {
-            sources.insert(s.source)
-            for r in s.streams {
-                if readings[r.streamID] == nil { order.append(r.streamID) }
-                readings[r.streamID, default: []].append((s.ts, s.statsTs, r, s.pair))
+        for si in m.snapshots.indices {
+            sources.insert(m.snapshots[si].source)
+            for ri in m.snapshots[si].streams.indices {
+                let id = m.snapshots[si].streams[ri].streamID
+                let position = ReadingPosition(snapshot: si, stream: ri)
+                if positions[id]?.append(position) == nil {
+                    positions[id] = [position]
+                    order.append(id)
+                }
             }
         }
         call.source = sources.isEmpty ? "none" : sources.sorted().joined(separator: "+")
@@ -29,24 +34,26 @@ public enum CallAnalyzer {
         var intervals: [IntervalMetrics] = []
         var findings: [Finding] = []
         for id in order {
-            let series = readings[id]!
-            let first = series.first!.r
-            var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: first.ssrc, direction: first.direction,
-                                        kind: first.kind, source: sourceName(id, m), startTs: series.first!.ts,
-                                        endTs: series.last!.ts)
-            summary.codec = series.last { $0.r.codec != nil }?.r.codec
-            summary.clockRate = series.last { !$0.r.clockRate.isNaN }.flatMap { Int(logValue: $0.r.clockRate) }
+            let series = positions[id]!
+            let first = series[0], last = series[series.count - 1]
+            var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
+                                        kind: m[first].kind, source: sourceName(id, m), startTs: m.snapshots[first.snapshot].ts,
+                                        endTs: m.snapshots[last.snapshot].ts)
+            summary.codec = series.last { m[$0].codec != nil }.flatMap { m[$0].codec }
+            summary.clockRate = series.last { !m[$0].clockRate.isNaN }.flatMap { Int(logValue: m[$0].clockRate) }
             var streamIntervals: [IntervalMetrics] = []
+            streamIntervals.reserveCapacity(series.count)
             for i in 1..<max(1, series.count) where series.count > 1 {
                 let a = series[i - 1], b = series[i]
-                let dt = Double(b.ts - a.ts)
+                let start = m.snapshots[a.snapshot].ts, end = m.snapshots[b.snapshot].ts
+                let dt = Double(end - start)
                 guard dt > 0, dt <= config.gapFactor * max(period, 1) else { continue }
-                if let interval = Intervals.measure(a.r, b.r, start: a.ts, end: b.ts, pair: b.pair,
+                if let interval = Intervals.measure(m[a], m[b], start: start, end: end, pair: m.snapshots[b.snapshot].pair,
                                                     call: m.callID, config: config, resets: &summary.counterResets) {
                     streamIntervals.append(interval)
                 }
             }
-            Intervals.summarize(series.map(\.r), streamIntervals, into: &summary)
+            Intervals.summarize(first: m[first], last: m[last], streamIntervals, into: &summary)
             findings += Findings.forStream(summary, streamIntervals, config: config)
             streams.append(summary)
             intervals += streamIntervals
@@ -82,6 +89,19 @@ public enum CallAnalyzer {
         guard !d.isEmpty else { return nil }
         d.sort()
         return Int64(logValue: d[d.count / 2].rounded())
+    }
+}
+
+/// Where one reading lies in a call's material: `snapshots[snapshot].streams[stream]`.
+struct ReadingPosition {
+    var snapshot: Int
+    var stream: Int
+}
+
+extension CallMaterial {
+    /// The reading at `p`, borrowed in place.
+    subscript(p: ReadingPosition) -> StreamReading {
+        _read { yield snapshots[p.snapshot].streams[p.stream] }
     }
 }
 
@@ -219,11 +239,11 @@ enum Intervals {
         }
     }
 
-    static func summarize(_ readings: [StreamReading], _ intervals: [IntervalMetrics], into s: inout StreamSummary) {
+    static func summarize(first: StreamReading, last: StreamReading, _ intervals: [IntervalMetrics], into s: inout StreamSummary) {
         // Totals: sums of interval deltas, so counter resets never make them negative or double.
         s.packets = intervals.reduce(0) { $0 + ($1.packets ?? 0) }
         s.packetsLost = intervals.reduce(0) { $0 + ($1.packetsLost ?? 0) }
-        if let first = readings.first, first.packets.isFinite, s.counterResets == 0, let last = readings.last, last.packets.isFinite {
+        if first.packets.isFinite, s.counterResets == 0, last.packets.isFinite {
             // Sums below must not overflow either: counters beyond 2^53 are damage, not traffic.
             if let packets = count(last.packets) { s.packets = packets }
             if let lost = count(max(0, last.lost)) { s.packetsLost = lost }
