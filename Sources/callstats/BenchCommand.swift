@@ -223,6 +223,11 @@ struct LogSizeBench: ParsableCommand {
                 table.rows.append([String(format: "%.0f s", period / 1000), name, "long, flushed", "-9", "\(bytes)"]
                                   + perMinute(bytes, firstBytes))
             }
+            // What is left when names, ids and structure cost nothing: the floor of any delta text.
+            let values = ValuesAlone.bytes(kept, level: 9)
+            let valuesFirsts = ValuesAlone.bytes(firsts, level: 9)
+            table.rows.append([String(format: "%.0f s", period / 1000), "values alone (estimate of the floor)", "long, flushed",
+                               "-9", "\(values)"] + perMinute(values, valuesFirsts))
             for level: Int32 in [3, 9] {
                 let bytes = RtcstatsV3Method.bytes(kept, level: level)
                 let firstBytes = RtcstatsV3Method.bytes(firsts, level: level)
@@ -233,6 +238,8 @@ struct LogSizeBench: ParsableCommand {
         print(table.render())
         print("level 9 is what the collector writes; a flush follows every snapshot.")
         print("after 1st snapshot: per minute of a long call (each peer connection's first, full snapshot taken out).")
+        print("values alone: first snapshots whole, then per snapshot only each number's exact deviation from its")
+        print("prediction, by position, and changed non-numbers: no names, ids or structure (a measurement, not a format).")
         print("rtcstats v3 method: changed members only, certificates and obsolete members dropped, numbered ids and names;")
         print("for comparison on the same data (it cannot restore the snapshots exactly).")
     }
@@ -287,6 +294,76 @@ enum NumberedNames {
             transformed.append(out)
         }
         return try LogSizeMeasure.write(transformed, delta: false, framePerFlush: false, level: level)
+    }
+}
+
+/// An estimate of the floor of any lossless delta text: each chain's first snapshot whole, then
+/// per snapshot a bare array of every number's deviation from the format's prediction (last
+/// value plus last change), in the order of the previous snapshot's objects and members, zero
+/// when predicted, computed in exact decimal arithmetic so nothing is rounded away; changed
+/// non-numbers, new objects and removed ids follow as plain JSON. Names, ids and structure cost
+/// nothing here, so what remains is the information in the values themselves.
+enum ValuesAlone {
+    static func bytes(_ records: [LogRecord], level: Int32) -> Int {
+        struct Chain {
+            var objects: [String: JSONObject] = [:]
+            var order: [String] = []
+            var changes: [String: Decimal] = [:]
+        }
+        var chains: [StatsChainKey: Chain] = [:]
+        var out: [UInt8] = []
+        let compressor = ZstdCompressor(level: level)
+        var compressed: [UInt8] = []
+        func flush() {  // after every snapshot, as the collector flushes
+            compressor.compress(out, .flush, into: &compressed)
+            out.removeAll(keepingCapacity: true)
+        }
+        func decimal(_ d: Double) -> Decimal? {
+            var text: [UInt8] = []
+            JSONValue.number(d).write(to: &text)
+            return Decimal(string: String(decoding: text, as: UTF8.self), locale: Locale(identifier: "en_US_POSIX"))
+        }
+        for r in records where r.kind == .stats {
+            guard let key = StatsChainKey(record: r), case .array(let report)? = r["report"] else { continue }
+            var objects: [String: JSONObject] = [:]
+            var order: [String] = []
+            for case .object(let o) in report { if let id = o["id"]?.stringValue { objects[id] = o; order.append(id) } }
+            guard let previous = chains[key] else {
+                JSONValue.array(report).write(to: &out)
+                out.append(0x0A)
+                chains[key] = Chain(objects: objects, order: order)
+                flush()
+                continue
+            }
+            var residuals: [String] = [], others = JSONObject(), put: [JSONValue] = []
+            var changes: [String: Decimal] = [:]
+            for id in previous.order {
+                guard let old = previous.objects[id], let new = objects[id] else { continue }
+                var changed = JSONObject()
+                for (name, before) in old.entries where name != "id" {
+                    let slot = id + "\u{0}" + name
+                    if case .number(let a) = before, case .number(let b)? = new[name], let da = decimal(a), let db = decimal(b) {
+                        let predicted = da + (previous.changes[slot] ?? 0)
+                        let deviation = db - predicted
+                        residuals.append(deviation == 0 ? "0" : deviation.description)
+                        if db != da { changes[slot] = db - da }
+                    } else if new[name] != before {
+                        changed[name] = new[name] ?? .null
+                    }
+                }
+                for (name, value) in new.entries where old[name] == nil { changed[name] = value }
+                if !changed.isEmpty { others[id] = .object(changed) }
+            }
+            for id in order where previous.objects[id] == nil { put.append(.object(objects[id]!)) }
+            let removed = previous.order.filter { objects[$0] == nil }.map { JSONValue.string($0) }
+            out.append(contentsOf: Array("[[\(residuals.joined(separator: ","))],".utf8))
+            JSONValue.array([.object(others), .array(put), .array(removed)]).write(to: &out)
+            out.append(contentsOf: Array("]\n".utf8))
+            chains[key] = Chain(objects: objects, order: order, changes: changes)
+            flush()
+        }
+        compressor.compress([], .end, into: &compressed)
+        return compressed.count
     }
 }
 
