@@ -86,7 +86,7 @@ enum StatType: UInt8 {
 
 /// Looks up a field by the raw bytes of its JSON key without building a String.
 struct FieldTable {
-    enum Entry {
+    enum Entry: Equatable {
         case num(NumField)
         case str(StrField)
         case id, type, timestamp, values, qualityLimitationDurations
@@ -180,6 +180,34 @@ struct FieldTable {
         case "other": .qlOther
         default: nil
         }
+    }
+}
+
+/// The fields an object's members have written so far, to find a field written twice.
+struct WrittenFields {
+    private var numbers: UInt64 = 0
+    private var strings: UInt32 = 0
+    private var others: UInt8 = 0
+
+    /// False when `entry` writes a field already written, or is legacy `values` (which writes
+    /// any field); ids and unknown keys write none.
+    mutating func add(_ entry: FieldTable.Entry?) -> Bool {
+        switch entry {
+        case nil, .id?: return true
+        case .values?: return false
+        case .num(let f)?: return Self.insert(&numbers, UInt64(1) << f.rawValue)
+        case .str(let f)?: return Self.insert(&strings, UInt32(1) << f.rawValue)
+        case .type?: return Self.insert(&others, 1)
+        case .timestamp?: return Self.insert(&others, 2)
+        case .qualityLimitationDurations?: return Self.insert(&numbers, Self.qualityLimitationBits)
+        }
+    }
+
+    private static let qualityLimitationBits = [NumField.qlBandwidth, .qlCPU, .qlOther].reduce(UInt64(0)) { $0 | 1 << $1.rawValue }
+
+    @inline(__always) private static func insert<T: FixedWidthInteger>(_ set: inout T, _ bits: T) -> Bool {
+        defer { set |= bits }
+        return set & bits == 0
     }
 }
 

@@ -28,6 +28,11 @@ struct ChainState {
     /// a delta applies (the bytes no longer describe the state).
     var reportBytes: [UInt8] = []
     var spans: [ObjectSpan] = []
+    /// The members of those objects that were read, in report order (see `ObjectSpan.members`):
+    /// an object that changed is compared member by member, and only changed members are read.
+    var memberSpans: [MemberSpan] = []
+    /// The last full report listed an id twice: its member layouts may not describe the state.
+    var duplicateIDs = false
 }
 
 /// Where one object of a report lies, relative to the report's `[`; `timestamp` is empty when
@@ -36,6 +41,19 @@ struct ObjectSpan {
     var start: Int
     var timestamp: Range<Int>
     var end: Int
+    /// The object's members after its leading id, in `ChainState.memberSpans`; empty when the
+    /// object was not read member by member or cannot be compared that way (see `MemberSpan`).
+    var members: Range<Int> = 0..<0
+}
+
+/// One member of an object in the last full report, relative to the report's `[`: from the
+/// delimiter before it (`,` and any space) to the end of its value, and what its key is to the
+/// analyser. A member whose bytes and following delimiter are the same in the next report has
+/// the same value, which the chain's object already holds.
+struct MemberSpan {
+    var start: Int32
+    var end: Int32
+    var entry: FieldTable.Entry?
 }
 
 /// Why a stats record was not used.
@@ -149,6 +167,13 @@ struct StatsScanner {
         swap(&previousBytes, &state.reportBytes)
         var spans: [ObjectSpan] = []
         spans.reserveCapacity(previousSpans.count)
+        var previousMembers: [MemberSpan] = []
+        swap(&previousMembers, &state.memberSpans)
+        var members: [MemberSpan] = []
+        members.reserveCapacity(previousMembers.count)
+        // Layouts describe the state only when each id had one object in the last report.
+        let layoutsUsable = !state.duplicateIDs
+        var duplicateIDs = false
         c.skipSpace()
         let reportStart = c.pos
         try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
@@ -159,6 +184,7 @@ struct StatsScanner {
             let objectStart = cur.pos
             var timestampValue: Range<Int> = 0..<0
             var kept = false
+            let membersBefore = members.count
             if position < previousSpans.count, position < previousOrder.count,
                let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart) {
                 // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
@@ -168,6 +194,7 @@ struct StatsScanner {
                 let index = state.objects.index(forKey: id, hint: position < previousSlots.count ? previousSlots[position] : nil)
                 if let index, state.objects[index].generation == generation {
                     cur.pos = objectStart
+                    duplicateIDs = true
                 } else {
                     kept = true
                     order.append(id)
@@ -177,18 +204,36 @@ struct StatsScanner {
                     if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
                 }
             }
-            if !kept, let id = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
+            if !kept, let (id, atItsPlace) = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
                 // Objects that start with their id (all that browsers and SDKs write): an object
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
                 let hint = position < previousSlots.count ? previousSlots[position] : nil
+                let firstMember = members.count
                 if let index = state.objects.index(forKey: id, hint: hint) {
-                    try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation)
+                    if state.objects[index].generation == generation { duplicateIDs = true }
+                    let afterID = cur.pos
+                    var compared = false
+                    if atItsPlace, layoutsUsable, position < previousSpans.count, !previousSpans[position].members.isEmpty,
+                       state.objects[index].generation != generation {
+                        compared = try StatsScanner.readChangedMembers(
+                            &cur, into: &state.objects[index], generation: generation, previous: previous,
+                            layout: previousMembers[previousSpans[position].members], reportStart: reportStart, record: &members)
+                        if !compared {
+                            cur.pos = afterID
+                            members.removeSubrange(firstMember...)
+                        }
+                    }
+                    if !compared {
+                        try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
+                                                     reportStart: reportStart, record: &members, from: firstMember)
+                    }
                     timestamp = state.objects[index].timestamp
                     timestampValue = state.objects[index].timestampValue
                     if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index) }
                 } else {
-                    try StatsScanner.readMembers(&cur, into: &object, generation: generation)
+                    try StatsScanner.readMembers(&cur, into: &object, generation: generation,
+                                                 reportStart: reportStart, record: &members, from: firstMember)
                     timestamp = object.timestamp
                     timestampValue = object.timestampValue
                     if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1) } else { slots.append(-1) }
@@ -203,6 +248,7 @@ struct StatsScanner {
                 timestampValue = object.timestampValue
                 if object.type != .other, let id {
                     if let index = state.objects.index(forKey: id) {
+                        if state.objects[index].generation == generation { duplicateIDs = true }
                         state.objects[index].assign(object, generation: generation)
                     } else {
                         var added = object.copy()
@@ -223,7 +269,8 @@ struct StatsScanner {
                 if n > bestCount { best = timestamp; bestCount = n }
             }
             let ts = timestampValue.isEmpty || timestamp.isNaN ? 0..<0 : (timestampValue.lowerBound - reportStart)..<(timestampValue.upperBound - reportStart)
-            spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart))
+            spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
+                                    members: membersBefore..<members.count))
         }
         }
         state.order = order
@@ -232,6 +279,8 @@ struct StatsScanner {
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
         state.spans = spans
+        state.memberSpans = members
+        state.duplicateIDs = duplicateIDs
         // Objects this report no longer has (rare: renegotiation, candidates gone).
         state.objects.removeAll { $0.generation != generation }
         state.t = best
@@ -295,9 +344,9 @@ struct StatsScanner {
     }
 
     /// When the object at the cursor starts with `"id": "…"`, consumes `{` and that member and
-    /// returns the id: `expected` itself (no new String) when the bytes match it. Otherwise
-    /// leaves the cursor where it was and returns nil.
-    private static func leadingID(_ c: inout JSONCursor, expected: String?) throws(JSONCursor.ScanError) -> String? {
+    /// returns the id: `expected` itself (no new String, `isExpected` true) when the bytes match
+    /// it. Otherwise leaves the cursor where it was and returns nil.
+    private static func leadingID(_ c: inout JSONCursor, expected: String?) throws(JSONCursor.ScanError) -> (id: String, isExpected: Bool)? {
         let start = c.pos
         guard try c.peek() == 0x7B else { return nil }
         c.pos += 1
@@ -307,28 +356,99 @@ struct StatsScanner {
         let raw = try c.rawString()
         if raw.contains(0x5C) { c.pos = start; return nil }  // escaped: the complete path decodes it
         if var known = expected, JSONCursor.same(&known, raw) {
-            return known
+            return (known, true)
         }
-        return String(decoding: raw, as: UTF8.self)
+        return (String(decoding: raw, as: UTF8.self), false)
     }
 
     /// The members after a leading id, into `o`, which then holds exactly this report's values:
     /// every number, the type and the timestamp start over, and strings not written are cleared.
-    private static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32) throws(JSONCursor.ScanError) {
+    ///
+    /// Each member is recorded in `record` (from `first` on) for `readChangedMembers` next time;
+    /// the record is dropped when the object cannot be compared member by member: a field
+    /// written twice (the later member wins, so skipping one could keep the wrong value), or
+    /// legacy `values` (one member holding every field).
+    private static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+                                    reportStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
         var ignored: String?
-        while try c.next(closer: 0x7D) {
+        var comparable = true
+        var written = WrittenFields()
+        while true {
+            let start = c.pos
+            guard try c.next(closer: 0x7D) else { break }
             let key = try c.rawString()
             try c.expect(0x3A)
-            try readMember(&c, key: key, into: &o, id: &ignored, typeKnown: &typeKnown)
+            let entry = table.lookup(key)
+            if comparable, !written.add(entry) { comparable = false }
+            if typeKnown && o.type == .other && !o.timestamp.isNaN {
+                try c.skipValue()
+            } else {
+                try readMember(&c, entry: entry, into: &o, id: &ignored)
+                if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
+            }
+            if comparable { record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry)) }
         }
+        if !comparable { record.removeSubrange(first...) }
         o.clearUnwrittenStrings()
         if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
     }
 
+    /// The members after a leading id, compared with the same object in the last full report
+    /// (`layout`, in `previous`): a member whose bytes are unchanged is stepped over, since `o`
+    /// already holds its value; a changed one is read. False, with `o` partly updated, when
+    /// the members' keys differ from the layout's (the caller reads the object again whole).
+    ///
+    /// The timestamp is always read: where its number lies is noted for the next report.
+    private static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+                                           previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
+                                           reportStart: Int, record: inout [MemberSpan]) throws(JSONCursor.ScanError) -> Bool {
+        // As after any full report: the prediction rates start over.
+        o.keep(timestamp: o.timestamp, generation: generation)
+        var ignored: String?
+        var i = layout.startIndex
+        while true {
+            let start = c.pos
+            if i < layout.endIndex {
+                let m = layout[i]
+                let n = Int(m.end - m.start)
+                // The delimiter after the value is compared too: 12 is not the start of 123.
+                if m.entry != .timestamp, c.end - c.pos > n, JSONCursor.equal(previous.baseAddress! + Int(m.start), c.base + c.pos, n + 1) {
+                    c.pos += n
+                    record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: m.entry))
+                    i += 1
+                    continue
+                }
+            }
+            guard try c.next(closer: 0x7D) else { break }
+            guard i < layout.endIndex else { return false }
+            let key = try c.rawString()
+            try c.expect(0x3A)
+            let entry = table.lookup(key)
+            guard entry == layout[i].entry else { return false }
+            if entry == .qualityLimitationDurations {
+                // Durations the new value lacks must read as absent, as in a fresh read.
+                o.num[NumField.qlBandwidth.rawValue] = .nan
+                o.num[NumField.qlCPU.rawValue] = .nan
+                o.num[NumField.qlOther.rawValue] = .nan
+            }
+            try readMember(&c, entry: entry, into: &o, id: &ignored)
+            record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry))
+            i += 1
+        }
+        guard i == layout.endIndex else { return false }
+        if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
+        return true
+    }
+
+    @inline(__always)
     private static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
-        switch StatsScanner.table.lookup(key) {
+        try readMember(&cur, entry: StatsScanner.table.lookup(key), into: &o, id: &id)
+    }
+
+    private static func readMember(_ cur: inout JSONCursor, entry: FieldTable.Entry?, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
+        switch entry {
         case .num(let f)?: o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan
         case .str(let f)?:
             o.stringsWritten |= 1 << f.rawValue
@@ -417,6 +537,7 @@ struct StatsScanner {
         for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
         state.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
+        state.memberSpans.removeAll(keepingCapacity: true)
         c.pos = endPos
         chains[key] = state
         return state

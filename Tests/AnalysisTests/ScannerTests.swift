@@ -67,6 +67,87 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// An object that changed is compared member by member with its last version; only what
+    /// differs is read. Whatever differs (a longer number, other keys, fewer or more members, a
+    /// field written twice, nested durations), the state must equal a fresh read.
+    func testChangedObjectsReadMemberByMemberEqualAFreshRead() throws {
+        let video = #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"codecId":"CO2","framesDecoded":300,"frameWidth":640,"framesPerSecond":30,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}}"#
+        let pair = #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#
+        func with(_ object: String, _ pairs: [(String, String)]) -> String {
+            pairs.reduce(object) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        }
+        let steps: [(String, String)] = [
+            ("first", report("1000", [inbound, video, pair, untimed])),
+            ("counters grow", report("2000", [with(inbound, [("100", "150"), ("0.01", "0.02")]), with(video, [("300", "330")]), with(pair, [("10,", "11,")]), untimed])),
+            // 150 → 1500: the old bytes are a prefix of the new; the delimiter after them differs.
+            ("longer number", report("3000", [with(inbound, [("100", "1500")]), video, pair, untimed])),
+            ("shorter number", report("4000", [with(inbound, [("100", "9")]), video, pair, untimed])),
+            ("string changes", report("5000", [with(inbound, [("\"audio\"", "\"video\""), ("100", "9")]), video, with(pair, [("succeeded", "failed")]), untimed])),
+            ("a key renamed", report("6000", [with(inbound, [("packetsReceived", "packetsSent"), ("100", "9")]), video, pair, untimed])),
+            ("member dropped", report("7000", [with(inbound, [(#","jitter":0.01"#, ""), ("100", "8")]), video, pair, untimed])),
+            ("member added", report("8000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsLost":2"#), ("100", "7")]), video, pair, untimed])),
+            // Durations lose a key: it must read as absent, as in a fresh read (the object changed
+            // in the report before too, so it is compared member by member).
+            ("video changes", report("8500", [inbound, with(video, [("300", "350")]), pair, untimed])),
+            ("nested member shrinks", report("9000", [inbound, with(video, [(#","cpu":0"#, ""), ("300", "360")]), pair, untimed])),
+            ("nested member back", report("10000", [inbound, with(video, [("300", "390")]), pair, untimed])),
+            // A field written twice: the later one wins; then only the earlier one changes.
+            ("field twice", report("11000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsReceived":5"#)]), video, pair, untimed])),
+            ("field twice, first changes", report("12000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsReceived":5"#), ("100", "120")]), video, pair, untimed])),
+            ("type changes", report("13000", [with(inbound, [("inbound-rtp", "outbound-rtp"), ("100", "130")]), video, pair, untimed])),
+            ("type unknown", report("14000", [with(inbound, [("inbound-rtp", "media-playout"), ("100", "140")]), video, pair, untimed])),
+            ("type back", report("15000", [with(inbound, [("100", "150")]), video, pair, untimed])),
+            ("spaces", report("16000", [with(inbound, [(",", " , "), ("100", "160")]), video, pair, untimed])),
+            ("spaces kept, value changes", report("17000", [with(inbound, [(",", " , "), ("100", "170")]), video, pair, untimed])),
+            ("timestamp the same", report("17000", [with(inbound, [(",", " , "), ("100", "171")]), video, pair, untimed])),
+            // The same id twice in the report before: its layouts are not used (the first copy's
+            // jitter equals the next report's, but the state holds the second copy's).
+            ("duplicate id", report("18000", [inbound, video, pair, untimed, with(inbound, [("100", "180"), ("0.01", "0.05")])])),
+            ("after a duplicate", report("19000", [with(inbound, [("100", "190")]), video, pair, untimed])),
+        ]
+        var kept = StatsScanner()
+        for (name, text) in steps {
+            var fresh = StatsScanner()
+            assertSame(try scan(&kept, text), try scan(&fresh, text), name)
+        }
+    }
+
+    /// Random edits of a real-shaped report, one after another: after each, the kept state
+    /// equals a fresh read of the same report.
+    func testRandomEditsEqualAFreshRead() throws {
+        let objects = [candidate, certificate, inbound, untimed,
+                       #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0},"frameWidth":640}"#,
+                       #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#]
+        let edits: [(String) -> String] = [
+            { $0.replacingOccurrences(of: "100", with: "1000") }, { $0.replacingOccurrences(of: "1000", with: "100") },
+            { $0.replacingOccurrences(of: "0.01", with: "0.015") }, { $0.replacingOccurrences(of: "0.015", with: "0.01") },
+            { $0.replacingOccurrences(of: "succeeded", with: "failed") }, { $0.replacingOccurrences(of: "failed", with: "succeeded") },
+            { $0.replacingOccurrences(of: #","cpu":0"#, with: "") }, { $0.replacingOccurrences(of: #""bandwidth":1.5}"#, with: #""bandwidth":1.5,"cpu":2}"#) },
+            { $0.replacingOccurrences(of: #""ssrc":"#, with: #""ssrc":5,"ssrc":"#) }, { $0.replacingOccurrences(of: #""ssrc":5,"ssrc":"#, with: #""ssrc":"#) },
+            { $0.replacingOccurrences(of: #""kind":"audio""#, with: #""mediaType":"audio""#) }, { $0.replacingOccurrences(of: #""mediaType":"audio""#, with: #""kind":"audio""#) },
+            { $0.replacingOccurrences(of: "300", with: "31") }, { $0.replacingOccurrences(of: "31,", with: "300,") },
+            { $0.replacingOccurrences(of: ",\"frameWidth\":640", with: "") }, { $0.replacingOccurrences(of: "}", with: " }") },
+        ]
+        var rng = SystemRandomNumberGenerator()
+        var current = objects
+        var kept = StatsScanner()
+        for step in 0..<400 {
+            let i = Int.random(in: current.indices, using: &rng)
+            current[i] = edits.randomElement(using: &rng)!(current[i])
+            var shown = current
+            if Int.random(in: 0..<10, using: &rng) == 0 { shown.swapAt(Int.random(in: shown.indices, using: &rng), Int.random(in: shown.indices, using: &rng)) }
+            if Int.random(in: 0..<15, using: &rng) == 0 { shown.append(shown[Int.random(in: shown.indices, using: &rng)]) }
+            let text = report(String(1000 + step * (Int.random(in: 0..<4, using: &rng) == 0 ? 0 : 1000)), shown)
+            var fresh = StatsScanner()
+            assertSame(try scan(&kept, text), try scan(&fresh, text), "step \(step): \(text)")
+        }
+    }
+
+    func testFieldsFitTheWrittenFieldSets() {
+        XCTAssertLessThanOrEqual(NumField.count, 64)
+        XCTAssertLessThanOrEqual(StrField.count, 32)
+    }
+
     /// The number between an equal prefix and suffix must be one whole token: a timestamp that
     /// runs into the next member is damage, not an unchanged object.
     func testDamagedTimestampIsNotTakenForUnchanged() throws {

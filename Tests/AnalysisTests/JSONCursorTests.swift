@@ -1,0 +1,86 @@
+@testable import Analysis
+import XCTest
+
+/// The scanner's number reader must give the same double as Swift's own parser, bit for bit:
+/// deltas are restored by adding to these values, so one unit in the last place would change
+/// what a delta log restores.
+final class JSONCursorTests: XCTestCase {
+    func parse(_ text: String) throws -> (value: Double, consumed: Int) {
+        var bytes = Array(text.utf8)
+        return try bytes.withUnsafeMutableBufferPointer { b throws(JSONCursor.ScanError) in
+            var c = JSONCursor(UnsafeBufferPointer(b))
+            let v = try c.number()
+            return (v, c.pos)
+        }
+    }
+
+    func assertSameAsSwift(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard let expected = Double(text) else { return XCTFail("not a number: \(text)", file: file, line: line) }
+        // A delimiter after the number, as in a report, and the number at the very end of the line.
+        for suffix in [",", "}", ""] {
+            do {
+                let (v, consumed) = try parse(text + suffix)
+                XCTAssertEqual(v.bitPattern, expected.bitPattern, "\(text)\(suffix): \(v) vs \(expected)", file: file, line: line)
+                XCTAssertEqual(consumed, text.utf8.count, text, file: file, line: line)
+            } catch {
+                XCTFail("\(text)\(suffix): \(error)", file: file, line: line)
+            }
+        }
+    }
+
+    func testNumbersAsReportsWriteThem() {
+        for text in ["0", "-0", "7", "12345678", "123456789", "1234567890123456", "12345678901234567", "1234567890123456789",
+                     "12345678901234567890", "98765432109876543210123", "1700000000000", "1700000000000.123",
+                     "0.1", "0.01", "0.00000001234", "0.000000000000000000001", "1.5e3", "2E-5", "-3.25e+2",
+                     "0.0123456789012345", "0.30000000000000004", "4.35", "123456.78901234", "9007199254740993",
+                     "1e22", "1e23", "1e-22", "1e-23", "000123", "00.001", "0.100000000", "12345678.12345678"] {
+            assertSameAsSwift(text)
+        }
+    }
+
+    func testRandomNumbers() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let intDigits = Int.random(in: 0...20, using: &rng)
+            let fracDigits = Int.random(in: 0...20, using: &rng)
+            var text = Bool.random(using: &rng) ? "-" : ""
+            text += intDigits == 0 ? "0" : String((0..<intDigits).map { i in Character(String(i == 0 ? Int.random(in: 1...9, using: &rng) : Int.random(in: 0...9, using: &rng))) })
+            if fracDigits > 0 {
+                // Runs of zeros, as in 0.000012 and 40.0000001.
+                text += "." + String((0..<fracDigits).map { _ in Int.random(in: 0...3, using: &rng) == 0 ? "0" : Character(String(Int.random(in: 0...9, using: &rng))) })
+            }
+            if Int.random(in: 0...5, using: &rng) == 0 { text += "e\(Int.random(in: -30...30, using: &rng))" }
+            assertSameAsSwift(text)
+        }
+        // Doubles as Swift prints them (shortest round-trip form), as the simulator and SDKs write.
+        for _ in 0..<20_000 {
+            let v = Double.random(in: -1e7...1e7, using: &rng) * pow(10, Double(Int.random(in: -12...8, using: &rng)))
+            assertSameAsSwift("\(v)")
+        }
+    }
+
+    func testInvalidNumbersAreRejected() {
+        for text in ["-", "1.", "1.e5", "1e", "1e+", ".5", "-.5", "x"] {
+            XCTAssertThrowsError(try parse(text), text)
+        }
+    }
+
+    func testEqualBytes() {
+        let a = Array("\"packetsReceived\":12345,\"jitter\":0.002".utf8)
+        var b = a
+        a.withUnsafeBufferPointer { pa in
+            for n in 0...a.count { XCTAssertTrue(JSONCursor.equal(pa.baseAddress!, pa.baseAddress!, n)) }
+        }
+        for i in b.indices {
+            b[i] ^= 1
+            a.withUnsafeBufferPointer { pa in
+                b.withUnsafeBufferPointer { pb in
+                    for n in 0...a.count {
+                        XCTAssertEqual(JSONCursor.equal(pa.baseAddress!, pb.baseAddress!, n), n <= i, "differs at \(i), compared \(n)")
+                    }
+                }
+            }
+            b[i] ^= 1
+        }
+    }
+}
