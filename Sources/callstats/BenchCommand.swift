@@ -67,26 +67,40 @@ struct Table {
 struct AnalyzeBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
-        abstract: "Analysis throughput on a simulated corpus, next to zstd -d and DuckDB.",
+        abstract: "Analysis throughput on a simulated or real-shaped corpus, next to zstd -d and DuckDB.",
         discussion: """
-            Generates (once, then reuses) a corpus of full-snapshot logs (about 70 % W3C, 30 % goog), runs the whole \
-            analysis into a fresh database, and times `zstd -d` (the floor: just decompressing) and \
-            DuckDB's read_json computing a per-call aggregate (mean audio jitter, max packetsLost) \
-            over the same files with 2 threads. DuckDB is used when `python3 -c "import duckdb"` works \
+            Generates (once, then reuses) a corpus of full-snapshot logs, runs the whole analysis into \
+            a fresh database, and times `zstd -d` (the floor: just decompressing) and DuckDB's \
+            read_json computing a per-call aggregate (mean audio jitter, max packetsLost) over the \
+            same files with 2 threads. DuckDB is used when `python3 -c "import duckdb"` works \
             (pip install duckdb).
+
+            The corpus is simulated (about 70 % W3C, 30 % goog), or with --recording made from a \
+            real Chromium recording: each call a copy with its own id, start and traffic (see \
+            RecordingFleet), so that every report has the object types, members and spacing a \
+            browser writes.
+
+            Examples:
+              callstats bench analyze --runs 3
+              callstats bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst --runs 3
             """)
 
-    @Option(help: "Corpus folder (generated there if empty).")
-    var corpus = "bench-data/corpus"
+    @Option(help: "Corpus folder (generated there if empty; default bench-data/corpus, or bench-data/recording-corpus with --recording).")
+    var corpus: String?
 
-    @Option(help: "Calls in a generated corpus (about 165 MB of full-snapshot NDJSON per 1,000 calls).")
-    var calls = 7_000
+    @Option(help: "Calls in a generated corpus (default 7,000 simulated, about 165 MB of NDJSON per 1,000; or 700 copies of a recording).")
+    var calls: Int?
+
+    @Option(help: "Make the corpus from this Chromium getStats recording (.jsonl[.zst]) instead of simulating it.")
+    var recording: String?
 
     @Option(help: "Runs of each measurement; the best is printed.")
     var runs = 2
 
     func run() throws {
-        let files = try BenchCorpus.ensure(folder: corpus, calls: calls)
+        let corpus = corpus ?? (recording == nil ? "bench-data/corpus" : "bench-data/recording-corpus")
+        let files = try recording.map { try BenchCorpus.ensure(folder: corpus, recording: $0, calls: calls ?? 700) }
+            ?? BenchCorpus.ensure(folder: corpus, calls: calls ?? 7_000)
         let compressed = files.reduce(0) { $0 + BenchCorpus.size($1) }
         print("corpus: \(files.count) files, \(String(format: "%.1f", Double(compressed) / 1e6)) MB compressed; measuring…")
 
@@ -143,6 +157,33 @@ func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)
 enum BenchCorpus {
     static func size(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// The corpus files, made from a recording first when the folder has none: `calls` calls
+    /// in seven files.
+    static func ensure(folder: String, recording: String, calls: Int) throws -> [String] {
+        if case let files = LogFiles.find([folder]).files, !files.isEmpty { return files }
+        let imported = ChromiumImporter().convert(path: recording)
+        guard !imported.records.isEmpty else { throw ValidationError("\(recording): no recording lines found") }
+        print("making \(calls) calls from \(recording) into \(folder) …")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let fleet = RecordingFleet(records: imported.records)
+        var options = LogWriter.Options()
+        options.deltaStats = false
+        options.compressionLevel = 3
+        let fileCount = 7
+        var made = 0
+        for f in 0..<fileCount {
+            let writer = try LogWriter(path: "\(folder)/calls-\(f).ndjson.zst", options: options)
+            for i in stride(from: f, to: calls, by: fileCount) {
+                for r in fleet.call(i, id: String(format: "rec-%06d", i)) { try writer.append(r) }
+                made += 1
+                Terminal.status("recording copies: \(made)/\(calls) calls")
+            }
+            try writer.close()
+        }
+        Terminal.clearStatus()
+        return LogFiles.find([folder]).files
     }
 
     /// The corpus files, generating them first when the folder has none.

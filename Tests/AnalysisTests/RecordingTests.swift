@@ -53,3 +53,42 @@ final class RecordingTests: XCTestCase {
         }
     }
 }
+
+/// The benchmark's real-shaped corpus: calls made from the recording, each with its own id,
+/// start and traffic, that still analyse like the recorded call.
+final class RecordingFleetTests: XCTestCase {
+    func testCopiesDifferInBytesButKeepTheReportsShapeAndTheirLoss() throws {
+        guard let url = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        let original = ChromiumImporter().convert(path: url.path).records
+        let fleet = RecordingFleet(records: original, seed: 5)
+        let first = fleet.call(3, id: "copy-3"), second = fleet.call(4, id: "copy-4")
+        XCTAssertEqual(first, fleet.call(3, id: "copy-3"), "one seed, one corpus")
+        XCTAssertEqual(first.count, original.count)
+        XCTAssertTrue(first.allSatisfy { $0.call == "copy-3" })
+
+        func reports(_ records: [LogRecord]) -> [[JSONValue]] {
+            records.filter { $0.kind == .stats }.map { $0["report"]?.arrayValue ?? [] }
+        }
+        var differing = 0
+        for (a, (b, o)) in zip(reports(first), zip(reports(second), reports(original))) {
+            // The same objects and members, in the same order; ids and SSRCs untouched.
+            XCTAssertEqual(a.map { $0.objectValue?.keys ?? [] }, o.map { $0.objectValue?.keys ?? [] })
+            XCTAssertEqual(a.map { $0["id"] }, o.map { $0["id"] })
+            XCTAssertEqual(a.map { $0["ssrc"] }, o.map { $0["ssrc"] })
+            if a != b { differing += 1 }
+        }
+        XCTAssertEqual(differing, reports(first).count, "every report differs from the other copy's")
+
+        // Counters still only grow, and loss (a ratio of two scaled counters) stays the recording's.
+        let received = reports(first.filter { $0["pc"]?.stringValue == "a" }).compactMap { $0.first { $0["type"]?.stringValue == "inbound-rtp" && $0["kind"]?.stringValue == "audio" }?["packetsReceived"]?.doubleValue }
+        XCTAssertGreaterThan(received.count, 50)
+        XCTAssertEqual(received, received.sorted())
+        let copy = try Harness.analyze(first), recorded = try Harness.analyze(original)
+        XCTAssertEqual(copy.streams.map(\.streamID), recorded.streams.map(\.streamID))
+        for (s, r) in zip(copy.streams, recorded.streams) {
+            XCTAssertEqual(s.lossPct ?? -1, r.lossPct ?? -1, accuracy: 0.05, s.streamID)
+        }
+        XCTAssertNotEqual(copy.call.startTs, recorded.call.startTs)
+        XCTAssertEqual(copy.call.durationMs, recorded.call.durationMs)
+    }
+}
