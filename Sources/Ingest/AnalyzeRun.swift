@@ -25,6 +25,12 @@ public final class AnalyzeRun {
         public var readers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         /// Calls per transaction: large enough to amortise commits, small enough to lose little.
         public var callsPerTransaction = 2_000
+        /// Calls written at a time inside a transaction, sorted by id so that consecutive rows
+        /// land on the same B-tree pages. Small enough that the writer keeps pace with the
+        /// readers: what it has not written when they finish, it writes alone on one core
+        /// (700 real-shaped calls: 2.05-2.17 s with the whole run in one write, 1.82-1.87 s
+        /// with 128 at a time).
+        public var callsPerWrite = 128
         /// true: readers share every file, each taking its share of the calls; false: readers
         /// take whole files only; nil: whole files, and the last few (fewer than the readers)
         /// shared, so that no core idles at the end.
@@ -143,9 +149,9 @@ public final class AnalyzeRun {
         var inTransaction = 0
         var partsDone: [String: FileDone] = [:]
         var lastProgress = Date.distantPast
-        // Calls wait here and are written in call-id order: every table is keyed by call id, and
-        // ids arrive in random order, so sorted writes touch each B-tree page once per batch
-        // instead of once per call (a third less SQLite and kernel time on the benchmark).
+        // Calls wait here and are written `callsPerWrite` at a time in call-id order: every
+        // table is keyed by call id, and ids arrive in random order, so sorted writes touch
+        // each B-tree page once per batch instead of once per call.
         var unwritten: [PendingCall] = []
         func writeUnwritten() throws {
             unwritten.sort { $0.material.callID < $1.material.callID }  // stable: a call's parts keep their order
@@ -166,9 +172,9 @@ public final class AnalyzeRun {
                     case .call(let pending):
                         unwritten.append(pending)
                         inTransaction += 1
-                        // Bounded memory: a file with more calls than a transaction holds is
-                        // written in sorted runs inside the one transaction.
-                        if unwritten.count >= options.callsPerTransaction { try writeUnwritten() }
+                        // Written in sorted runs as they come (bounded memory, and no backlog
+                        // when the readers finish); committed with the files they came from.
+                        if unwritten.count >= min(options.callsPerWrite, options.callsPerTransaction) { try writeUnwritten() }
                     case .issue(let issue):
                         issueCounts[issue.category.rawValue, default: 0] += 1
                         if firstIssues.count < 20 { firstIssues.append(issue) }
