@@ -164,8 +164,9 @@ struct JSONCursor {
         return nil
     }
 
-    /// A JSON number. Up to 15 significant digits and a small exponent are converted exactly
-    /// here (one correctly rounded multiply or divide); the rest go through the standard parser.
+    /// A JSON number. Up to 19 significant digits and an exponent within ±64 are converted
+    /// exactly here (one correctly rounded multiply or divide up to 15 digits, `DecimalToDouble`
+    /// beyond); the rest go through the standard parser.
     mutating func number() throws(ScanError) -> Double {
         skipSpace()
         let start = pos
@@ -176,11 +177,12 @@ struct JSONCursor {
         var mantissa: UInt64 = 0
         var digits = 0
         var scale = 0
+        var truncated = false
         let intStart = pos
         while pos < end && base[pos] == 0x30 { pos += 1 }
         takeEightDigits(&mantissa, &digits)
         while pos < end, base[pos] &- 0x30 < 10 {
-            if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 } } else { scale += 1 }
+            if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 } } else { scale += 1; truncated = true }
             pos += 1
         }
         guard pos > intStart else { throw fail("invalid number") }
@@ -192,7 +194,7 @@ struct JSONCursor {
             takeEightDigits(&mantissa, &digits)
             scale -= pos - before
             while pos < end, base[pos] &- 0x30 < 10 {
-                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 }; scale -= 1 }
+                if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 }; scale -= 1 } else { truncated = true }
                 pos += 1
             }
             guard pos > f else { throw fail("invalid number") }
@@ -218,6 +220,7 @@ struct JSONCursor {
             let v = total >= 0 ? m * JSONCursor.powers[total] : m / JSONCursor.powers[-total]
             return negative ? -v : v
         }
+        if !truncated, let v = DecimalToDouble.convert(mantissa, total) { return negative ? -v : v }
         let text = String(decoding: UnsafeBufferPointer(start: base + start, count: pos - start), as: UTF8.self)
         guard let v = Double(text) else { throw fail("invalid number") }
         return v

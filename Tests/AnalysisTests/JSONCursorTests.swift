@@ -1,4 +1,5 @@
 @testable import Analysis
+import Foundation
 import XCTest
 
 /// The scanner's number reader must give the same double as Swift's own parser, bit for bit:
@@ -33,6 +34,10 @@ final class JSONCursorTests: XCTestCase {
                      "12345678901234567890", "98765432109876543210123", "1700000000000", "1700000000000.123",
                      "0.1", "0.01", "0.00000001234", "0.000000000000000000001", "1.5e3", "2E-5", "-3.25e+2",
                      "0.0123456789012345", "0.30000000000000004", "4.35", "123456.78901234", "9007199254740993",
+                     "9007199254740995", "9007199254740997", "18014398509481985", "18014398509481987", "28.534000000000002",
+                     "1.7976931348623157e308", "2.2250738585072014e-308", "4.9e-324", "1e-64", "1e-65", "1e64", "1e65",
+                     "9999999999999999999", "9999999999999999999e40", "1234567890123456789e-60", "123456789012345678e-30",
+                     "0.1000000000000000055511151231257827", "7.3177701707893310e+15", "1.00000000000000011102230246251565404236316680908203125",
                      "1e22", "1e23", "1e-22", "1e-23", "000123", "00.001", "0.100000000", "12345678.12345678"] {
             assertSameAsSwift(text)
         }
@@ -49,13 +54,21 @@ final class JSONCursorTests: XCTestCase {
                 // Runs of zeros, as in 0.000012 and 40.0000001.
                 text += "." + String((0..<fracDigits).map { _ in Int.random(in: 0...3, using: &rng) == 0 ? "0" : Character(String(Int.random(in: 0...9, using: &rng))) })
             }
-            if Int.random(in: 0...5, using: &rng) == 0 { text += "e\(Int.random(in: -30...30, using: &rng))" }
+            if Int.random(in: 0...5, using: &rng) == 0 { text += "e\(Int.random(in: -80...80, using: &rng))" }
             assertSameAsSwift(text)
         }
-        // Doubles as Swift prints them (shortest round-trip form), as the simulator and SDKs write.
+        // Doubles as Swift prints them (shortest round-trip form), as the simulator and SDKs write,
+        // and any double at all from its bits.
         for _ in 0..<20_000 {
             let v = Double.random(in: -1e7...1e7, using: &rng) * pow(10, Double(Int.random(in: -12...8, using: &rng)))
             assertSameAsSwift("\(v)")
+        }
+        for _ in 0..<20_000 {
+            let v = Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &rng) & ~(1 << 63))
+            guard v.isFinite else { continue }
+            assertSameAsSwift("\(v)")
+            assertSameAsSwift(String(format: "%.17g", v))
+            assertSameAsSwift(String(format: "%.19g", v))
         }
     }
 
