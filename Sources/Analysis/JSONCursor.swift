@@ -133,6 +133,11 @@ struct JSONCursor {
         return i == n || UnsafeRawPointer(a + n - 8).loadUnaligned(as: UInt64.self) == UnsafeRawPointer(b + n - 8).loadUnaligned(as: UInt64.self)
     }
 
+    /// Whether `c` can continue a number token (digits, point, exponent, sign).
+    @inline(__always) static func continuesNumber(_ c: UInt8) -> Bool {
+        c &- 0x30 < 10 || c == 0x2E || c | 0x20 == 0x65 || c == 0x2B || c == 0x2D
+    }
+
     /// High bit set in each byte of `x` that is zero, exactly for the lowest such byte (the
     /// classic bit trick; bytes above the first zero may be flagged wrongly, which is never read).
     @inline(__always) static func zeroBytes(_ x: UInt64) -> UInt64 {

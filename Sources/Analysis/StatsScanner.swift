@@ -174,6 +174,8 @@ struct StatsScanner {
         // Layouts describe the state only when each id had one object in the last report.
         let layoutsUsable = !state.duplicateIDs
         var duplicateIDs = false
+        // The last timestamp number read in this line: most objects of a report share it.
+        var lastTimestamp: (pos: Int, count: Int, value: Double)?
         c.skipSpace()
         let reportStart = c.pos
         try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
@@ -186,7 +188,8 @@ struct StatsScanner {
             var kept = false
             let membersBefore = members.count
             if position < previousSpans.count, position < previousOrder.count,
-               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart) {
+               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart,
+                                                      lastTimestamp: &lastTimestamp) {
                 // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
                 // the chain's copy is already right, unless this report already wrote that id
                 // (a duplicate: then it is read, so that the last one wins as in a fresh read).
@@ -202,6 +205,17 @@ struct StatsScanner {
                     timestamp = unchanged.timestamp
                     timestampValue = unchanged.range
                     if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
+                    // Its members lie where they lay, moved with the object and, after the
+                    // timestamp, by the timestamp's change in length: kept for the report in
+                    // which the object changes.
+                    let old = previousSpans[position]
+                    let shift = Int32(objectStart - reportStart - old.start)
+                    let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
+                    let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
+                    for m in previousMembers[old.members] {
+                        members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
+                                                  end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry))
+                    }
                 }
             }
             if !kept, let (id, atItsPlace) = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
@@ -321,7 +335,7 @@ struct StatsScanner {
     /// timestamp (NaN without one) and where its value lay. The text between equal prefix and
     /// suffix is one maximal number token, so the object parses as before but for the timestamp.
     private static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
-                                  reportStart: Int) -> (timestamp: Double, range: Range<Int>)? {
+                                  reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?) -> (timestamp: Double, range: Range<Int>)? {
         guard span.end <= previous.count, span.start < span.end else { return nil }
         let old = previous.baseAddress!
         let here = c.base + c.pos
@@ -336,7 +350,18 @@ struct StatsScanner {
         guard c.end - c.pos > prefix + suffix, memcmp(old + span.start, here, prefix) == 0 else { return nil }
         var t = c
         t.pos += prefix
-        guard let timestamp = try? t.number() else { return nil }
+        let timestamp: Double
+        if let last = lastTimestamp, t.end - t.pos > last.count, JSONCursor.equal(t.base + last.pos, t.base + t.pos, last.count),
+           !JSONCursor.continuesNumber(t.base[t.pos + last.count]) {
+            // The same number token as the last timestamp (it ends where that one ended).
+            timestamp = last.value
+            t.pos += last.count
+        } else {
+            let start = t.pos
+            guard let v = try? t.number() else { return nil }
+            timestamp = v
+            lastTimestamp = (start, t.pos - start, v)
+        }
         let range = (c.pos + prefix)..<t.pos
         guard t.end - t.pos >= suffix, memcmp(old + span.timestamp.upperBound, t.base + t.pos, suffix) == 0 else { return nil }
         c.pos = t.pos + suffix

@@ -104,6 +104,13 @@ final class ScannerTests: XCTestCase {
             // jitter equals the next report's, but the state holds the second copy's).
             ("duplicate id", report("18000", [inbound, video, pair, untimed, with(inbound, [("100", "180"), ("0.01", "0.05")])])),
             ("after a duplicate", report("19000", [with(inbound, [("100", "190")]), video, pair, untimed])),
+            // Unchanged but for a longer timestamp, then changed: compared member by member with
+            // the layout carried over from the report before (moved by the longer timestamp).
+            ("changed", report("19500", [with(inbound, [("100", "195"), ("0.01", "0.03")]), video, pair, untimed])),
+            ("timestamp longer", report("195000.25", [with(inbound, [("100", "195"), ("0.01", "0.03")]), video, pair, untimed])),
+            ("changed after unchanged", report("195001", [with(inbound, [("100", "196"), ("0.01", "0.01")]), video, pair, untimed])),
+            ("timestamp shorter", report("1950", [with(inbound, [("100", "196"), ("0.01", "0.01")]), video, pair, untimed])),
+            ("changed again", report("1951", [with(inbound, [("100", "197"), ("0.01", "0.04")]), video, pair, untimed])),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
