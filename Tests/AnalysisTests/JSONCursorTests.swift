@@ -96,4 +96,128 @@ final class JSONCursorTests: XCTestCase {
             b[i] ^= 1
         }
     }
+
+    /// The table of powers of five, computed again with exact big integers.
+    func testPowersOfFiveTable() {
+        for (i, q) in (DecimalToDouble.smallestPower...DecimalToDouble.largestPower).enumerated() {
+            let expected: (UInt64, UInt64)
+            if q >= 0 {
+                var p = BigUInt(5).power(q)
+                while p.bitWidth < 128 { p.shiftLeft(1) }
+                p.shiftRight(p.bitWidth - 128)
+                expected = p.top128
+            } else {
+                let five = BigUInt(5).power(-q)
+                let z = five.bitWidth  // 5^n is no power of two: the smallest z with 2^z ≥ 5^n
+                var c = BigUInt.powerOfTwo(q >= -27 ? z + 127 : 2 * z + 128)
+                c.divide(by: five)
+                c.addOne()
+                if c.bitWidth > 128 { c.shiftRight(c.bitWidth - 128) }
+                expected = c.top128
+            }
+            XCTAssertEqual(DecimalToDouble.powersOfFive[i].0, expected.0, "5^\(q)")
+            XCTAssertEqual(DecimalToDouble.powersOfFive[i].1, expected.1, "5^\(q)")
+        }
+    }
+}
+
+/// Just enough of an unsigned big integer to compute the table again: little-endian 32-bit limbs.
+private struct BigUInt {
+    var limbs: [UInt32]
+
+    init(_ v: UInt32) { limbs = [v] }
+
+    static func powerOfTwo(_ n: Int) -> BigUInt {
+        var r = BigUInt(0)
+        r.limbs = Array(repeating: 0, count: n / 32 + 1)
+        r.limbs[n / 32] = 1 << UInt32(n % 32)
+        return r
+    }
+
+    var bitWidth: Int {
+        guard let i = limbs.lastIndex(where: { $0 != 0 }) else { return 0 }
+        return i * 32 + (32 - limbs[i].leadingZeroBitCount)
+    }
+
+
+    func power(_ n: Int) -> BigUInt {
+        var r = BigUInt(1)
+        for _ in 0..<n { r.multiply(by: limbs[0]) }
+        return r
+    }
+
+    mutating func multiply(by m: UInt32) {
+        var carry: UInt64 = 0
+        for i in limbs.indices {
+            let v = UInt64(limbs[i]) * UInt64(m) + carry
+            limbs[i] = UInt32(truncatingIfNeeded: v)
+            carry = v >> 32
+        }
+        if carry > 0 { limbs.append(UInt32(carry)) }
+    }
+
+    mutating func addOne() {
+        for i in limbs.indices {
+            limbs[i] &+= 1
+            if limbs[i] != 0 { return }
+        }
+        limbs.append(1)
+    }
+
+    mutating func shiftLeft(_ n: Int) {
+        for _ in 0..<n { multiply(by: 2) }
+    }
+
+    mutating func shiftRight(_ n: Int) {
+        guard n > 0 else { return }
+        let words = n / 32, bits = UInt32(n % 32)
+        limbs = Array(limbs.dropFirst(words))
+        if bits > 0 {
+            for i in limbs.indices {
+                let next = i + 1 < limbs.count ? limbs[i + 1] : 0
+                limbs[i] = limbs[i] >> bits | next << (32 - bits)
+            }
+        }
+    }
+
+    /// Long division by a big divisor, bit by bit (the table is built once, from small numbers).
+    mutating func divide(by d: BigUInt) {
+        var quotient = BigUInt(0)
+        quotient.limbs = Array(repeating: 0, count: limbs.count)
+        var remainder = BigUInt(0)
+        for bit in stride(from: bitWidth - 1, through: 0, by: -1) {
+            remainder.shiftLeft(1)
+            if limbs[bit / 32] >> UInt32(bit % 32) & 1 == 1 { remainder.limbs[0] |= 1 }
+            if !remainder.isLess(than: d) {
+                remainder.subtract(d)
+                quotient.limbs[bit / 32] |= 1 << UInt32(bit % 32)
+            }
+        }
+        self = quotient
+    }
+
+    func isLess(than other: BigUInt) -> Bool {
+        let n = max(limbs.count, other.limbs.count)
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            let a = i < limbs.count ? limbs[i] : 0, b = i < other.limbs.count ? other.limbs[i] : 0
+            if a != b { return a < b }
+        }
+        return false
+    }
+
+    mutating func subtract(_ other: BigUInt) {
+        var borrow: Int64 = 0
+        for i in limbs.indices {
+            var v = Int64(limbs[i]) - borrow - (i < other.limbs.count ? Int64(other.limbs[i]) : 0)
+            borrow = 0
+            if v < 0 { v += 1 << 32; borrow = 1 }
+            limbs[i] = UInt32(v)
+        }
+    }
+
+    /// The value, which has at most 128 bits, as (high, low) 64-bit words.
+    var top128: (UInt64, UInt64) {
+        func limb(_ i: Int) -> UInt64 { i < limbs.count ? UInt64(limbs[i]) : 0 }
+        return (limb(3) << 32 | limb(2), limb(1) << 32 | limb(0))
+    }
 }
