@@ -31,7 +31,8 @@ struct ChainState {
     /// The members of those objects that were read, in report order (see `ObjectSpan.members`):
     /// an object that changed is compared member by member, and only changed members are read.
     var memberSpans: [MemberSpan] = []
-    /// The last full report listed an id twice: its member layouts may not describe the state.
+    /// The last full report listed an id twice: its objects and member layouts may not describe
+    /// the state.
     var duplicateIDs = false
 }
 
@@ -44,6 +45,9 @@ struct ObjectSpan {
     /// The object's members after its leading id, in `ChainState.memberSpans`; empty when the
     /// object was not read member by member or cannot be compared that way (see `MemberSpan`).
     var members: Range<Int> = 0..<0
+    /// Whether the chain held the object after that report (objects the metrics never read are
+    /// not held).
+    var inState = false
 }
 
 /// One member of an object in the last full report, relative to the report's `[`: from the
@@ -171,8 +175,9 @@ struct StatsScanner {
         swap(&previousMembers, &state.memberSpans)
         var members: [MemberSpan] = []
         members.reserveCapacity(previousMembers.count)
-        // Layouts describe the state only when each id had one object in the last report.
-        let layoutsUsable = !state.duplicateIDs
+        // The last report's objects and layouts describe the state only when each id had one
+        // object in it (otherwise the state holds an id's last copy, not the one at a position).
+        let previousUsable = !state.duplicateIDs
         var duplicateIDs = false
         // The last timestamp number read in this line: most objects of a report share it.
         var lastTimestamp: (pos: Int, count: Int, value: Double)?
@@ -186,20 +191,25 @@ struct StatsScanner {
             let objectStart = cur.pos
             var timestampValue: Range<Int> = 0..<0
             var kept = false
+            var inState = false
             let membersBefore = members.count
-            if position < previousSpans.count, position < previousOrder.count,
+            if previousUsable, position < previousSpans.count, position < previousOrder.count,
                let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart,
                                                       lastTimestamp: &lastTimestamp) {
                 // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
-                // the chain's copy is already right, unless this report already wrote that id
-                // (a duplicate: then it is read, so that the last one wins as in a fresh read).
+                // the chain's copy is already right, unless this report already wrote, added or
+                // removed that id (a duplicate: then it is read, so that the last one wins as in
+                // a fresh read).
                 let id = previousOrder[position]
                 let index = state.objects.index(forKey: id, hint: position < previousSlots.count ? previousSlots[position] : nil)
-                if let index, state.objects[index].generation == generation {
+                let asBefore = if let index { previousSpans[position].inState && state.objects[index].generation != generation }
+                               else { !previousSpans[position].inState }
+                if !asBefore {
                     cur.pos = objectStart
                     duplicateIDs = true
                 } else {
                     kept = true
+                    inState = index != nil
                     order.append(id)
                     slots.append(index ?? -1)
                     timestamp = unchanged.timestamp
@@ -228,7 +238,7 @@ struct StatsScanner {
                     if state.objects[index].generation == generation { duplicateIDs = true }
                     let afterID = cur.pos
                     var compared = false
-                    if atItsPlace, layoutsUsable, position < previousSpans.count, !previousSpans[position].members.isEmpty,
+                    if atItsPlace, previousUsable, position < previousSpans.count, !previousSpans[position].members.isEmpty,
                        state.objects[index].generation != generation {
                         compared = try StatsScanner.readChangedMembers(
                             &cur, into: &state.objects[index], generation: generation, previous: previous,
@@ -244,13 +254,13 @@ struct StatsScanner {
                     }
                     timestamp = state.objects[index].timestamp
                     timestampValue = state.objects[index].timestampValue
-                    if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index) }
+                    if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index); inState = true }
                 } else {
                     try StatsScanner.readMembers(&cur, into: &object, generation: generation,
                                                  reportStart: reportStart, record: &members, from: firstMember)
                     timestamp = object.timestamp
                     timestampValue = object.timestampValue
-                    if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1) } else { slots.append(-1) }
+                    if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1); inState = true } else { slots.append(-1) }
                 }
             } else if !kept {
                 var id: String?
@@ -270,6 +280,7 @@ struct StatsScanner {
                         state.objects[id] = added
                     }
                 }
+                inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false
             }
             if !timestamp.isNaN {
                 let n: Int
@@ -284,7 +295,7 @@ struct StatsScanner {
             }
             let ts = timestampValue.isEmpty || timestamp.isNaN ? 0..<0 : (timestampValue.lowerBound - reportStart)..<(timestampValue.upperBound - reportStart)
             spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
-                                    members: membersBefore..<members.count))
+                                    members: membersBefore..<members.count, inState: inState))
         }
         }
         state.order = order

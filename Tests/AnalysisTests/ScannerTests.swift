@@ -57,6 +57,14 @@ final class ScannerTests: XCTestCase {
                                               inbound.replacingOccurrences(of: "100", with: "300")])),
             ("duplicate id, first changed", report("12600", [inbound.replacingOccurrences(of: "100", with: "200"), candidate,
                                                              untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
+            // The first copy again, unchanged but for the timestamp: the state held the second
+            // copy, so it must be read, not skipped.
+            ("after a duplicate, first unchanged", report("12650", [inbound.replacingOccurrences(of: "100", with: "200"), candidate,
+                                                                    untimed, certificate])),
+            // An id twice, the first copy of a type the metrics ignore (which drops the object),
+            // the second unchanged since the last report: it must be read again, not skipped.
+            ("ignored duplicate, then unchanged", report("12700", [candidate.replacingOccurrences(of: "local-candidate", with: "local-`andidate"),
+                                                                   candidate, untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
             ("dropped", report("13000", [inbound, untimed])),
             ("timestamps only again", report("14000", [inbound, untimed])),
         ]

@@ -1,5 +1,5 @@
 @testable import CallLog
-import Analysis
+@testable import Analysis
 import Capture
 
 /// What each libFuzzer target does with one input, shared by the fuzzers (`Fuzz/build.sh`
@@ -11,10 +11,15 @@ enum FuzzEntryPoints {
     /// and `callstats cat` use them) and the analyser's fast path (`RecordIngestor`: the stats
     /// scanner on `stats` records) — and every call collected is analysed, stored, decoded and
     /// merged again, as `callstats analyze` does. Returns the records both paths accepted.
+    ///
+    /// The scanner keeps each chain from one full report to the next and reads only what
+    /// changed; after every full report its state must equal a fresh scanner's reading of that
+    /// report alone, or the input stops with a failure.
     @discardableResult
     static func records(_ text: UnsafeBufferPointer<UInt8>) -> (parsed: Int, ingested: Int) {
         var deltas = StatsDeltaDecoder()
         var ingestor = RecordIngestor()
+        var kept = StatsScanner()
         let half = RecordIngestor(partition: (index: 1, count: 2))  // the call id read for sharing a file
         var parsed = 0, ingested = 0
         var start = 0
@@ -35,10 +40,34 @@ enum FuzzEntryPoints {
             case .skipped, .otherPartition: break
             }
             _ = half.owns(line)
+            if let scanned = try? kept.scan(line) {
+                var fresh = StatsScanner()
+                if let alone = try? fresh.scan(line) {  // a full report (a delta needs its base)
+                    if let difference = difference(scanned.state, alone.state) {
+                        preconditionFailure("kept scanner state differs from a fresh read: \(difference)")
+                    }
+                }
+            }
             start = end + 1
         }
         for m in ingestor.takeAll() { analyse(m) }
         return (parsed, ingested)
+    }
+
+    /// What differs between two chain states' objects, or nil when they are the same.
+    static func difference(_ a: ChainState, _ b: ChainState) -> String? {
+        func same(_ x: Double, _ y: Double) -> Bool { x == y || (x.isNaN && y.isNaN) }
+        guard a.t == b.t || (a.t == nil && b.t == nil) else { return "common timestamp \(String(describing: a.t)) vs \(String(describing: b.t))" }
+        guard Set(a.objects.keys) == Set(b.objects.keys) else { return "ids \(a.objects.keys) vs \(b.objects.keys)" }
+        for (id, x) in zip(a.objects.keys, a.objects.values) {
+            guard let y = b.objects[id] else { continue }
+            if x.type != y.type { return "\(id): type" }
+            if !same(x.timestamp, y.timestamp) { return "\(id): timestamp" }
+            if x.str != y.str { return "\(id): strings \(x.str) vs \(y.str)" }
+            if !zip(x.num, y.num).allSatisfy(same) { return "\(id): numbers \(x.num) vs \(y.num)" }
+            if x.rate != y.rate { return "\(id): rates" }
+        }
+        return nil
     }
 
     private static func analyse(_ material: CallMaterial) {
