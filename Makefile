@@ -77,6 +77,8 @@ fuzz:
 
 bench: build
 	$(BIN) bench
+	@if [ -f ../shared/data/chromium-call-30ms-2pct.jsonl.zst ]; then \
+	  $(BIN) bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst; fi
 
 clean:
 	rm -rf .build .build-fuzz $(DB) $(DB)-wal $(DB)-shm $(DB).lock report.html

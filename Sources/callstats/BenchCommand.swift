@@ -76,9 +76,10 @@ struct AnalyzeBench: ParsableCommand {
             (pip install duckdb).
 
             The corpus is simulated (about 70 % W3C, 30 % goog), or with --recording made from a \
-            real Chromium recording: each call a copy with its own id, start and traffic (see \
-            RecordingFleet), so that every report has the object types, members and spacing a \
-            browser writes.
+            real Chromium recording: each call a copy with its own id, its own start and every \
+            counter scaled by its own factor between 0.8 and 1.2, so that every report has the \
+            object types, members and spacing a browser writes and zstd cannot find one copy in \
+            another.
 
             Examples:
               callstats bench analyze --runs 3
