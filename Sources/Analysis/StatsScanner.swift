@@ -58,6 +58,9 @@ struct MemberSpan {
     var start: Int32
     var end: Int32
     var entry: FieldTable.Entry?
+    /// Where the value starts, from `start` (past the delimiter, key and colon); 0 when unknown.
+    /// A changed member whose bytes up to there are unchanged has the same key.
+    var valueOffset: UInt16 = 0
 }
 
 /// Why a stats record was not used.
@@ -224,7 +227,8 @@ struct StatsScanner {
                     let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
                     for m in previousMembers[old.members] {
                         members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
-                                                  end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry))
+                                                  end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
+                                                  valueOffset: m.valueOffset))
                     }
                 }
             }
@@ -416,6 +420,7 @@ struct StatsScanner {
             guard try c.next(closer: 0x7D) else { break }
             let key = try c.rawString()
             try c.expect(0x3A)
+            let valueOffset = UInt16(clamping: c.pos - start)
             let entry = table.lookup(key)
             if comparable, !written.add(entry) { comparable = false }
             if typeKnown && o.type == .other && !o.timestamp.isNaN {
@@ -424,7 +429,10 @@ struct StatsScanner {
                 try readMember(&c, entry: entry, into: &o, id: &ignored)
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
             }
-            if comparable { record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry)) }
+            if comparable {
+                record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
+                                         valueOffset: valueOffset == .max ? 0 : valueOffset))
+            }
         }
         if !comparable { record.removeSubrange(first...) }
         o.clearUnwrittenStrings()
@@ -452,17 +460,30 @@ struct StatsScanner {
                 // The delimiter after the value is compared too: 12 is not the start of 123.
                 if m.entry != .timestamp, c.end - c.pos > n, JSONCursor.equal(previous.baseAddress! + Int(m.start), c.base + c.pos, n + 1) {
                     c.pos += n
-                    record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: m.entry))
+                    record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: m.entry,
+                                             valueOffset: m.valueOffset))
                     i += 1
                     continue
                 }
             }
-            guard try c.next(closer: 0x7D) else { break }
-            guard i < layout.endIndex else { return false }
-            let key = try c.rawString()
-            try c.expect(0x3A)
-            let entry = table.lookup(key)
-            guard entry == layout[i].entry else { return false }
+            let entry: FieldTable.Entry?
+            var valueOffset: UInt16 = 0
+            if i < layout.endIndex, case let k = Int(layout[i].valueOffset), k > 0, c.end - c.pos > k,
+               JSONCursor.equal(previous.baseAddress! + Int(layout[i].start), c.base + c.pos, k) {
+                // Delimiter and key as before: only the value changed.
+                c.pos += k
+                entry = layout[i].entry
+                valueOffset = layout[i].valueOffset
+            } else {
+                guard try c.next(closer: 0x7D) else { break }
+                guard i < layout.endIndex else { return false }
+                let key = try c.rawString()
+                try c.expect(0x3A)
+                valueOffset = UInt16(clamping: c.pos - start)
+                if valueOffset == .max { valueOffset = 0 }
+                entry = table.lookup(key)
+                guard entry == layout[i].entry else { return false }
+            }
             if entry == .qualityLimitationDurations {
                 // Durations the new value lacks must read as absent, as in a fresh read.
                 o.num[NumField.qlBandwidth.rawValue] = .nan
@@ -470,7 +491,8 @@ struct StatsScanner {
                 o.num[NumField.qlOther.rawValue] = .nan
             }
             try readMember(&c, entry: entry, into: &o, id: &ignored)
-            record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry))
+            record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
+                                     valueOffset: valueOffset))
             i += 1
         }
         guard i == layout.endIndex else { return false }
