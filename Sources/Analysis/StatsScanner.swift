@@ -187,6 +187,10 @@ struct StatsScanner {
         c.skipSpace()
         let reportStart = c.pos
         try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
+        // Where this report's objects lay in the last one: the same position, or shifted by the
+        // objects inserted or removed before them (found by id once, then assumed for the rest).
+        var drift = 0
+        var previousPositions: [String: Int]?
         try c.array { cur throws(JSONCursor.ScanError) in
             let position = order.count
             var timestamp = Double.nan
@@ -196,57 +200,83 @@ struct StatsScanner {
             var kept = false
             var inState = false
             let membersBefore = members.count
-            if previousUsable, position < previousSpans.count, position < previousOrder.count,
-               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[position], in: previous, reportStart: reportStart,
-                                                      lastTimestamp: &lastTimestamp) {
-                // Same bytes as last time but for the timestamp (certificates, codecs, candidates):
-                // the chain's copy is already right, unless this report already wrote, added or
-                // removed that id (a duplicate: then it is read, so that the last one wins as in
-                // a fresh read).
-                let id = previousOrder[position]
-                let index = state.objects.index(forKey: id, hint: position < previousSlots.count ? previousSlots[position] : nil)
-                let asBefore = if let index { previousSpans[position].inState && state.objects[index].generation != generation }
-                               else { !previousSpans[position].inState }
-                if !asBefore {
+            var q = position - drift
+            // The object as the last report's object at `q`, then (when its id says it moved) at
+            // its old position; `found` is its id once read.
+            var found: (id: String, isExpected: Bool)?
+            var atItsPlace = false
+            var afterID = 0
+            while true {
+                if previousUsable, q >= 0, q < previousSpans.count, q < previousOrder.count,
+                   let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[q], in: previous, reportStart: reportStart,
+                                                          lastTimestamp: &lastTimestamp) {
+                    // Same bytes as last time but for the timestamp (certificates, codecs,
+                    // candidates): the chain's copy is already right, unless this report already
+                    // wrote, added or removed that id (a duplicate: then it is read, so that the
+                    // last one wins as in a fresh read).
+                    let id = previousOrder[q]
+                    let index = state.objects.index(forKey: id, hint: q < previousSlots.count ? previousSlots[q] : nil)
+                    let asBefore = if let index { previousSpans[q].inState && state.objects[index].generation != generation }
+                                   else { !previousSpans[q].inState }
+                    if asBefore {
+                        kept = true
+                        inState = index != nil
+                        order.append(id)
+                        slots.append(index ?? -1)
+                        timestamp = unchanged.timestamp
+                        timestampValue = unchanged.range
+                        if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
+                        // Its members lie where they lay, moved with the object and, after the
+                        // timestamp, by the timestamp's change in length: kept for the report in
+                        // which the object changes.
+                        let old = previousSpans[q]
+                        let shift = Int32(objectStart - reportStart - old.start)
+                        let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
+                        let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
+                        for m in previousMembers[old.members] {
+                            members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
+                                                      end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
+                                                      valueOffset: m.valueOffset))
+                        }
+                        break
+                    }
                     cur.pos = objectStart
                     duplicateIDs = true
-                } else {
-                    kept = true
-                    inState = index != nil
-                    order.append(id)
-                    slots.append(index ?? -1)
-                    timestamp = unchanged.timestamp
-                    timestampValue = unchanged.range
-                    if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
-                    // Its members lie where they lay, moved with the object and, after the
-                    // timestamp, by the timestamp's change in length: kept for the report in
-                    // which the object changes.
-                    let old = previousSpans[position]
-                    let shift = Int32(objectStart - reportStart - old.start)
-                    let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
-                    let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
-                    for m in previousMembers[old.members] {
-                        members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
-                                                  end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
-                                                  valueOffset: m.valueOffset))
-                    }
                 }
+                if found != nil {
+                    cur.pos = afterID  // moved, but changed: read from after the id
+                    break
+                }
+                guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < previousOrder.count ? previousOrder[q] : nil) else { break }
+                found = f
+                atItsPlace = f.isExpected
+                guard !f.isExpected, previousUsable else { break }
+                // Not where the drift says: look the id up among the last report's objects.
+                if previousPositions == nil {
+                    previousPositions = Dictionary(previousOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+                }
+                guard let moved = previousPositions?[f.id] else { break }
+                drift = position - moved
+                q = moved
+                atItsPlace = true
+                afterID = cur.pos
+                cur.pos = objectStart
             }
-            if !kept, let (id, atItsPlace) = try StatsScanner.leadingID(&cur, expected: position < previousOrder.count ? previousOrder[position] : nil) {
+            if !kept, let (id, _) = found {
                 // Objects that start with their id (all that browsers and SDKs write): an object
                 // the chain already has is read straight into it, keeping unchanged strings.
                 order.append(id)
-                let hint = position < previousSlots.count ? previousSlots[position] : nil
+                let hint = q >= 0 && q < previousSlots.count ? previousSlots[q] : nil
                 let firstMember = members.count
                 if let index = state.objects.index(forKey: id, hint: hint) {
                     if state.objects[index].generation == generation { duplicateIDs = true }
                     let afterID = cur.pos
                     var compared = false
-                    if atItsPlace, previousUsable, position < previousSpans.count, !previousSpans[position].members.isEmpty,
+                    if atItsPlace, previousUsable, q >= 0, q < previousSpans.count, !previousSpans[q].members.isEmpty,
                        state.objects[index].generation != generation {
                         compared = try StatsScanner.readChangedMembers(
                             &cur, into: &state.objects[index], generation: generation, previous: previous,
-                            layout: previousMembers[previousSpans[position].members], reportStart: reportStart, record: &members)
+                            layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &members)
                         if !compared {
                             cur.pos = afterID
                             members.removeSubrange(firstMember...)
@@ -260,8 +290,28 @@ struct StatsScanner {
                     timestampValue = state.objects[index].timestampValue
                     if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index); inState = true }
                 } else {
-                    try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                                 reportStart: reportStart, record: &members, from: firstMember)
+                    // Not held: new, or of a type the metrics never read (media sources,
+                    // playout, the peer connection). Of the latter only the type and timestamp
+                    // matter, so when it was not held last time either, only they are read.
+                    var compared = false
+                    if atItsPlace, previousUsable, q >= 0, q < previousSpans.count, !previousSpans[q].inState,
+                       !previousSpans[q].members.isEmpty {
+                        let afterID = cur.pos
+                        object.reset()
+                        compared = try StatsScanner.readChangedMembers(
+                            &cur, into: &object, generation: generation, previous: previous,
+                            layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &members,
+                            valuesNeeded: false)
+                        if !compared || object.type != .other {
+                            compared = false
+                            cur.pos = afterID
+                            members.removeSubrange(firstMember...)
+                        }
+                    }
+                    if !compared {
+                        try StatsScanner.readMembers(&cur, into: &object, generation: generation,
+                                                     reportStart: reportStart, record: &members, from: firstMember)
+                    }
                     timestamp = object.timestamp
                     timestampValue = object.timestampValue
                     if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1); inState = true } else { slots.append(-1) }
@@ -444,10 +494,13 @@ struct StatsScanner {
     /// already holds its value; a changed one is read. False, with `o` partly updated, when
     /// the members' keys differ from the layout's (the caller reads the object again whole).
     ///
-    /// The timestamp is always read: where its number lies is noted for the next report.
+    /// The timestamp is always read: where its number lies is noted for the next report. With
+    /// `valuesNeeded` false only the type and timestamp are read; other changed values are
+    /// skipped.
     private static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                            previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
-                                           reportStart: Int, record: inout [MemberSpan]) throws(JSONCursor.ScanError) -> Bool {
+                                           reportStart: Int, record: inout [MemberSpan],
+                                           valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
@@ -490,7 +543,11 @@ struct StatsScanner {
                 o.num[NumField.qlCPU.rawValue] = .nan
                 o.num[NumField.qlOther.rawValue] = .nan
             }
-            try readMember(&c, entry: entry, into: &o, id: &ignored)
+            if valuesNeeded || entry == .type || entry == .timestamp {
+                try readMember(&c, entry: entry, into: &o, id: &ignored)
+            } else {
+                try c.skipValue()
+            }
             record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
                                      valueOffset: valueOffset))
             i += 1

@@ -127,6 +127,33 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Objects inserted or removed before others shift their positions: the rest are found at
+    /// their old places by id. Objects of types the metrics ignore are compared for their type
+    /// and timestamp only, and read whole when their type becomes one the metrics read.
+    func testShiftedAndIgnoredObjectsEqualAFreshRead() throws {
+        let source = #"{"id":"S1","timestamp":TS,"type":"media-source","kind":"audio","audioLevel":0.1,"totalAudioEnergy":1.5}"#
+        func with(_ object: String, _ pairs: [(String, String)]) -> String {
+            pairs.reduce(object) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        }
+        let steps: [(String, String)] = [
+            ("first", report("1000", [source, inbound, candidate, untimed])),
+            ("source and inbound change", report("2000", [with(source, [("0.1", "0.2")]), with(inbound, [("100", "200")]), candidate, untimed])),
+            ("one inserted before", report("3000", [certificate, with(source, [("0.1", "0.3")]), with(inbound, [("100", "300")]), candidate, untimed])),
+            ("unchanged after the insert", report("4000", [certificate, with(source, [("0.1", "0.3")]), with(inbound, [("100", "300")]), candidate, untimed])),
+            ("one removed before", report("5000", [with(source, [("0.1", "0.5")]), with(inbound, [("100", "500")]), candidate, untimed])),
+            ("swapped", report("6000", [with(inbound, [("100", "600")]), with(source, [("0.1", "0.6")]), untimed, candidate])),
+            // The ignored object's type becomes one the metrics read: it is read whole.
+            ("ignored becomes read", report("7000", [with(inbound, [("100", "700")]), with(source, [("media-source", "inbound-rtp"), ("0.1", "0.7")]), untimed, candidate])),
+            ("and back", report("8000", [with(inbound, [("100", "800")]), with(source, [("0.1", "0.8")]), untimed, candidate])),
+            ("ignored, unchanged type, new timestamp only", report("9000", [with(inbound, [("100", "800")]), with(source, [("0.1", "0.8")]), untimed, candidate])),
+        ]
+        var kept = StatsScanner()
+        for (name, text) in steps {
+            var fresh = StatsScanner()
+            assertSame(try scan(&kept, text), try scan(&fresh, text), name)
+        }
+    }
+
     /// Random edits of a real-shaped report, one after another: after each, the kept state
     /// equals a fresh read of the same report.
     func testRandomEditsEqualAFreshRead() throws {
