@@ -45,18 +45,20 @@ enum Stopwatch {
     }
 }
 
-/// Prints rows of label/value columns aligned.
+/// Prints rows of label/value columns aligned: text to the left, figures to the right.
 struct Table {
     var header: [String]
     var rows: [[String]] = []
+    /// Columns of text (besides the first, always text), aligned to the left.
+    var textColumns: Set<Int> = []
 
     func render() -> String {
         var widths = header.map(\.count)
         for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, c in
-                i == 0 ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                       : String(repeating: " ", count: widths[i] - c.count) + c
+                i == 0 || textColumns.contains(i) ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                                                  : String(repeating: " ", count: widths[i] - c.count) + c
             }.joined(separator: "  ")
         }
         return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line))
@@ -229,7 +231,8 @@ struct LogSizeBench: ParsableCommand {
     func run() throws {
         let (records, issues) = LogReader(path: file).readAll()
         if let first = issues.first { throw ValidationError("\(file) has damage: \(first)") }
-        var table = Table(header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute", "after 1st snapshot"])
+        var table = Table(header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute", "after 1st snapshot"],
+                          textColumns: [1, 2])
         for n in every {
             let kept = LogSizeMeasure.resample(records, every: n)
             let period = LogSizeMeasure.period(kept)
