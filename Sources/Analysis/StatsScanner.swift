@@ -197,8 +197,8 @@ struct StatsScanner {
             cur.skipSpace()
             let objectStart = cur.pos
             var timestampValue: Range<Int> = 0..<0
-            var kept = false
-            var inState = false
+            var kept = false  // taken as the last report's object, unchanged but for its timestamp
+            var inState = false  // held by the chain after this object
             let membersBefore = members.count
             var q = position - drift
             // The object as the last report's object at `q`, then (when its id says it moved) at
