@@ -61,6 +61,9 @@ struct MemberSpan {
     /// Where the value starts, from `start` (past the delimiter, key and colon); 0 when unknown.
     /// A changed member whose bytes up to there are unchanged has the same key.
     var valueOffset: UInt16 = 0
+
+    /// `valueOffset` for a value `distance` bytes after the member's start (0 beyond its range).
+    static func valueOffset(_ distance: Int) -> UInt16 { distance < Int(UInt16.max) ? UInt16(distance) : 0 }
 }
 
 /// Why a stats record was not used.
@@ -470,7 +473,7 @@ struct StatsScanner {
             guard try c.next(closer: 0x7D) else { break }
             let key = try c.rawString()
             try c.expect(0x3A)
-            let valueOffset = UInt16(clamping: c.pos - start)
+            let valueOffset = MemberSpan.valueOffset(c.pos - start)
             let entry = table.lookup(key)
             if comparable, !written.add(entry) { comparable = false }
             if typeKnown && o.type == .other && !o.timestamp.isNaN {
@@ -481,7 +484,7 @@ struct StatsScanner {
             }
             if comparable {
                 record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
-                                         valueOffset: valueOffset == .max ? 0 : valueOffset))
+                                         valueOffset: valueOffset))
             }
         }
         if !comparable { record.removeSubrange(first...) }
@@ -532,8 +535,7 @@ struct StatsScanner {
                 guard i < layout.endIndex else { return false }
                 let key = try c.rawString()
                 try c.expect(0x3A)
-                valueOffset = UInt16(clamping: c.pos - start)
-                if valueOffset == .max { valueOffset = 0 }
+                valueOffset = MemberSpan.valueOffset(c.pos - start)
                 entry = table.lookup(key)
                 guard entry == layout[i].entry else { return false }
             }

@@ -28,8 +28,8 @@ public final class AnalyzeRun {
         /// Calls written at a time inside a transaction, sorted by id so that consecutive rows
         /// land on the same B-tree pages. Small enough that the writer keeps pace with the
         /// readers: what it has not written when they finish, it writes alone on one core
-        /// (700 real-shaped calls: 2.05-2.17 s with the whole run in one write, 1.82-1.87 s
-        /// with 128 at a time).
+        /// (700 real-shaped calls, `analyze --calls-per-write`: 1.99-2.04 s at 2,000, the whole
+        /// run in one write; 1.69-1.75 s at 128).
         public var callsPerWrite = 128
         /// true: readers share every file, each taking its share of the calls; false: readers
         /// take whole files only; nil: whole files, and the last few (fewer than the readers)

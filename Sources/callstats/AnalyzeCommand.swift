@@ -61,6 +61,10 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: .hidden)
     var callsPerTransaction: Int?
 
+    /// Calls written at a time (measuring the writer's batch size).
+    @Option(help: .hidden)
+    var callsPerWrite: Int?
+
     func validate() throws {
         if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
             throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
@@ -77,6 +81,7 @@ struct AnalyzeCommand: ParsableCommand {
         }
         if let threads { options.readers = max(1, threads) }
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
+        if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
         let run = AnalyzeRun(options: options)
         let shown = IssueCounter(limit: quiet ? 0 : showIssues)
         run.onIssue = { issue in

@@ -57,7 +57,7 @@ enum FuzzEntryPoints {
     /// What differs between two chain states' objects, or nil when they are the same.
     static func difference(_ a: ChainState, _ b: ChainState) -> String? {
         func same(_ x: Double, _ y: Double) -> Bool { x == y || (x.isNaN && y.isNaN) }
-        guard a.t == b.t || (a.t == nil && b.t == nil) else { return "common timestamp \(String(describing: a.t)) vs \(String(describing: b.t))" }
+        guard a.t == b.t else { return "common timestamp \(String(describing: a.t)) vs \(String(describing: b.t))" }
         guard Set(a.objects.keys) == Set(b.objects.keys) else { return "ids \(a.objects.keys) vs \(b.objects.keys)" }
         for (id, x) in zip(a.objects.keys, a.objects.values) {
             guard let y = b.objects[id] else { continue }
