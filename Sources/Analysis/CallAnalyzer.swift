@@ -105,18 +105,26 @@ extension CallMaterial {
     }
 }
 
+/// A mean of a metric, each interval weighted by its length; nil when no interval has it.
+/// Accumulated one interval at a time, so that several metrics share one pass.
+struct TimeWeightedMean {
+    private var sum = 0.0, weight = 0.0
+
+    mutating func add(_ value: Double?, _ duration: Double) {
+        guard let value else { return }
+        sum += value * duration
+        weight += duration
+    }
+
+    var value: Double? { weight > 0 ? sum / weight : nil }
+}
+
 extension Collection where Element == IntervalMetrics {
     /// The mean of a metric, each interval weighted by its length; nil when none has it.
     func timeWeightedMean(_ key: (IntervalMetrics) -> Double?) -> Double? {
-        var sum = 0.0, weight = 0.0
-        for x in self {
-            if let v = key(x) {
-                let d = Double(x.endTs - x.startTs)
-                sum += v * d
-                weight += d
-            }
-        }
-        return weight > 0 ? sum / weight : nil
+        var mean = TimeWeightedMean()
+        for x in self { mean.add(key(x), Double(x.endTs - x.startTs)) }
+        return mean.value
     }
 }
 
@@ -254,19 +262,19 @@ enum Intervals {
         }
         let w = intervals.map { Double($0.endTs - $0.startTs) }
         func mean(_ key: (IntervalMetrics) -> Double?) -> Double? { intervals.timeWeightedMean(key) }
-        s.jitterMeanMs = mean(\.jitterMs)
-        s.jitterMaxMs = intervals.compactMap(\.jitterMs).max()
-        s.rttMeanMs = mean(\.rttMs)
-        s.bitrateKbps = mean(\.bitrateKbps)
-        s.concealmentPct = mean(\.concealmentPct)
-        s.mosMean = mean(\.mosCQ)
-        s.mosMin = intervals.compactMap(\.mosCQ).min()
-        s.fpsMean = mean(\.fps)
-        s.widthMax = intervals.compactMap(\.width).max()
-        s.heightMax = intervals.compactMap(\.height).max()
+        s.jitterMeanMs = mean { $0.jitterMs }
+        s.jitterMaxMs = intervals.compactMap { $0.jitterMs }.max()
+        s.rttMeanMs = mean { $0.rttMs }
+        s.bitrateKbps = mean { $0.bitrateKbps }
+        s.concealmentPct = mean { $0.concealmentPct }
+        s.mosMean = mean { $0.mosCQ }
+        s.mosMin = intervals.compactMap { $0.mosCQ }.min()
+        s.fpsMean = mean { $0.fps }
+        s.widthMax = intervals.compactMap { $0.width }.max()
+        s.heightMax = intervals.compactMap { $0.height }.max()
         s.freezeCount = intervals.reduce(0) { $0 + ($1.freezeCount ?? 0) }
         s.freezeMs = intervals.reduce(0) { $0 + ($1.freezeMs ?? 0) }
-        s.videoScoreMean = mean(\.videoScore)
+        s.videoScoreMean = mean { $0.videoScore }
         var byReason: [String: Double] = [:]
         for (i, x) in intervals.enumerated() { if let q = x.qualityLimitation { byReason[q, default: 0] += w[i] } }
         s.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key

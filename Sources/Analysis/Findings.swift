@@ -46,21 +46,38 @@ enum Findings {
     static func windows(_ xs: [IntervalMetrics], minimumMs: Int64) -> [IntervalMetrics] {
         var out: [IntervalMetrics] = []
         out.reserveCapacity(xs.count)
-        // The current group is xs[lo..<hi]: a slice, so intervals are not copied (each carries strings).
+        // The current group is xs[lo..<hi].
         var lo = 0
         func flush(_ hi: Int) {
             guard lo < hi else { return }
-            let group = xs[lo..<hi]
-            let first = xs[lo], last = xs[hi - 1]
+            let group = lo..<hi
             lo = hi
-            var w = IntervalMetrics(callID: first.callID, streamID: first.streamID, startTs: first.startTs, endTs: last.endTs)
-            func weighted(_ key: (IntervalMetrics) -> Double?) -> Double? { group.timeWeightedMean(key) }
+            var w = IntervalMetrics(callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
+                                    startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs)
+            // One pass, by index: copying an interval retains its strings, and a key path per
+            // metric was built again for every window.
             var packets: Int64?, lost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
-            for x in group {
-                if let p = x.packets { packets = (packets ?? 0) + p }
-                if let l = x.packetsLost { lost = (lost ?? 0) + l }
-                freezeMs += x.freezeMs ?? 0
-                freezeCount += x.freezeCount ?? 0
+            var jitter = TimeWeightedMean(), rtt = TimeWeightedMean(), iceRtt = TimeWeightedMean()
+            var bitrate = TimeWeightedMean(), concealment = TimeWeightedMean(), jitterBuffer = TimeWeightedMean()
+            var rFactor = TimeWeightedMean(), mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean()
+            var fps = TimeWeightedMean(), videoScore = TimeWeightedMean()
+            for i in group {
+                if let p = xs[i].packets { packets = (packets ?? 0) + p }
+                if let l = xs[i].packetsLost { lost = (lost ?? 0) + l }
+                freezeMs += xs[i].freezeMs ?? 0
+                freezeCount += xs[i].freezeCount ?? 0
+                let d = Double(xs[i].endTs - xs[i].startTs)
+                jitter.add(xs[i].jitterMs, d)
+                rtt.add(xs[i].rttMs, d)
+                iceRtt.add(xs[i].iceRttMs, d)
+                bitrate.add(xs[i].bitrateKbps, d)
+                concealment.add(xs[i].concealmentPct, d)
+                jitterBuffer.add(xs[i].jitterBufferMs, d)
+                rFactor.add(xs[i].rFactor, d)
+                mosCQ.add(xs[i].mosCQ, d)
+                mosLQ.add(xs[i].mosLQ, d)
+                fps.add(xs[i].fps, d)
+                videoScore.add(xs[i].videoScore, d)
             }
             w.packets = packets
             w.packetsLost = lost
@@ -68,24 +85,25 @@ enum Findings {
                 // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
                 w.lossPct = 100 * Double(l) / Double(p + l)
             }
-            w.jitterMs = weighted(\.jitterMs)
-            w.rttMs = weighted(\.rttMs)
-            w.iceRttMs = weighted(\.iceRttMs)
-            w.bitrateKbps = weighted(\.bitrateKbps)
-            w.concealmentPct = weighted(\.concealmentPct)
-            w.jitterBufferMs = weighted(\.jitterBufferMs)
-            w.rFactor = weighted(\.rFactor)
-            w.mosCQ = weighted(\.mosCQ)
-            w.mosLQ = weighted(\.mosLQ)
-            w.fps = weighted(\.fps)
-            w.videoScore = weighted(\.videoScore)
+            w.jitterMs = jitter.value
+            w.rttMs = rtt.value
+            w.iceRttMs = iceRtt.value
+            w.bitrateKbps = bitrate.value
+            w.concealmentPct = concealment.value
+            w.jitterBufferMs = jitterBuffer.value
+            w.rFactor = rFactor.value
+            w.mosCQ = mosCQ.value
+            w.mosLQ = mosLQ.value
+            w.fps = fps.value
+            w.videoScore = videoScore.value
             w.freezeMs = freezeMs
             w.freezeCount = freezeCount
             // The reason that limited the longest time (ties: the first name); a window has few.
             var byReason: [(reason: String, ms: Int64)] = []
-            for x in group {
-                guard let q = x.qualityLimitation else { continue }
-                if let k = byReason.firstIndex(where: { $0.reason == q }) { byReason[k].ms += x.endTs - x.startTs } else { byReason.append((q, x.endTs - x.startTs)) }
+            for i in group {
+                guard let q = xs[i].qualityLimitation else { continue }
+                let ms = xs[i].endTs - xs[i].startTs
+                if let k = byReason.firstIndex(where: { $0.reason == q }) { byReason[k].ms += ms } else { byReason.append((q, ms)) }
             }
             w.qualityLimitation = byReason.max { ($0.ms, $1.reason) < ($1.ms, $0.reason) }?.reason
             out.append(w)

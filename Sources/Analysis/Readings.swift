@@ -79,7 +79,9 @@ enum Readings {
         }
         var out: [StreamReading] = []
         out.reserveCapacity(rtp.count)
-        if rtp.count > 1 { rtp.sort { s.objects.keys[$0] < s.objects.keys[$1] } }
+        // Closures below capture the keys alone: capturing `s` would copy the chain's state.
+        let keys = s.objects.keys
+        if rtp.count > 1 { rtp.sort { keys[$0] < keys[$1] } }
         for o in rtp {
             guard let k = kind(s, o), let ssrc = UInt32(ssrc: s.num(o, .ssrc)) else { continue }
             let inbound = s.type(o) == .inboundRTP
@@ -138,9 +140,9 @@ enum Readings {
 
     private static func w3cPair(_ s: ChainState) -> PairReading? {
         var pair: ChainState.Slot?
-        if let transport = s.objects.indices.first(where: { s.type($0) == .transport }),
-           let id = s.str(transport, .selectedCandidatePairId) {
-            pair = s.slot(id)
+        for i in s.objects.indices where s.type(i) == .transport {
+            if let id = s.str(i, .selectedCandidatePairId) { pair = s.slot(id) }
+            break
         }
         if pair == nil {
             // The nominated, succeeded pair with the most responses (first of equals).
@@ -156,20 +158,22 @@ enum Readings {
         guard let p = pair else { return nil }
         var r = PairReading()
         r.rttMs = s.num(p, .currentRoundTripTime) * 1000
-        if let l = s.str(p, .localCandidateId).flatMap(s.slot) {
+        if let id = s.str(p, .localCandidateId), let l = s.slot(id) {
             r.localType = s.str(l, .candidateType)
             r.transport = s.str(l, .protocolName)
             r.relayProtocol = s.str(l, .relayProtocol)
             r.networkType = s.str(l, .networkType)
         }
-        if let rc = s.str(p, .remoteCandidateId).flatMap(s.slot) { r.remoteType = s.str(rc, .candidateType) }
+        if let id = s.str(p, .remoteCandidateId), let rc = s.slot(id) { r.remoteType = s.str(rc, .candidateType) }
         return r
     }
 
     private static func goog(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
         var out: [StreamReading] = []
-        var ssrcs = s.objects.indices.filter { s.type($0) == .googSSRC }
-        if ssrcs.count > 1 { ssrcs.sort { s.objects.keys[$0] < s.objects.keys[$1] } }
+        var ssrcs: [ChainState.Slot] = []
+        for i in s.objects.indices where s.type(i) == .googSSRC { ssrcs.append(i) }
+        let keys = s.objects.keys  // captured alone: capturing `s` would copy the chain's state
+        if ssrcs.count > 1 { ssrcs.sort { keys[$0] < keys[$1] } }
         for o in ssrcs {
             let id = s.objects.keys[o]
             guard let k = kind(s, o) else { continue }
@@ -212,9 +216,12 @@ enum Readings {
     }
 
     private static func googPair(_ s: ChainState) -> PairReading? {
-        guard let i = s.objects.indices.first(where: { s.type($0) == .googCandidatePair && s.str($0, .googActiveConnection) == "true" }) else {
-            return nil
+        var active: ChainState.Slot?
+        for i in s.objects.indices where s.type(i) == .googCandidatePair && s.str(i, .googActiveConnection) == "true" {
+            active = i
+            break
         }
+        guard let i = active else { return nil }
         var r = PairReading()
         r.rttMs = s.num(i, .googRtt)
         r.localType = googCandidateType(s.str(i, .googLocalCandidateType))

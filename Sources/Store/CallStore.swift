@@ -151,7 +151,7 @@ public final class CallStore {
         }
         try insertCall(analysis.call, complete: complete)
         for s in analysis.streams { try insertStream(s) }
-        for i in analysis.intervals { try insertInterval(i) }
+        try insertIntervals(analysis.intervals)
         for e in analysis.events {
             try insert(.event) { r in
                 try r.add(e.callID); try r.add(e.ts); try r.add(e.kind); try r.add(e.action); try r.add(e.type); try r.add(e.detailJSON)
@@ -168,6 +168,12 @@ public final class CallStore {
 
     private enum Insert: Hashable {
         case call, stream, interval, event, finding, material
+        /// `Insert.intervalsPerStatement` interval rows in one statement: a call has tens to
+        /// hundreds of intervals, and one statement per row cost a step, a reset and the
+        /// statement's setup each time.
+        case intervalBlock
+
+        static let intervalsPerStatement = 32
 
         /// Full-row inserts list every column in table order.
         var sql: String {
@@ -175,6 +181,7 @@ public final class CallStore {
             case .call: Insert.values("calls", 52)
             case .stream: Insert.values("streams", 29)
             case .interval: Insert.values("intervals", 24)
+            case .intervalBlock: Insert.values("intervals", 24, rows: Insert.intervalsPerStatement)
             case .event: "INSERT INTO events(call_id, ts, kind, action, type, detail) VALUES (?, ?, ?, ?, ?, ?)"
             case .finding: """
                 INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
@@ -184,8 +191,9 @@ public final class CallStore {
             }
         }
 
-        static func values(_ table: String, _ count: Int) -> String {
-            "INSERT INTO \(table) VALUES (\(Array(repeating: "?", count: count).joined(separator: ", ")))"
+        static func values(_ table: String, _ count: Int, rows: Int = 1) -> String {
+            let row = "(" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+            return "INSERT INTO \(table) VALUES " + Array(repeating: row, count: rows).joined(separator: ", ")
         }
     }
 
@@ -231,15 +239,29 @@ public final class CallStore {
         }
     }
 
-    private func insertInterval(_ i: IntervalMetrics) throws {
-        try insert(.interval) { r in
-            try r.add(i.callID); try r.add(i.streamID); try r.add(i.startTs); try r.add(i.endTs)
-            try r.add(i.packets); try r.add(i.packetsLost); try r.add(i.lossPct); try r.add(i.jitterMs); try r.add(i.rttMs); try r.add(i.iceRttMs)
-            try r.add(i.bitrateKbps); try r.add(i.concealmentPct); try r.add(i.jitterBufferMs); try r.add(i.burstRatio)
-            try r.add(i.rFactor); try r.add(i.mosCQ); try r.add(i.mosLQ)
-            try r.add(i.fps); try r.add(i.width); try r.add(i.height); try r.add(i.freezeCount); try r.add(i.freezeMs)
-            try r.add(i.videoScore); try r.add(i.qualityLimitation)
+    /// Full blocks of intervals go in multi-row statements, the rest one row at a time; rows
+    /// keep their order either way.
+    private func insertIntervals(_ intervals: [IntervalMetrics]) throws {
+        let block = Insert.intervalsPerStatement
+        var start = intervals.startIndex
+        while intervals.endIndex - start >= block {
+            try insert(.intervalBlock) { r in
+                for i in start..<(start + block) { try bindInterval(intervals[i], to: &r) }
+            }
+            start += block
         }
+        for i in start..<intervals.endIndex {
+            try insert(.interval) { r in try bindInterval(intervals[i], to: &r) }
+        }
+    }
+
+    private func bindInterval(_ i: IntervalMetrics, to r: inout RowBinder) throws {
+        try r.add(i.callID); try r.add(i.streamID); try r.add(i.startTs); try r.add(i.endTs)
+        try r.add(i.packets); try r.add(i.packetsLost); try r.add(i.lossPct); try r.add(i.jitterMs); try r.add(i.rttMs); try r.add(i.iceRttMs)
+        try r.add(i.bitrateKbps); try r.add(i.concealmentPct); try r.add(i.jitterBufferMs); try r.add(i.burstRatio)
+        try r.add(i.rFactor); try r.add(i.mosCQ); try r.add(i.mosLQ)
+        try r.add(i.fps); try r.add(i.width); try r.add(i.height); try r.add(i.freezeCount); try r.add(i.freezeMs)
+        try r.add(i.videoScore); try r.add(i.qualityLimitation)
     }
 
     // MARK: - Summary figures

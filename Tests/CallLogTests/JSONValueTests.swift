@@ -13,6 +13,15 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(JSONValue.number(0.1).serialized(), "0.1")
     }
 
+    func testStringsAreEscapedExactly() {
+        XCTAssertEqual(JSONValue.string("").serialized(), #""""#)
+        XCTAssertEqual(JSONValue.string("plain é😀").serialized(), "\"plain é😀\"")
+        XCTAssertEqual(JSONValue.string("\"a\\b\"\n\r\t\u{01}\u{1f}z").serialized(), #""\"a\\b\"\n\r\t\u0001\u001fz""#)
+        for s in ["\\", "x\"", "\u{7f}\u{0}", "line\nline"] {
+            XCTAssertEqual(try JSONValue.parse(JSONValue.string(s).serialized()), .string(s))
+        }
+    }
+
     func testRejectsMalformedInputWithPosition() {
         for bad in ["", "{", "{\"a\":}", "[1,]", "tru", "\"abc", "{\"a\":1}x", "01x", "\"\u{01}\"", "nul"] {
             XCTAssertThrowsError(try JSONValue.parse(bad), "accepted \(bad)")

@@ -64,6 +64,39 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(stored?.material, [4])
     }
 
+    /// Intervals go in blocks of rows per statement and the rest one by one: every count around a
+    /// block's size must store each row once, in order, with its own values in its own columns.
+    func testEveryIntervalIsStoredOnceWithItsValues() throws {
+        let store = try CallStore(path: path)
+        for count in [0, 1, 31, 32, 33, 64, 70] {
+            var a = call("n\(count)", start: Self.base, mos: 4, grade: .good)
+            a.intervals = (0..<count).map { k in
+                var i = IntervalMetrics(callID: a.call.callID, streamID: "s\(k % 3)", startTs: Self.base + Int64(k) * 1000,
+                                        endTs: Self.base + Int64(k + 1) * 1000)
+                i.packets = Int64(k)
+                i.jitterMs = Double(k) / 4
+                i.mosCQ = k % 2 == 0 ? 4 - Double(k) / 100 : nil
+                i.qualityLimitation = k % 5 == 0 ? "cpu" : nil
+                return i
+            }
+            try store.write(a, complete: true, material: nil, replacing: false)
+            let rows = try store.db.rows(
+                "SELECT stream_id, start_ts, end_ts, packets, jitter_ms, mos_cq, quality_limitation FROM intervals WHERE call_id = ? ORDER BY rowid",
+                [.text(a.call.callID)])
+            XCTAssertEqual(rows.count, count)
+            for (k, r) in rows.enumerated() {
+                let i = a.intervals[k]
+                XCTAssertEqual(r[0].string, i.streamID)
+                XCTAssertEqual(r[1].int64, i.startTs)
+                XCTAssertEqual(r[2].int64, i.endTs)
+                XCTAssertEqual(r[3].int64, i.packets)
+                XCTAssertEqual(r[4].double, i.jitterMs)
+                XCTAssertEqual(r[5].double, i.mosCQ)
+                XCTAssertEqual(r[6].string, i.qualityLimitation)
+            }
+        }
+    }
+
     func testRollupsMatchHandComputedPercentiles() throws {
         let store = try CallStore(path: path)
         // Ten calls in one hour with MOS 1.5, 1.8, ... ; two on cellular.
