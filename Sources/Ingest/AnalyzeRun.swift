@@ -16,7 +16,9 @@ import Store
 /// so re-reading anything never double-counts. Crash safety: the writer commits in
 /// transactions and records a file in the ledger in the transaction that writes its last
 /// calls; an interrupted run leaves a consistent database and the next run reads the
-/// unfinished files again.
+/// unfinished files again. Rollups are rebuilt at the end of a run: during a run they may lag
+/// the calls already committed, and after an interrupted one the next run brings them up to
+/// date (`rollup_pending`).
 public final class AnalyzeRun {
     public struct Options: Sendable {
         public var paths: [String]
@@ -213,7 +215,8 @@ public final class AnalyzeRun {
                 }
             }
             try writeUnwritten()
-            try commitBatch(store, &touchedStarts)
+            try store.markRollupsPending(forCallStarts: touchedStarts)
+            try store.refreshPendingRollups()
             try store.db.execute("COMMIT")
         } catch {
             try? store.db.execute("ROLLBACK")
@@ -237,9 +240,10 @@ public final class AnalyzeRun {
                       gradesInRun: grades)
     }
 
-    /// Rollups for the touched buckets go in the same transaction as the calls.
+    /// The touched rollup buckets are marked in the same transaction as the calls, and rebuilt
+    /// once at the end of the run (see `CallStore.markRollupsPending`).
     private func commitBatch(_ store: CallStore, _ touched: inout Set<Int64>) throws {
-        try store.refreshRollups(forCallStarts: touched)
+        try store.markRollupsPending(forCallStarts: touched)
         touched.removeAll()
         try store.db.execute("COMMIT")
         try store.db.execute("BEGIN IMMEDIATE")

@@ -4,26 +4,62 @@
 /// written, so re-runs and calls that continue in later files keep rollups exact (no
 /// incremental sums to drift). Percentiles are nearest-rank: the smallest value with at
 /// least p·n values at or below it, so they are always values that occurred.
+///
+/// A long run marks buckets in `rollup_pending` as it commits calls and rebuilds them once, at
+/// its end: rebuilding at every commit re-read a busy day's calls again each time, which grew
+/// with the square of the calls per day. A run that stops early leaves its marks, committed
+/// with its calls, and the next run rebuilds those buckets too.
 extension CallStore {
     public static let hourMs: Int64 = 3_600_000
     public static let dayMs: Int64 = 86_400_000
 
     /// Rebuilds the hour and day buckets containing each of `callStarts` (epoch ms, UTC).
     public func refreshRollups(forCallStarts callStarts: some Sequence<Int64>) throws {
-        var hours = Set<Int64>(), days = Set<Int64>()
-        for t in callStarts {
-            hours.insert(floorDiv(t, CallStore.hourMs) * CallStore.hourMs)
-            days.insert(floorDiv(t, CallStore.dayMs) * CallStore.dayMs)
-        }
+        let (hours, days) = CallStore.buckets(callStarts)
         for h in hours.sorted() { try rebuildBucket(period: "hour", start: h, length: CallStore.hourMs) }
         for d in days.sorted() { try rebuildBucket(period: "day", start: d, length: CallStore.dayMs) }
+    }
+
+    /// Records that the buckets containing `callStarts` need rebuilding (in the caller's
+    /// transaction, with the calls that touched them).
+    public func markRollupsPending(forCallStarts callStarts: some Sequence<Int64>) throws {
+        let (hours, days) = CallStore.buckets(callStarts)
+        for (period, starts) in [("hour", hours), ("day", days)] {
+            for start in starts {
+                try db.run("INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) VALUES (?, ?)",
+                           [.text(period), .integer(start)])
+            }
+        }
+    }
+
+    /// Rebuilds every pending bucket and clears the marks.
+    public func refreshPendingRollups() throws {
+        for row in try db.rows("SELECT period, bucket_ts FROM rollup_pending ORDER BY period, bucket_ts") {
+            guard let period = row[0].string, let start = row[1].int64 else { continue }
+            switch period {
+            case "hour": try rebuildBucket(period: period, start: start, length: CallStore.hourMs)
+            case "day": try rebuildBucket(period: period, start: start, length: CallStore.dayMs)
+            default: continue
+            }
+        }
+        try db.execute("DELETE FROM rollup_pending")
     }
 
     /// Rebuilds every bucket from scratch.
     public func rebuildAllRollups() throws {
         try db.execute("DELETE FROM rollups")
+        try db.execute("DELETE FROM rollup_pending")
         let starts = try db.rows("SELECT DISTINCT start_ts / 3600000 * 3600000 FROM calls").compactMap { $0.first?.int64 }
         try refreshRollups(forCallStarts: starts)
+    }
+
+    private static func buckets(_ callStarts: some Sequence<Int64>) -> (hours: Set<Int64>, days: Set<Int64>) {
+        var hours = Set<Int64>(), days = Set<Int64>()
+        for t in callStarts {
+            hours.insert(floorDiv(t, CallStore.hourMs) * CallStore.hourMs)
+            days.insert(floorDiv(t, CallStore.dayMs) * CallStore.dayMs)
+        }
+        return (hours, days)
     }
 
     private func rebuildBucket(period: String, start: Int64, length: Int64) throws {

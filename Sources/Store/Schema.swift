@@ -109,6 +109,11 @@ public enum Schema {
         call_id  TEXT PRIMARY KEY,
         material BLOB NOT NULL
     );
+
+    CREATE TABLE IF NOT EXISTS rollup_pending (
+        period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
+        PRIMARY KEY (period, bucket_ts)
+    ) WITHOUT ROWID;
     """
 
     static var rollupTable: String {

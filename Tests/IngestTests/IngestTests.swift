@@ -90,6 +90,30 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try dump(resumed), try dump(clean))
     }
 
+
+    /// Rollups are rebuilt once, at the end of a run, from the buckets marked pending as calls
+    /// were committed. A run that stopped after committing calls leaves marks, and the next run
+    /// rebuilds those buckets even when it has no new file to read.
+    func testPendingRollupsAreRebuiltByTheNextRun() throws {
+        let logs = try simulate(calls: 30, files: 3, seed: 9)
+        let db = dir.appendingPathComponent("a.sqlite").path
+        _ = try analyze([logs.path], db: db)
+        let complete = try dump(db)
+        do {  // the store's lock is released at the end of this scope
+            let store = try CallStore(path: db)
+            XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
+            let buckets = try store.db.rows("SELECT period, bucket_ts FROM rollups WHERE dimension = 'all'")
+            XCTAssertFalse(buckets.isEmpty)
+            // What a stopped run leaves: committed calls, marked buckets, rollups not yet rebuilt.
+            for row in buckets { try store.db.run("INSERT INTO rollup_pending(period, bucket_ts) VALUES (?, ?)", [row[0], row[1]]) }
+            try store.db.execute("DELETE FROM rollups")
+        }
+
+        let next = try analyze([logs.path], db: db)
+        XCTAssertEqual(next.progress.filesDone, 0, "nothing new to read")
+        XCTAssertEqual(try dump(db), complete)
+        XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
+    }
     /// A log with damage keeps every valid record, and reports the rest by file and line.
     func testDamagedFileKeepsValidRecords() throws {
         let logs = try simulate(calls: 10, files: 1, seed: 11)
