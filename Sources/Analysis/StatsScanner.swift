@@ -77,6 +77,7 @@ enum StatsScanError: Error {
 /// Reads `stats` records into chain states, fast.
 struct StatsScanner {
     private var chains: [StatsChainKey: ChainState] = [:]
+    private var keysByCall = ChainKeysByCall()
     private static let table = FieldTable.shared
     /// The object being read, reused so that reading a report allocates nothing per object.
     private var scratch = StatObject()
@@ -84,7 +85,7 @@ struct StatsScanner {
     init() {}
 
     mutating func forget(call: String) {
-        chains = chains.filter { $0.key.call != call }
+        for key in keysByCall.remove(call: call) { chains[key] = nil }
     }
 
     /// Applies one stats record (already known to be `kind: stats`) and returns the chain's state
@@ -154,7 +155,9 @@ struct StatsScanner {
     private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
         // The previous snapshot's objects are refilled in place: a chain's objects rarely change,
         // so a full report allocates nothing once its first snapshot has been read.
-        var state = chains.removeValue(forKey: key) ?? ChainState()
+        var state: ChainState
+        let isNew: Bool
+        if let kept = chains.removeValue(forKey: key) { state = kept; isNew = false } else { state = ChainState(); isNew = true }
         state.generation &+= 1
         let generation = state.generation
         state.seq = seq ?? 0
@@ -367,6 +370,7 @@ struct StatsScanner {
         state.objects.removeAll { $0.generation != generation }
         state.t = best
         chains[key] = state
+        if isNew { keysByCall.note(key) }
         return state
     }
 

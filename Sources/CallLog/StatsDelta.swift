@@ -43,6 +43,25 @@ public struct StatsChainKey: Hashable, Sendable {
     }
 }
 
+/// The chain keys of each call, so that forgetting an ended call removes its chains directly:
+/// filtering every open chain at each call end grew with the square of the calls open at once.
+/// May still list chains that were dropped since.
+public struct ChainKeysByCall: Sendable {
+    private var keys: [String: [StatsChainKey]] = [:]
+
+    public init() {}
+
+    /// Notes `key`; a call has one chain per peer connection and format, so the list is short.
+    public mutating func note(_ key: StatsChainKey) {
+        if keys[key.call]?.contains(key) != true { keys[key.call, default: []].append(key) }
+    }
+
+    /// The call's keys, no longer noted.
+    public mutating func remove(call: String) -> [StatsChainKey] { keys.removeValue(forKey: call) ?? [] }
+
+    public mutating func removeAll() { keys.removeAll(keepingCapacity: true) }
+}
+
 /// A snapshot as the codec keeps it: objects in order plus an index by id.
 struct Snapshot {
     var objects: [JSONObject]
@@ -87,14 +106,20 @@ struct Snapshot {
 /// Turns full snapshots into delta records. One per log segment.
 public struct StatsDeltaEncoder {
     private var chains: [StatsChainKey: Snapshot] = [:]
+    private var keysByCall = ChainKeysByCall()
 
     public init() {}
 
     /// Forget all chains: the next snapshot of every chain is written in full.
-    public mutating func reset() { chains.removeAll(keepingCapacity: true) }
+    public mutating func reset() {
+        chains.removeAll(keepingCapacity: true)
+        keysByCall.removeAll()
+    }
 
     /// Forget one call's chains (at call end), keeping memory bounded by open calls.
-    public mutating func forget(call: String) { chains = chains.filter { $0.key.call != call } }
+    public mutating func forget(call: String) {
+        for key in keysByCall.remove(call: call) { chains[key] = nil }
+    }
 
     /// Returns the record to write for `record`: itself with `seq` added if it must be full,
     /// or a delta record. Records other than full-report `stats` pass through unchanged.
@@ -107,7 +132,7 @@ public struct StatsDeltaEncoder {
             chains[key] = nil
             return record
         }
-        if let previous { StatsDeltaEncoder.computeRates(old: previous, new: &current) }
+        if let previous { StatsDeltaEncoder.computeRates(old: previous, new: &current) } else { keysByCall.note(key) }
         chains[key] = current
         var full = record
         full.body["report"] = nil
@@ -303,12 +328,18 @@ public enum StatsDeltaError: Error, Equatable, CustomStringConvertible, Sendable
 /// (the reader resets it where the writer reset its encoder: at a new zstd frame or file).
 public struct StatsDeltaDecoder {
     private var chains: [StatsChainKey: Snapshot] = [:]
+    private var keysByCall = ChainKeysByCall()
 
     public init() {}
 
-    public mutating func reset() { chains.removeAll(keepingCapacity: true) }
+    public mutating func reset() {
+        chains.removeAll(keepingCapacity: true)
+        keysByCall.removeAll()
+    }
 
-    public mutating func forget(call: String) { chains = chains.filter { $0.key.call != call } }
+    public mutating func forget(call: String) {
+        for key in keysByCall.remove(call: call) { chains[key] = nil }
+    }
 
     /// Returns `record` with a full `report`. Full records are remembered as the chain's base.
     public mutating func decode(_ record: LogRecord) throws(StatsDeltaError) -> LogRecord {
@@ -316,6 +347,7 @@ public struct StatsDeltaDecoder {
         let seq = record["seq"]?.exactInteger
         if case .array(let report)? = record["report"] {
             chains[key] = Snapshot(report: report, seq: seq ?? 0)
+            keysByCall.note(key)
             return record
         }
         guard case .object(let delta)? = record["delta"] else { return record }

@@ -37,6 +37,26 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Forgetting an ended call drops its chains and no other call's: a delta that builds on
+    /// the forgotten call's last report no longer applies, another call's still does.
+    func testForgettingACallDropsExactlyItsChains() throws {
+        func record(_ call: String, seq: Int, body: String) -> String {
+            #"{"v":1,"kind":"stats","call":""# + call + #"","ts":1700000000000,"format":"w3c","pc":"a","seq":\#(seq),"# + body + "}"
+        }
+        let full = #""report":[{"id":"IN1","timestamp":1,"type":"inbound-rtp","packetsReceived":100}]"#
+        let delta = #""base":0,"delta":{"t":2,"set":{"IN1":{"packetsReceived":150}}}"#
+        var scanner = StatsScanner()
+        for call in ["x", "y", "z"] { _ = try scan(&scanner, record(call, seq: 0, body: full)) }
+        scanner.forget(call: "y")
+        XCTAssertThrowsError(try scan(&scanner, record("y", seq: 1, body: delta)), "y's chain is gone") { error in
+            guard case StatsScanError.missingBase = error else { return XCTFail("\(error)") }
+        }
+        for call in ["x", "z"] {
+            let state = try scan(&scanner, record(call, seq: 1, body: delta))
+            XCTAssertEqual(state.objects["IN1"]?.num[NumField.packetsReceived.rawValue], 150, call)
+        }
+    }
+
     func testKeptObjectsEqualAFreshRead() throws {
         let steps: [(String, String)] = [
             ("first", report("1000", [candidate, certificate, inbound, untimed])),

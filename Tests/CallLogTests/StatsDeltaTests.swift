@@ -45,3 +45,33 @@ final class StatsDeltaTests: XCTestCase {
         }
     }
 }
+
+final class ForgetCallTests: XCTestCase {
+    func stats(_ call: String, _ pc: String, _ packets: Int) -> LogRecord {
+        let report: [JSONValue] = [.object(JSONObject([("id", .string("IN")), ("type", .string("inbound-rtp")),
+                                                       ("timestamp", .number(Double(packets))), ("packetsReceived", .number(Double(packets)))]))]
+        return LogRecord.stats(call: call, ts: 1_700_000_000_000 + Int64(packets), format: .w3c, report: report, peerConnection: pc)
+    }
+
+    /// Forgetting a call drops each of its chains and no other call's: its next snapshot is
+    /// written in full, and a delta for it no longer applies; the other calls go on as deltas.
+    func testForgettingACallDropsExactlyItsChains() throws {
+        var encoder = StatsDeltaEncoder()
+        var decoder = StatsDeltaDecoder()
+        let chains = [("a", "pc1"), ("a", "pc2"), ("b", "pc1"), ("c", "pc1")]
+        for n in 1...2 {
+            for (call, pc) in chains { _ = try decoder.decode(try LogRecord(parsing: encoder.encode(stats(call, pc, n)).jsonLine)) }
+        }
+        encoder.forget(call: "a")
+        var deltas: [String: LogRecord] = [:]
+        for (call, pc) in chains {
+            let written = encoder.encode(stats(call, pc, 3))
+            XCTAssertEqual(written["delta"] == nil, call == "a", "\(call) \(pc): full only for the forgotten call")
+            if call != "a" { deltas[call + pc] = written }
+        }
+        decoder.forget(call: "b")
+        XCTAssertThrowsError(try decoder.decode(try LogRecord(parsing: deltas["bpc1"]!.jsonLine)), "b's chain is gone")
+        let c = try decoder.decode(try LogRecord(parsing: deltas["cpc1"]!.jsonLine))
+        XCTAssertEqual(c["report"]?.arrayValue?.first?["packetsReceived"], .number(3))
+    }
+}
