@@ -156,16 +156,33 @@ public final class Statement {
     unowned let db: Database
     let sql: String
 
+    /// Text bound by `insertRow` is copied here and bound as static: SQLite's own copy
+    /// (`SQLITE_TRANSIENT`) freed and allocated a buffer for every text value of every row.
+    /// Valid until the next `insertRow`, which binds every parameter again before stepping.
+    private var textArena: UnsafeMutableRawPointer
+    private var textArenaCapacity = 4_096
+    private var textArenaUsed = 0
+    /// Set when a row did not fit: the arena grows before the next row (never while bound).
+    private var textArenaWanted = 0
+    private var bindingRow = false
+
     init(db: Database, sql: String) throws {
+        textArena = UnsafeMutableRawPointer.allocate(byteCount: textArenaCapacity, alignment: 8)
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v2(db.handle, sql, -1, &stmt, nil)
-        guard rc == SQLITE_OK, let stmt else { throw db.error(rc, sql: sql) }
+        guard rc == SQLITE_OK, let stmt else {
+            textArena.deallocate()
+            throw db.error(rc, sql: sql)
+        }
         handle = stmt
         self.db = db
         self.sql = sql
     }
 
-    deinit { sqlite3_finalize(handle) }
+    deinit {
+        sqlite3_finalize(handle)
+        textArena.deallocate()
+    }
 
     /// Ready to bind and step again (bindings cleared).
     public func reset() {
@@ -192,7 +209,12 @@ public final class Statement {
             // there two different call ids ("a\0x", "a\0y") would become the same row.
             // (A nil pointer would bind NULL: the empty string gets a real one.)
             rc = s.isEmpty ? sqlite3_bind_text(handle, index, "", 0, Statement.transient) : s.withUTF8 { utf8 in
-                utf8.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
+                if bindingRow, let arenaText = copyToArena(utf8) {
+                    return sqlite3_bind_text(handle, index, arenaText, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
+                }
+                return utf8.withMemoryRebound(to: CChar.self) {
+                    sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient)
+                }
             }
         case .blob(let b):
             rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
@@ -205,10 +227,31 @@ public final class Statement {
     /// (bindings are not cleared between rows).
     public func insertRow(_ body: (inout RowBinder) throws -> Void) throws {
         sqlite3_reset(handle)
+        if textArenaWanted > textArenaCapacity {
+            textArena.deallocate()
+            textArenaCapacity = max(textArenaWanted, 2 * textArenaCapacity)
+            textArena = UnsafeMutableRawPointer.allocate(byteCount: textArenaCapacity, alignment: 8)
+        }
+        textArenaUsed = 0
+        bindingRow = true
+        defer { bindingRow = false }
         var row = RowBinder(statement: self)
         try body(&row)
         precondition(row.next - 1 == sqlite3_bind_parameter_count(handle), "\(sql): \(row.next - 1) values bound")
         while try step() {}
+    }
+
+    /// A copy of `text` in the arena, or nil when it is full (the row binds a transient copy).
+    private func copyToArena(_ text: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar>? {
+        guard let source = text.baseAddress else { return nil }
+        guard textArenaUsed + text.count <= textArenaCapacity else {
+            textArenaWanted = max(textArenaWanted, textArenaUsed + text.count)
+            return nil
+        }
+        let target = textArena + textArenaUsed
+        target.copyMemory(from: source, byteCount: text.count)
+        textArenaUsed += text.count
+        return UnsafePointer(target.assumingMemoryBound(to: CChar.self))
     }
 
     /// Advances; true while a row is available.

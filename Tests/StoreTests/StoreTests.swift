@@ -64,6 +64,22 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(stored?.material, [4])
     }
 
+    /// Row text is bound from a buffer that grows between rows: text longer than it, text after
+    /// it grew, NUL bytes and the empty string all come back exactly.
+    func testRowTextComesBackExactly() throws {
+        let store = try CallStore(path: path)
+        let texts = [String(repeating: "é", count: 6_000), "", "a\u{0}b", String(repeating: "x", count: 9_000), "short"]
+        var a = call("t1", start: Self.base, mos: 4, grade: .good)
+        a.events = texts.enumerated().map { k, t in
+            CallEvent(callID: "t1", ts: Self.base + Int64(k), kind: "event", action: t, type: "x\(k)", detailJSON: t + t)
+        }
+        try store.write(a, complete: true, material: nil, replacing: false)
+        let rows = try store.db.rows("SELECT action, type, detail FROM events WHERE call_id = 't1' ORDER BY ts")
+        XCTAssertEqual(rows.map { $0[0].string }, texts)
+        XCTAssertEqual(rows.map { $0[1].string }, texts.indices.map { "x\($0)" })
+        XCTAssertEqual(rows.map { $0[2].string }, texts.map { $0 + $0 })
+    }
+
     /// Intervals go in blocks of rows per statement and the rest one by one: every count around a
     /// block's size must store each row once, in order, with its own values in its own columns.
     func testEveryIntervalIsStoredOnceWithItsValues() throws {
