@@ -67,12 +67,28 @@ enum CallWriting {
             return (p.precomputed.analysis, [p.precomputed.analysis.call.startTs])
         }
         // The call continues something stored: merge (duplicates collapse) and analyse again.
+        // Without the stored material the merge would replace the stored call with only its new
+        // part, so the run stops instead (its transaction rolls back: nothing is lost).
         var material = p.material
-        if let bytes = stored.material, let previous = try? CallMaterial(decoding: bytes) {
-            material.merge(previous)
+        guard let bytes = stored.material else {
+            throw StoredCallError(callID: p.material.callID, reason: "its stored call material is missing")
+        }
+        do { material.merge(try CallMaterial(decoding: bytes)) } catch {
+            throw StoredCallError(callID: p.material.callID, reason: "\(error)")
         }
         let analysis = CallAnalyzer.analyze(material, config: config)
         try store.write(analysis, complete: material.hasEnded, material: material.encoded())
         return (analysis, [stored.startTs, analysis.call.startTs])
+    }
+}
+
+/// A call in the database that new records continue, but whose stored material (the inputs
+/// the merge needs) cannot be read: written by an incompatible callstats, or edited by hand.
+public struct StoredCallError: Error, CustomStringConvertible {
+    public var callID: String
+    public var reason: String
+    public var description: String {
+        "call \(callID) continues a call stored in the database, but \(reason), so the two cannot be merged; "
+            + "the run stopped before writing it (files committed earlier stay): analyse all the logs into a new database"
     }
 }

@@ -114,6 +114,30 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try dump(db), complete)
         XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
     }
+    /// A call continued by new records is merged with its stored material; when that material
+    /// cannot be read (damaged, missing) the run stops and names the call rather than replace
+    /// the stored call with only its new part.
+    func testUnreadableStoredMaterialStopsTheRunAndKeepsTheDatabase() throws {
+        let logs = try simulate(calls: 30, files: 3, seed: 5)
+        let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted().map { logs.appendingPathComponent($0).path }
+        for damage in ["UPDATE call_material SET material = x'00'", "DELETE FROM call_material"] {
+            let db = dir.appendingPathComponent("stored-\(damage.prefix(6)).sqlite").path
+            _ = try analyze([files[0]], db: db)
+            do {
+                let store = try CallStore(path: db)
+                try store.db.execute(damage)
+            }
+            let before = try dump(db)
+            XCTAssertThrowsError(try analyze([files[1]], db: db), damage) { error in
+                guard let e = error as? StoredCallError else { return XCTFail("\(error)") }
+                XCTAssertTrue(e.description.contains(e.callID))
+                XCTAssertEqual(try? CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(e.callID)])?.int64, 1)
+            }
+            XCTAssertEqual(try dump(db), before, damage)
+            XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1, damage)
+        }
+    }
+
     /// A log with damage keeps every valid record, and reports the rest by file and line.
     func testDamagedFileKeepsValidRecords() throws {
         let logs = try simulate(calls: 10, files: 1, seed: 11)
