@@ -113,6 +113,41 @@ final class StoreTests: XCTestCase {
         }
     }
 
+    /// Bytes this process has handed to write calls (Linux), to see what a transaction writes.
+    static func bytesWritten() -> Int? {
+        guard let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
+        return io.split(separator: "\n").first { $0.hasPrefix("wchar:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// A long transaction of many calls writes about the database's size (to the WAL, then
+    /// the database), not many times more: multi-row interval inserts under SQLite's default
+    /// conflict handling copied every touched page to a statement journal first.
+    func testALongTransactionWritesAboutTheDatabaseSize() throws {
+        guard let before = Self.bytesWritten() else { throw XCTSkip("needs /proc/self/io") }
+        do {
+            let store = try CallStore(path: path)
+            try store.db.execute("BEGIN IMMEDIATE")
+            for n in 0..<300 {
+                var a = call(String(format: "%08x-call", (n &* 2_654_435_761) & 0xFFFF_FFFF), start: Self.base + Int64(n) * 1000, mos: 4, grade: .good)
+                a.intervals = (0..<240).map { k in
+                    var i = IntervalMetrics(callID: a.call.callID, streamID: "stream-\(k % 4)", startTs: Self.base + Int64(k) * 10_000,
+                                            endTs: Self.base + Int64(k + 1) * 10_000)
+                    i.packets = Int64(k * 50)
+                    i.jitterMs = Double(k % 40)
+                    i.mosCQ = 4.2 - Double(k % 7) / 10
+                    return i
+                }
+                try store.write(a, complete: true, material: [UInt8](repeating: UInt8(n & 0xFF), count: 2000), replacing: false)
+            }
+            try store.db.execute("COMMIT")
+        }
+        guard let after = Self.bytesWritten() else { return XCTFail("/proc/self/io went away") }
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        XCTAssertGreaterThan(size, 5_000_000)
+        // WAL plus checkpoint is twice the size; a statement journal made it about ten times.
+        XCTAssertLessThan(after - before, 3 * size, "\(after - before) bytes written for a \(size)-byte database")
+    }
+
     func testRollupsMatchHandComputedPercentiles() throws {
         let store = try CallStore(path: path)
         // Ten calls in one hour with MOS 1.5, 1.8, ... ; two on cellular.
