@@ -152,6 +152,8 @@ struct StatsScanner {
 
     // MARK: - Full reports
 
+    /// A full report: the chain's state becomes exactly its objects, read against the last full
+    /// report by `FullReportReading`.
     private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
         // The previous snapshot's objects are refilled in place: a chain's objects rarely change,
         // so a full report allocates nothing once its first snapshot has been read.
@@ -159,216 +161,37 @@ struct StatsScanner {
         let isNew: Bool
         if let kept = chains.removeValue(forKey: key) { state = kept; isNew = false } else { state = ChainState(); isNew = true }
         state.generation &+= 1
-        let generation = state.generation
         state.seq = seq ?? 0
-        // The report's common timestamp: the one most objects carry (a handful of distinct values).
-        var timestamps: [(t: Double, n: Int)] = []
-        var best: Double?
-        var bestCount = 0
-        // Locals only inside the loop: a closure that touched `self` would copy the scanner.
         var object = scratch
         scratch = StatObject.empty
         defer { scratch = object }
-        let previousOrder = state.order
-        var order: [String] = []
-        order.reserveCapacity(previousOrder.count)
-        let previousSlots = state.orderSlots
-        var slots: [Int] = []
-        slots.reserveCapacity(previousOrder.count)
-        let previousSpans = state.spans
+        // The last report's bytes and member layout are moved out of the state while this one is
+        // read against them, and their buffers reused for this one's.
         var previousBytes: [UInt8] = []
         swap(&previousBytes, &state.reportBytes)
-        var spans: [ObjectSpan] = []
-        spans.reserveCapacity(previousSpans.count)
         var previousMembers: [MemberSpan] = []
         swap(&previousMembers, &state.memberSpans)
-        var members: [MemberSpan] = []
-        members.reserveCapacity(previousMembers.count)
-        // The last report's objects and layouts describe the state only when each id had one
-        // object in it (otherwise the state holds an id's last copy, not the one at a position).
-        let previousUsable = !state.duplicateIDs
-        var duplicateIDs = false
-        // The last timestamp number read in this line: most objects of a report share it.
-        var lastTimestamp: (pos: Int, count: Int, value: Double)?
         c.skipSpace()
         let reportStart = c.pos
-        try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
-        // Where this report's objects lay in the last one: the same position, or shifted by the
-        // objects inserted or removed before them (found by id once, then assumed for the rest).
-        var drift = 0
-        var previousPositions: [String: Int]?
-        try c.array { cur throws(JSONCursor.ScanError) in
-            let position = order.count
-            var timestamp = Double.nan
-            cur.skipSpace()
-            let objectStart = cur.pos
-            var timestampValue: Range<Int> = 0..<0
-            var kept = false  // taken as the last report's object, unchanged but for its timestamp
-            var inState = false  // held by the chain after this object
-            let membersBefore = members.count
-            var q = position - drift
-            // The object as the last report's object at `q`, then (when its id says it moved) at
-            // its old position; `found` is its id once read.
-            var found: (id: String, isExpected: Bool)?
-            var atItsPlace = false
-            var afterID = 0
-            while true {
-                if previousUsable, q >= 0, q < previousSpans.count, q < previousOrder.count,
-                   let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[q], in: previous, reportStart: reportStart,
-                                                          lastTimestamp: &lastTimestamp) {
-                    // Same bytes as last time but for the timestamp (certificates, codecs,
-                    // candidates): the chain's copy is already right, unless this report already
-                    // wrote, added or removed that id (a duplicate: then it is read, so that the
-                    // last one wins as in a fresh read).
-                    let id = previousOrder[q]
-                    let index = state.objects.index(forKey: id, hint: q < previousSlots.count ? previousSlots[q] : nil)
-                    let asBefore = if let index { previousSpans[q].inState && state.objects[index].generation != generation }
-                                   else { !previousSpans[q].inState }
-                    if asBefore {
-                        kept = true
-                        inState = index != nil
-                        order.append(id)
-                        slots.append(index ?? -1)
-                        timestamp = unchanged.timestamp
-                        timestampValue = unchanged.range
-                        if let index { state.objects[index].keep(timestamp: timestamp, generation: generation) }
-                        // Its members lie where they lay, moved with the object and, after the
-                        // timestamp, by the timestamp's change in length: kept for the report in
-                        // which the object changes.
-                        let old = previousSpans[q]
-                        let shift = Int32(objectStart - reportStart - old.start)
-                        let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
-                        let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
-                        for m in previousMembers[old.members] {
-                            members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
-                                                      end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
-                                                      valueOffset: m.valueOffset))
-                        }
-                        break
-                    }
-                    cur.pos = objectStart
-                    duplicateIDs = true
-                }
-                if found != nil {
-                    cur.pos = afterID  // moved, but changed: read from after the id
-                    break
-                }
-                guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < previousOrder.count ? previousOrder[q] : nil) else { break }
-                found = f
-                atItsPlace = f.isExpected
-                guard !f.isExpected, previousUsable else { break }
-                // Not where the drift says: look the id up among the last report's objects.
-                if previousPositions == nil {
-                    previousPositions = Dictionary(previousOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-                }
-                guard let moved = previousPositions?[f.id] else { break }
-                drift = position - moved
-                q = moved
-                atItsPlace = true
-                afterID = cur.pos
-                cur.pos = objectStart
+        // Only locals in the closure: one that touched `self` would copy the scanner.
+        var (layout, commonTimestamp) = try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
+            var reading = FullReportReading(previous: previous, members: previousMembers, of: state, reportStart: reportStart)
+            try c.array { cur throws(JSONCursor.ScanError) in
+                try reading.readObject(&cur, into: &state, scratch: &object)
             }
-            if !kept, let (id, _) = found {
-                // Objects that start with their id (all that browsers and SDKs write): an object
-                // the chain already has is read straight into it, keeping unchanged strings.
-                order.append(id)
-                let hint = q >= 0 && q < previousSlots.count ? previousSlots[q] : nil
-                let firstMember = members.count
-                if let index = state.objects.index(forKey: id, hint: hint) {
-                    if state.objects[index].generation == generation { duplicateIDs = true }
-                    let afterID = cur.pos
-                    var compared = false
-                    if atItsPlace, previousUsable, q >= 0, q < previousSpans.count, !previousSpans[q].members.isEmpty,
-                       state.objects[index].generation != generation {
-                        compared = try StatsScanner.readChangedMembers(
-                            &cur, into: &state.objects[index], generation: generation, previous: previous,
-                            layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &members)
-                        if !compared {
-                            cur.pos = afterID
-                            members.removeSubrange(firstMember...)
-                        }
-                    }
-                    if !compared {
-                        try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
-                                                     reportStart: reportStart, record: &members, from: firstMember)
-                    }
-                    timestamp = state.objects[index].timestamp
-                    timestampValue = state.objects[index].timestampValue
-                    if state.objects[index].type == .other { state.objects.remove(at: index); slots.append(-1) } else { slots.append(index); inState = true }
-                } else {
-                    // Not held: new, or of a type the metrics never read (media sources,
-                    // playout, the peer connection). Of the latter only the type and timestamp
-                    // matter, so when it was not held last time either, only they are read.
-                    var compared = false
-                    if atItsPlace, previousUsable, q >= 0, q < previousSpans.count, !previousSpans[q].inState,
-                       !previousSpans[q].members.isEmpty {
-                        let afterID = cur.pos
-                        object.reset()
-                        compared = try StatsScanner.readChangedMembers(
-                            &cur, into: &object, generation: generation, previous: previous,
-                            layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &members,
-                            valuesNeeded: false)
-                        if !compared || object.type != .other {
-                            compared = false
-                            cur.pos = afterID
-                            members.removeSubrange(firstMember...)
-                        }
-                    }
-                    if !compared {
-                        try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                                     reportStart: reportStart, record: &members, from: firstMember)
-                    }
-                    timestamp = object.timestamp
-                    timestampValue = object.timestampValue
-                    if object.type != .other { state.objects[id] = object.copy(); slots.append(state.objects.count - 1); inState = true } else { slots.append(-1) }
-                }
-            } else if !kept {
-                var id: String?
-                object.reset()
-                try StatsScanner.readObject(&cur, into: &object, id: &id)
-                order.append(id ?? "")
-                slots.append(-1)  // found by id next time
-                timestamp = object.timestamp
-                timestampValue = object.timestampValue
-                if object.type != .other, let id {
-                    if let index = state.objects.index(forKey: id) {
-                        if state.objects[index].generation == generation { duplicateIDs = true }
-                        state.objects[index].assign(object, generation: generation)
-                    } else {
-                        var added = object.copy()
-                        added.generation = generation
-                        state.objects[id] = added
-                    }
-                }
-                inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false
-            }
-            if !timestamp.isNaN {
-                let n: Int
-                if let i = timestamps.firstIndex(where: { $0.t == timestamp }) {
-                    timestamps[i].n += 1
-                    n = timestamps[i].n
-                } else {
-                    timestamps.append((timestamp, 1))
-                    n = 1
-                }
-                if n > bestCount { best = timestamp; bestCount = n }
-            }
-            let ts = timestampValue.isEmpty || timestamp.isNaN ? 0..<0 : (timestampValue.lowerBound - reportStart)..<(timestampValue.upperBound - reportStart)
-            spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
-                                    members: membersBefore..<members.count, inState: inState))
+            return (reading.layout, reading.commonTimestamp.value)
         }
-        }
-        state.order = order
-        state.orderSlots = slots
+        state.order = layout.order
+        state.orderSlots = layout.slots
         previousBytes.removeAll(keepingCapacity: true)
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
-        state.spans = spans
-        state.memberSpans = members
-        state.duplicateIDs = duplicateIDs
+        state.spans = layout.spans
+        swap(&state.memberSpans, &layout.members)
+        state.duplicateIDs = layout.duplicateIDs
         // Objects this report no longer has (rare: renegotiation, candidates gone).
-        state.objects.removeAll { $0.generation != generation }
-        state.t = best
+        state.objects.removeAll { $0.generation != state.generation }
+        state.t = commonTimestamp
         chains[key] = state
         if isNew { keysByCall.note(key) }
         return state
@@ -382,7 +205,7 @@ struct StatsScanner {
     }
 
     /// Reads one stats object into `o` (which the caller has reset).
-    private static func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
+    static func readObject(_ c: inout JSONCursor, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         var typeKnown = false
         try c.object { cur, key throws(JSONCursor.ScanError) in
             try readMember(&cur, key: key, into: &o, id: &id, typeKnown: &typeKnown)
@@ -406,7 +229,7 @@ struct StatsScanner {
     /// report, except perhaps for its timestamp number, moves past it and returns that
     /// timestamp (NaN without one) and where its value lay. The text between equal prefix and
     /// suffix is one maximal number token, so the object parses as before but for the timestamp.
-    private static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
+    static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
                                   reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?) -> (timestamp: Double, range: Range<Int>)? {
         guard span.end <= previous.count, span.start < span.end else { return nil }
         let old = previous.baseAddress!
@@ -443,7 +266,7 @@ struct StatsScanner {
     /// When the object at the cursor starts with `"id": "…"`, consumes `{` and that member and
     /// returns the id: `expected` itself (no new String, `isExpected` true) when the bytes match
     /// it. Otherwise leaves the cursor where it was and returns nil.
-    private static func leadingID(_ c: inout JSONCursor, expected: String?) throws(JSONCursor.ScanError) -> (id: String, isExpected: Bool)? {
+    static func leadingID(_ c: inout JSONCursor, expected: String?) throws(JSONCursor.ScanError) -> (id: String, isExpected: Bool)? {
         let start = c.pos
         guard try c.peek() == 0x7B else { return nil }
         c.pos += 1
@@ -465,7 +288,7 @@ struct StatsScanner {
     /// the record is dropped when the object cannot be compared member by member: a field
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
-    private static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+    static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                     reportStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
@@ -504,7 +327,7 @@ struct StatsScanner {
     /// The timestamp is always read: where its number lies is noted for the next report. With
     /// `valuesNeeded` false only the type and timestamp are read; other changed values are
     /// skipped.
-    private static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+    static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                            previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
                                            reportStart: Int, record: inout [MemberSpan],
                                            valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {

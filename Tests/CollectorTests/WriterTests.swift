@@ -92,8 +92,8 @@ final class WriterTests: XCTestCase {
         let dir = Logs.directory()
         // Files of an earlier run of the app, and a file that is not ours.
         let old = (1...6).map { dir + "/calls-20250101T00000\($0)000Z-0001.ndjson.zst" }
-        for f in old { FileManager.default.createFile(atPath: f, contents: Data(repeating: 7, count: 30_000)) }
-        FileManager.default.createFile(atPath: dir + "/upload-state.json", contents: Data("{}".utf8))
+        for f in old { XCTAssertTrue(FileManager.default.createFile(atPath: f, contents: Data(repeating: 7, count: 30_000))) }
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/upload-state.json", contents: Data("{}".utf8)))
         let clock = ManualClock()
         var config = Logs.configuration(dir)
         config.interval = 1
@@ -131,7 +131,7 @@ final class WriterTests: XCTestCase {
     func testUnwritableDirectoryDropsCountsAndRecovers() throws {
         let base = Logs.directory()
         let blocker = base + "/not-a-directory"
-        FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8)))
         let dir = blocker + "/logs"
         let clock = ManualClock()
         let agent = CallStatsAgent(configuration: Logs.configuration(dir), clock: clock, storage: FileStorage())

@@ -1,0 +1,271 @@
+/// Reads one full report into a chain's state, object by object, against the chain's last full
+/// report (`StatsScanner.readFull` drives it).
+///
+/// Browsers list the same objects in the same order at every poll, and most of them change only
+/// their timestamp. So each object is first compared with the last report's object at the same
+/// position (shifted by objects inserted or removed before it): one that is the same but for its
+/// timestamp is kept as the state holds it; one that changed is compared member by member and only
+/// its changed members are read; only an object the last report did not have is read whole.
+struct FullReportReading {
+    // The last full report, as it was read.
+    private let previous: UnsafeBufferPointer<UInt8>
+    private let previousOrder: [String]
+    private let previousSlots: [Int]
+    private let previousSpans: [ObjectSpan]
+    private let previousMembers: [MemberSpan]
+    /// The last report's objects and layouts describe the state only when each id had one object
+    /// in it (otherwise the state holds an id's last copy, not the one at a position).
+    private let previousUsable: Bool
+    private let generation: UInt32
+    /// Where this report's `[` is in the line: spans are kept relative to it.
+    private let reportStart: Int
+
+    /// This report's layout, for reading the next one.
+    private(set) var layout = ReportLayout()
+    private(set) var commonTimestamp = CommonTimestamp()
+
+    /// Objects found this many places later than in the last report (by id, once per shift).
+    private var drift = 0
+    private var previousPositions: [String: Int]?
+    /// The last timestamp number read in this line: most objects of a report share it.
+    private var lastTimestamp: (pos: Int, count: Int, value: Double)?
+
+    /// `state` is the chain's state with `generation` already advanced for this report;
+    /// `previous` and `members` are the bytes and member layout moved out of it.
+    init(previous: UnsafeBufferPointer<UInt8>, members: [MemberSpan], of state: ChainState, reportStart: Int) {
+        self.previous = previous
+        previousMembers = members
+        previousOrder = state.order
+        previousSlots = state.orderSlots
+        previousSpans = state.spans
+        previousUsable = !state.duplicateIDs
+        generation = state.generation
+        self.reportStart = reportStart
+        layout.order.reserveCapacity(previousOrder.count)
+        layout.slots.reserveCapacity(previousOrder.count)
+        layout.spans.reserveCapacity(previousSpans.count)
+        layout.members.reserveCapacity(members.count)
+    }
+
+    /// What reading one object leaves for the report: its timestamp and where its value lay, and
+    /// whether the chain holds the object.
+    private typealias ObjectRead = (timestamp: Double, value: Range<Int>, inState: Bool)
+
+    /// Reads the object at the cursor (one element of the report's array) into `state`.
+    /// `object` is scratch space, reused between objects and reports.
+    mutating func readObject(_ cur: inout JSONCursor, into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) {
+        cur.skipSpace()
+        let objectStart = cur.pos
+        let membersBefore = layout.members.count
+        let read: ObjectRead
+        switch try recognize(&cur, at: objectStart, in: &state) {
+        case .unchanged(let r): read = r
+        case .withID(let id, let q, let atItsPlace):
+            read = try readWithID(&cur, id: id, q: q, atItsPlace: atItsPlace, into: &state, scratch: &object)
+        case .withoutID:
+            read = try readWithoutID(&cur, into: &state, scratch: &object)
+        }
+        if !read.timestamp.isNaN { commonTimestamp.add(read.timestamp) }
+        let ts = read.value.isEmpty || read.timestamp.isNaN
+            ? 0..<0 : (read.value.lowerBound - reportStart)..<(read.value.upperBound - reportStart)
+        layout.spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
+                                       members: membersBefore..<layout.members.count, inState: read.inState))
+    }
+
+    private enum Recognition {
+        /// The same as the last report's object but for its timestamp, and kept (the cursor is
+        /// past it).
+        case unchanged(ObjectRead)
+        /// An object that starts with its id (the cursor is after it); `q` is its position in the
+        /// last report when `atItsPlace`.
+        case withID(String, q: Int, atItsPlace: Bool)
+        /// No leading id (the cursor is at the object): it is read whole.
+        case withoutID
+    }
+
+    /// The object at the cursor against the last report's: at the same position (less the
+    /// drift), then, when its id says it moved, at its old position.
+    @inline(__always)
+    private mutating func recognize(_ cur: inout JSONCursor, at objectStart: Int, in state: inout ChainState) throws(JSONCursor.ScanError) -> Recognition {
+        let position = layout.order.count
+        var q = position - drift
+        var found: (id: String, isExpected: Bool)?
+        var atItsPlace = false
+        var afterID = 0
+        while true {
+            if previousUsable, q >= 0, q < previousSpans.count, q < previousOrder.count,
+               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[q], in: previous, reportStart: reportStart,
+                                                      lastTimestamp: &lastTimestamp) {
+                // Same bytes as last time but for the timestamp (certificates, codecs,
+                // candidates): the chain's copy is already right, unless this report already
+                // wrote, added or removed that id (a duplicate: then it is read, so that the
+                // last one wins as in a fresh read).
+                let id = previousOrder[q]
+                let index = state.objects.index(forKey: id, hint: q < previousSlots.count ? previousSlots[q] : nil)
+                let asBefore = if let index { previousSpans[q].inState && state.objects[index].generation != generation }
+                               else { !previousSpans[q].inState }
+                if asBefore {
+                    keep(id, at: index, as: q, objectStart: objectStart, timestamp: unchanged, in: &state)
+                    return .unchanged((unchanged.timestamp, unchanged.range, index != nil))
+                }
+                cur.pos = objectStart
+                layout.duplicateIDs = true
+            }
+            if let found {
+                cur.pos = afterID  // moved, but changed: read from after the id
+                return .withID(found.id, q: q, atItsPlace: atItsPlace)
+            }
+            guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < previousOrder.count ? previousOrder[q] : nil) else {
+                return .withoutID
+            }
+            found = f
+            atItsPlace = f.isExpected
+            guard !f.isExpected, previousUsable else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
+            // Not where the drift says: look the id up among the last report's objects.
+            if previousPositions == nil {
+                previousPositions = Dictionary(previousOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+            }
+            guard let moved = previousPositions?[f.id] else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
+            drift = position - moved
+            q = moved
+            atItsPlace = true
+            afterID = cur.pos
+            cur.pos = objectStart
+        }
+    }
+
+    /// Keeps the last report's object at `q`, unchanged but for its timestamp.
+    @inline(__always)
+    private mutating func keep(_ id: String, at index: Int?, as q: Int, objectStart: Int,
+                               timestamp unchanged: (timestamp: Double, range: Range<Int>), in state: inout ChainState) {
+        layout.order.append(id)
+        layout.slots.append(index ?? -1)
+        if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
+        // Its members lie where they lay, moved with the object and, after the timestamp, by
+        // the timestamp's change in length: kept for the report in which the object changes.
+        let old = previousSpans[q]
+        let shift = Int32(objectStart - reportStart - old.start)
+        let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
+        let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
+        for m in previousMembers[old.members] {
+            layout.members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
+                                             end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
+                                             valueOffset: m.valueOffset))
+        }
+    }
+
+    /// An object that starts with its id (all that browsers and SDKs write), the cursor after
+    /// the id. An object the chain already has is read straight into it, keeping unchanged
+    /// strings; at its place in the last report, only its changed members are read.
+    private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool,
+                                     into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
+        layout.order.append(id)
+        let hint = q >= 0 && q < previousSlots.count ? previousSlots[q] : nil
+        let firstMember = layout.members.count
+        let comparable = atItsPlace && previousUsable && q >= 0 && q < previousSpans.count && !previousSpans[q].members.isEmpty
+        if let index = state.objects.index(forKey: id, hint: hint) {
+            if state.objects[index].generation == generation { layout.duplicateIDs = true }
+            let afterID = cur.pos
+            var compared = false
+            if comparable, state.objects[index].generation != generation {
+                compared = try StatsScanner.readChangedMembers(
+                    &cur, into: &state.objects[index], generation: generation, previous: previous,
+                    layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &layout.members)
+                if !compared {
+                    cur.pos = afterID
+                    layout.members.removeSubrange(firstMember...)
+                }
+            }
+            if !compared {
+                try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
+                                             reportStart: reportStart, record: &layout.members, from: firstMember)
+            }
+            let read: ObjectRead = (state.objects[index].timestamp, state.objects[index].timestampValue, false)
+            if state.objects[index].type == .other {
+                state.objects.remove(at: index)
+                layout.slots.append(-1)
+                return read
+            }
+            layout.slots.append(index)
+            return (read.timestamp, read.value, true)
+        }
+        // Not held: new, or of a type the metrics never read (media sources, playout, the peer
+        // connection). Of the latter only the type and timestamp matter, so when it was not
+        // held last time either, only they are read.
+        var compared = false
+        if comparable, !previousSpans[q].inState {
+            let afterID = cur.pos
+            object.reset()
+            compared = try StatsScanner.readChangedMembers(
+                &cur, into: &object, generation: generation, previous: previous,
+                layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &layout.members,
+                valuesNeeded: false)
+            if !compared || object.type != .other {
+                compared = false
+                cur.pos = afterID
+                layout.members.removeSubrange(firstMember...)
+            }
+        }
+        if !compared {
+            try StatsScanner.readMembers(&cur, into: &object, generation: generation,
+                                         reportStart: reportStart, record: &layout.members, from: firstMember)
+        }
+        guard object.type != .other else {
+            layout.slots.append(-1)
+            return (object.timestamp, object.timestampValue, false)
+        }
+        state.objects[id] = object.copy()
+        layout.slots.append(state.objects.count - 1)
+        return (object.timestamp, object.timestampValue, true)
+    }
+
+    /// An object without a leading id: read whole, by the complete member reader.
+    private mutating func readWithoutID(_ cur: inout JSONCursor, into state: inout ChainState,
+                                        scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
+        var id: String?
+        object.reset()
+        try StatsScanner.readObject(&cur, into: &object, id: &id)
+        layout.order.append(id ?? "")
+        layout.slots.append(-1)  // found by id next time
+        if object.type != .other, let id {
+            if let index = state.objects.index(forKey: id) {
+                if state.objects[index].generation == generation { layout.duplicateIDs = true }
+                state.objects[index].assign(object, generation: generation)
+            } else {
+                var added = object.copy()
+                added.generation = generation
+                state.objects[id] = added
+            }
+        }
+        let inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false
+        return (object.timestamp, object.timestampValue, inState)
+    }
+}
+
+/// What a full report leaves in the chain's state for reading the next one (see `ChainState`).
+struct ReportLayout {
+    var order: [String] = []
+    var slots: [Int] = []
+    var spans: [ObjectSpan] = []
+    var members: [MemberSpan] = []
+    var duplicateIDs = false
+}
+
+/// A report's common timestamp: the one most of its objects carry (a handful of distinct values).
+struct CommonTimestamp {
+    private var counts: [(t: Double, n: Int)] = []
+    private var bestCount = 0
+    private(set) var value: Double?
+
+    mutating func add(_ t: Double) {
+        let n: Int
+        if let i = counts.firstIndex(where: { $0.t == t }) {
+            counts[i].n += 1
+            n = counts[i].n
+        } else {
+            counts.append((t, 1))
+            n = 1
+        }
+        if n > bestCount { value = t; bestCount = n }
+    }
+}
