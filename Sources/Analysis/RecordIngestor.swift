@@ -3,7 +3,8 @@ import CallLog
 /// Reads the lines of one log file into per-call material.
 ///
 /// Statistics records take the fast path (`StatsScanner`: only the needed fields, deltas
-/// applied to compact state); the few other records go through the complete parser.
+/// applied to compact state), and so do plain events (`PlainEvent`); the few other records go
+/// through the complete parser.
 public struct RecordIngestor {
     private var scanner = StatsScanner()
     /// Calls seen in this file and not yet handed on.
@@ -61,6 +62,11 @@ public struct RecordIngestor {
         if line.count > RecordIngestor.statsPrefix.count,
            line.prefix(RecordIngestor.statsPrefix.count).elementsEqual(RecordIngestor.statsPrefix) {
             return ingestStats(line)
+        }
+        if line.count > PlainEvent.prefix.count, line.prefix(PlainEvent.prefix.count).elementsEqual(PlainEvent.prefix),
+           let event = PlainEvent(line) {
+            open[event.call, default: CallMaterial(callID: event.call)].add(event)
+            return .used(call: event.call, ended: false)
         }
         let record: LogRecord
         do throws(RecordError) { record = try LogRecord(parsing: line) } catch {

@@ -561,7 +561,7 @@ struct CaptureBench: ParsableCommand {
 
     func run() throws {
         let bytes = CaptureBenchmark.syntheticCapture(packets: packets, streams: streams)
-        if let save { FileManager.default.createFile(atPath: save, contents: Data(bytes)) }
+        if let save, !FileManager.default.createFile(atPath: save, contents: Data(bytes)) { throw ValidationError("--save: cannot write \(save)") }
         var best = Double.infinity
         for _ in 0..<3 {
             let r = try CaptureBenchmark.run(capture: bytes)
@@ -571,8 +571,8 @@ struct CaptureBench: ParsableCommand {
         let ours = Double(packets) / best
         let small = CaptureBenchmark.syntheticCapture(packets: packets / 10, streams: streams)
         let path = NSTemporaryDirectory() + "callstats-bench-\(getpid()).pcap"
-        FileManager.default.createFile(atPath: path, contents: Data(small))
         defer { try? FileManager.default.removeItem(atPath: path) }
+        guard FileManager.default.createFile(atPath: path, contents: Data(small)) else { throw ValidationError("cannot write \(path) for tshark") }
         var tsharkRate: Double?
         if let t = Stopwatch.shell("tshark -n -q --enable-heuristic rtp_udp -z rtp,streams -r '\(path)' > /dev/null") {
             tsharkRate = Double(packets / 10) / t.seconds

@@ -14,7 +14,8 @@ enum FuzzEntryPoints {
     ///
     /// The scanner keeps each chain from one full report to the next and reads only what
     /// changed; after every full report its state must equal a fresh scanner's reading of that
-    /// report alone, or the input stops with a failure.
+    /// report alone, or the input stops with a failure; so must a plain event (`PlainEvent`) the
+    /// complete parser's.
     @discardableResult
     static func records(_ text: UnsafeBufferPointer<UInt8>) -> (parsed: Int, ingested: Int) {
         var deltas = StatsDeltaDecoder()
@@ -40,6 +41,14 @@ enum FuzzEntryPoints {
             case .skipped, .otherPartition: break
             }
             _ = half.owns(line)
+            // A plain event read from its bytes must be the event the complete parser reads.
+            if let plain = PlainEvent(line) {
+                guard let record = try? LogRecord(parsing: line) else { preconditionFailure("plain event the parser rejects") }
+                var parsedMaterial = CallMaterial(callID: record.call), plainMaterial = CallMaterial(callID: plain.call)
+                parsedMaterial.add(record)
+                plainMaterial.add(plain)
+                precondition(parsedMaterial == plainMaterial, "plain event read differently: \(plainMaterial) against \(parsedMaterial)")
+            }
             if let scanned = try? kept.scan(line) {
                 var fresh = StatsScanner()
                 if let alone = try? fresh.scan(line) {  // a full report (a delta needs its base)
