@@ -8,16 +8,16 @@ import Glibc
 import Darwin
 #endif
 
-/// `callstats internal …`: helpers for the fault tests, hidden from help.
+/// `callstats internal …`: helpers for the fault tests and for checking changes, hidden from help.
 ///
 /// They live in the real binary so that the tests exercise the real writer in a real process
 /// that can be killed with SIGKILL: no test double can show what a kill leaves on disk.
 struct InternalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "internal",
-        abstract: "Helpers for the fault tests (not for users).",
+        abstract: "Helpers for the fault tests and for checking changes (not for users).",
         shouldDisplay: false,
-        subcommands: [WriteForeverCommand.self]
+        subcommands: [WriteForeverCommand.self, CompareDatabasesCommand.self]
     )
 }
 

@@ -135,6 +135,26 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(streams.out.split(separator: "\n").dropFirst(), ["548,0,audio/PCMA", "891,0,audio/PCMA"])
     }
 
+    /// Two runs that must agree (one reader, two readers) hold the same rows; a database made
+    /// from fewer logs is told apart, with the tables that differ.
+    func testCompareDatabasesTellsSameFromDifferent() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "30", "--files", "3", "--seed", "4", "--out", logs]).status, 0)
+        let one = dir.appendingPathComponent("one.sqlite").path, two = dir.appendingPathComponent("two.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", one, "--threads", "1", "--quiet"]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", two, "--threads", "2", "--quiet"]).status, 0)
+        let same = try callstats(["internal", "compare-databases", one, two])
+        XCTAssertEqual(same.status, 0, same.out + same.err)
+        XCTAssertTrue(same.out.contains("same rows in every table"), same.out)
+
+        let files = try FileManager.default.contentsOfDirectory(atPath: logs).sorted()
+        let fewer = dir.appendingPathComponent("fewer.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", logs + "/" + files[0], "--db", fewer, "--quiet"]).status, 0)
+        let different = try callstats(["internal", "compare-databases", one, fewer])
+        XCTAssertEqual(different.status, 1, different.out + different.err)
+        XCTAssertTrue(different.out.contains("different: ") && different.out.contains("calls"), different.out)
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))
