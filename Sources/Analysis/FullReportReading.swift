@@ -30,21 +30,21 @@ struct FullReportReading {
     /// The last timestamp number read in this line: most objects of a report share it.
     private var lastTimestamp: (pos: Int, count: Int, value: Double)?
 
-    /// `state` is the chain's state with `generation` already advanced for this report;
-    /// `previous` and `members` are the bytes and member layout moved out of it.
-    init(previous: UnsafeBufferPointer<UInt8>, members: [MemberSpan], of state: ChainState, reportStart: Int) {
+    /// `previous` and `layout`: the last full report's bytes and layout; `generation`: the
+    /// chain's, already advanced for this report.
+    init(previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, generation: UInt32, reportStart: Int) {
         self.previous = previous
-        previousMembers = members
-        previousOrder = state.order
-        previousSlots = state.orderSlots
-        previousSpans = state.spans
-        previousUsable = !state.duplicateIDs
-        generation = state.generation
+        previousOrder = last.order
+        previousSlots = last.slots
+        previousSpans = last.spans
+        previousMembers = last.members
+        previousUsable = !last.duplicateIDs
+        self.generation = generation
         self.reportStart = reportStart
-        layout.order.reserveCapacity(previousOrder.count)
-        layout.slots.reserveCapacity(previousOrder.count)
-        layout.spans.reserveCapacity(previousSpans.count)
-        layout.members.reserveCapacity(members.count)
+        layout.order.reserveCapacity(last.order.count)
+        layout.slots.reserveCapacity(last.order.count)
+        layout.spans.reserveCapacity(last.spans.count)
+        layout.members.reserveCapacity(last.members.count)
     }
 
     /// What reading one object leaves for the report: its timestamp and where its value lay, and
@@ -240,15 +240,6 @@ struct FullReportReading {
         let inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false
         return (object.timestamp, object.timestampValue, inState)
     }
-}
-
-/// What a full report leaves in the chain's state for reading the next one (see `ChainState`).
-struct ReportLayout {
-    var order: [String] = []
-    var slots: [Int] = []
-    var spans: [ObjectSpan] = []
-    var members: [MemberSpan] = []
-    var duplicateIDs = false
 }
 
 /// A report's common timestamp: the one most of its objects carry (a handful of distinct values).

@@ -17,22 +17,27 @@ struct ChainState {
     var generation: UInt32 = 0
     var t: Double?
     var seq: Int64 = -1
-    /// The last full report's object ids by position: the next report nearly always lists the
-    /// same objects in the same order, so an id is recognised by comparing bytes, not by
-    /// making a String and hashing it.
-    var order: [String] = []
-    /// Where each of those objects lies in `objects` (-1: not kept), checked before hashing an id.
-    var orderSlots: [Int] = []
-    /// The last full report's bytes and where each object (and its timestamp value) lay in them:
-    /// an object whose bytes are the same but for the timestamp is not parsed again. Cleared when
-    /// a delta applies (the bytes no longer describe the state).
+    /// The last full report's bytes: an object whose bytes are the same but for the timestamp
+    /// is not parsed again. Its layout says where each object and member lay in them; the layout
+    /// is cleared when a delta applies (the bytes no longer describe the state).
     var reportBytes: [UInt8] = []
+    var layout = ReportLayout()
+}
+
+/// Where a full report's objects lay and what the chain made of them, for reading the next one.
+struct ReportLayout {
+    /// Object ids by position: the next report nearly always lists the same objects in the same
+    /// order, so an id is recognised by comparing bytes, not by making a String and hashing it.
+    var order: [String] = []
+    /// Where each of those objects lies in `ChainState.objects` (-1: not kept), checked before
+    /// hashing an id.
+    var slots: [Int] = []
+    /// Where each object (and its timestamp value) lay in the report's bytes.
     var spans: [ObjectSpan] = []
     /// The members of those objects that were read, in report order (see `ObjectSpan.members`):
     /// an object that changed is compared member by member, and only changed members are read.
-    var memberSpans: [MemberSpan] = []
-    /// The last full report listed an id twice: its objects and member layouts may not describe
-    /// the state.
+    var members: [MemberSpan] = []
+    /// The report listed an id twice: its objects and member layouts may not describe the state.
     var duplicateIDs = false
 }
 
@@ -42,7 +47,7 @@ struct ObjectSpan {
     var start: Int
     var timestamp: Range<Int>
     var end: Int
-    /// The object's members after its leading id, in `ChainState.memberSpans`; empty when the
+    /// The object's members after its leading id, in `ReportLayout.members`; empty when the
     /// object was not read member by member or cannot be compared that way (see `MemberSpan`).
     var members: Range<Int> = 0..<0
     /// Whether the chain held the object after that report (objects the metrics never read are
@@ -165,30 +170,27 @@ struct StatsScanner {
         var object = scratch
         scratch = StatObject.empty
         defer { scratch = object }
-        // The last report's bytes and member layout are moved out of the state while this one is
-        // read against them, and their buffers reused for this one's.
+        // The last report's bytes and layout are moved out of the state while this one is read
+        // against them; the bytes' buffer is reused for this one's.
         var previousBytes: [UInt8] = []
         swap(&previousBytes, &state.reportBytes)
-        var previousMembers: [MemberSpan] = []
-        swap(&previousMembers, &state.memberSpans)
+        var previousLayout = ReportLayout()
+        swap(&previousLayout, &state.layout)
         c.skipSpace()
         let reportStart = c.pos
+        let generation = state.generation
         // Only locals in the closure: one that touched `self` would copy the scanner.
-        var (layout, commonTimestamp) = try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
-            var reading = FullReportReading(previous: previous, members: previousMembers, of: state, reportStart: reportStart)
+        let (layout, commonTimestamp) = try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
+            var reading = FullReportReading(previous: previous, layout: previousLayout, generation: generation, reportStart: reportStart)
             try c.array { cur throws(JSONCursor.ScanError) in
                 try reading.readObject(&cur, into: &state, scratch: &object)
             }
             return (reading.layout, reading.commonTimestamp.value)
         }
-        state.order = layout.order
-        state.orderSlots = layout.slots
+        state.layout = layout
         previousBytes.removeAll(keepingCapacity: true)
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
-        state.spans = layout.spans
-        swap(&state.memberSpans, &layout.members)
-        state.duplicateIDs = layout.duplicateIDs
         // Objects this report no longer has (rare: renegotiation, candidates gone).
         state.objects.removeAll { $0.generation != state.generation }
         state.t = commonTimestamp
@@ -480,8 +482,8 @@ struct StatsScanner {
         // The next prediction: each top-level number's change from its value before this delta.
         for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
-        state.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
-        state.memberSpans.removeAll(keepingCapacity: true)
+        state.layout.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
+        state.layout.members.removeAll(keepingCapacity: true)
         c.pos = endPos
         chains[key] = state
         return state

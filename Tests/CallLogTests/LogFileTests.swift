@@ -173,7 +173,7 @@ final class LogFileTests: XCTestCase {
         let sub = dir.appendingPathComponent("sub")
         try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
         for n in ["a.ndjson.zst", "b.ndjson", "sub/c.ndjson.zst", "notes.txt", "sub/.hidden.ndjson"] {
-            FileManager.default.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data())
+            XCTAssertTrue(FileManager.default.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data()))
         }
         let (files, missing) = LogFiles.find([dir.path, dir.appendingPathComponent("nope").path])
         XCTAssertEqual(files.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.ndjson.zst", "b.ndjson", "c.ndjson.zst"])

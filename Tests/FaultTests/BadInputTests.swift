@@ -358,7 +358,7 @@ final class BadInputTests: XCTestCase {
         let caseDir = dir.appendingPathComponent("huge")
         try FileManager.default.createDirectory(at: caseDir, withIntermediateDirectories: true)
         let path = caseDir.appendingPathComponent("huge.ndjson").path
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
         let out = try XCTUnwrap(FileHandle(forWritingAtPath: path))
         let lines = Self.good.lines
         out.write((lines[..<4].joined(separator: "\n") + "\n").data(using: .utf8)!)
