@@ -111,9 +111,8 @@ public struct CallMaterial: Sendable, Equatable {
             takeInfo(r.body, at: r.ts)
             if let network = r["network"] { takeNetwork(network, at: r.ts) }
         case .event:
-            events.append(CallEvent(callID: callID, ts: r.ts, kind: "event",
-                                    action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
-                                    detailJSON: detail(r, without: ["action", "type"])))
+            addEvent(at: r.ts, action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
+                     detailJSON: detail(r, without: ["action", "type"]))
         case .quality:
             let score = r["score"]?.doubleValue.flatMap { Int(logValue: $0.rounded()) }.map(String.init) ?? ""
             events.append(CallEvent(callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
@@ -128,6 +127,11 @@ public struct CallMaterial: Sendable, Equatable {
         default:
             otherRecords += 1
         }
+    }
+
+    /// An `event` record's event (`detailJSON`: its members besides the envelope, action and type).
+    mutating func addEvent(at ts: Int64, action: String, type: String, detailJSON: String) {
+        events.append(CallEvent(callID: callID, ts: ts, kind: "event", action: action, type: type, detailJSON: detailJSON))
     }
 
     /// Keeps the earliest call record's fields, and the network already known (see `networkTs`).

@@ -7,12 +7,9 @@
 /// timestamp is kept as the state holds it; one that changed is compared member by member and only
 /// its changed members are read; only an object the last report did not have is read whole.
 struct FullReportReading {
-    // The last full report, as it was read.
+    /// The last full report's bytes and layout, as it was read.
     private let previous: UnsafeBufferPointer<UInt8>
-    private let previousOrder: [String]
-    private let previousSlots: [Int]
-    private let previousSpans: [ObjectSpan]
-    private let previousMembers: [MemberSpan]
+    private let last: ReportLayout
     /// The last report's objects and layouts describe the state only when each id had one object
     /// in it (otherwise the state holds an id's last copy, not the one at a position).
     private let previousUsable: Bool
@@ -34,10 +31,7 @@ struct FullReportReading {
     /// chain's, already advanced for this report.
     init(previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, generation: UInt32, reportStart: Int) {
         self.previous = previous
-        previousOrder = last.order
-        previousSlots = last.slots
-        previousSpans = last.spans
-        previousMembers = last.members
+        self.last = last
         previousUsable = !last.duplicateIDs
         self.generation = generation
         self.reportStart = reportStart
@@ -93,17 +87,17 @@ struct FullReportReading {
         var atItsPlace = false
         var afterID = 0
         while true {
-            if previousUsable, q >= 0, q < previousSpans.count, q < previousOrder.count,
-               let unchanged = StatsScanner.unchanged(&cur, as: previousSpans[q], in: previous, reportStart: reportStart,
+            if previousUsable, q >= 0, q < last.spans.count, q < last.order.count,
+               let unchanged = StatsScanner.unchanged(&cur, as: last.spans[q], in: previous, reportStart: reportStart,
                                                       lastTimestamp: &lastTimestamp) {
                 // Same bytes as last time but for the timestamp (certificates, codecs,
                 // candidates): the chain's copy is already right, unless this report already
                 // wrote, added or removed that id (a duplicate: then it is read, so that the
                 // last one wins as in a fresh read).
-                let id = previousOrder[q]
-                let index = state.objects.index(forKey: id, hint: q < previousSlots.count ? previousSlots[q] : nil)
-                let asBefore = if let index { previousSpans[q].inState && state.objects[index].generation != generation }
-                               else { !previousSpans[q].inState }
+                let id = last.order[q]
+                let index = state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
+                let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation }
+                               else { !last.spans[q].inState }
                 if asBefore {
                     keep(id, at: index, as: q, objectStart: objectStart, timestamp: unchanged, in: &state)
                     return .unchanged((unchanged.timestamp, unchanged.range, index != nil))
@@ -115,7 +109,7 @@ struct FullReportReading {
                 cur.pos = afterID  // moved, but changed: read from after the id
                 return .withID(found.id, q: q, atItsPlace: atItsPlace)
             }
-            guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < previousOrder.count ? previousOrder[q] : nil) else {
+            guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < last.order.count ? last.order[q] : nil) else {
                 return .withoutID
             }
             found = f
@@ -123,7 +117,7 @@ struct FullReportReading {
             guard !f.isExpected, previousUsable else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
             // Not where the drift says: look the id up among the last report's objects.
             if previousPositions == nil {
-                previousPositions = Dictionary(previousOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+                previousPositions = Dictionary(last.order.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
             }
             guard let moved = previousPositions?[f.id] else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
             drift = position - moved
@@ -143,11 +137,11 @@ struct FullReportReading {
         if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
         // Its members lie where they lay, moved with the object and, after the timestamp, by
         // the timestamp's change in length: kept for the report in which the object changes.
-        let old = previousSpans[q]
+        let old = last.spans[q]
         let shift = Int32(objectStart - reportStart - old.start)
         let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
         let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
-        for m in previousMembers[old.members] {
+        for m in last.members[old.members] {
             layout.members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
                                              end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
                                              valueOffset: m.valueOffset))
@@ -160,9 +154,9 @@ struct FullReportReading {
     private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool,
                                      into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
         layout.order.append(id)
-        let hint = q >= 0 && q < previousSlots.count ? previousSlots[q] : nil
+        let hint = q >= 0 && q < last.slots.count ? last.slots[q] : nil
         let firstMember = layout.members.count
-        let comparable = atItsPlace && previousUsable && q >= 0 && q < previousSpans.count && !previousSpans[q].members.isEmpty
+        let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
         if let index = state.objects.index(forKey: id, hint: hint) {
             if state.objects[index].generation == generation { layout.duplicateIDs = true }
             let afterID = cur.pos
@@ -170,7 +164,7 @@ struct FullReportReading {
             if comparable, state.objects[index].generation != generation {
                 compared = try StatsScanner.readChangedMembers(
                     &cur, into: &state.objects[index], generation: generation, previous: previous,
-                    layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &layout.members)
+                    layout: last.members[last.spans[q].members], reportStart: reportStart, record: &layout.members)
                 if !compared {
                     cur.pos = afterID
                     layout.members.removeSubrange(firstMember...)
@@ -193,12 +187,12 @@ struct FullReportReading {
         // connection). Of the latter only the type and timestamp matter, so when it was not
         // held last time either, only they are read.
         var compared = false
-        if comparable, !previousSpans[q].inState {
+        if comparable, !last.spans[q].inState {
             let afterID = cur.pos
             object.reset()
             compared = try StatsScanner.readChangedMembers(
                 &cur, into: &object, generation: generation, previous: previous,
-                layout: previousMembers[previousSpans[q].members], reportStart: reportStart, record: &layout.members,
+                layout: last.members[last.spans[q].members], reportStart: reportStart, record: &layout.members,
                 valuesNeeded: false)
             if !compared || object.type != .other {
                 compared = false

@@ -81,6 +81,6 @@ extension CallMaterial {
     /// What `add(_:)` does with the same record read by the complete parser.
     mutating func add(_ e: PlainEvent) {
         touch(e.ts)
-        events.append(CallEvent(callID: callID, ts: e.ts, kind: "event", action: e.action, type: e.type, detailJSON: "{}"))
+        addEvent(at: e.ts, action: e.action, type: e.type, detailJSON: "{}")
     }
 }

@@ -232,7 +232,7 @@ struct StatsScanner {
     /// timestamp (NaN without one) and where its value lay. The text between equal prefix and
     /// suffix is one maximal number token, so the object parses as before but for the timestamp.
     static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
-                                  reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?) -> (timestamp: Double, range: Range<Int>)? {
+                          reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?) -> (timestamp: Double, range: Range<Int>)? {
         guard span.end <= previous.count, span.start < span.end else { return nil }
         let old = previous.baseAddress!
         let here = c.base + c.pos
@@ -291,7 +291,7 @@ struct StatsScanner {
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
     static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                                    reportStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
+                            reportStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
         var ignored: String?
@@ -330,9 +330,9 @@ struct StatsScanner {
     /// `valuesNeeded` false only the type and timestamp are read; other changed values are
     /// skipped.
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                                           previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
-                                           reportStart: Int, record: inout [MemberSpan],
-                                           valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
+                                   previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
+                                   reportStart: Int, record: inout [MemberSpan],
+                                   valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
