@@ -55,7 +55,7 @@ struct FullReportReading {
         switch try recognize(&cur, at: objectStart, in: &state) {
         case .unchanged(let r): read = r
         case .withID(let id, let q, let atItsPlace):
-            read = try readWithID(&cur, id: id, q: q, atItsPlace: atItsPlace, into: &state, scratch: &object)
+            read = try readWithID(&cur, id: id, q: q, atItsPlace: atItsPlace, objectStart: objectStart, into: &state, scratch: &object)
         case .withoutID:
             read = try readWithoutID(&cur, into: &state, scratch: &object)
         }
@@ -135,15 +135,18 @@ struct FullReportReading {
         layout.order.append(id)
         layout.slots.append(index ?? -1)
         if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
-        // Its members lie where they lay, moved with the object and, after the timestamp, by
-        // the timestamp's change in length: kept for the report in which the object changes.
+        // Its members lie where they lay in the object, those after the timestamp moved by the
+        // timestamp's change in length: kept for the report in which the object changes.
         let old = last.spans[q]
-        let shift = Int32(objectStart - reportStart - old.start)
         let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
-        let after = old.timestamp.isEmpty ? Int32.max : Int32(old.timestamp.upperBound)
+        guard longer != 0 else {
+            layout.members.append(contentsOf: last.members[old.members])
+            return
+        }
+        let after = Int32(old.timestamp.upperBound - old.start)
         for m in last.members[old.members] {
-            layout.members.append(MemberSpan(start: m.start + shift + (m.start >= after ? longer : 0),
-                                             end: m.end + shift + (m.end >= after ? longer : 0), entry: m.entry,
+            layout.members.append(MemberSpan(start: m.start + (m.start >= after ? longer : 0),
+                                             end: m.end + (m.end >= after ? longer : 0), entry: m.entry,
                                              valueOffset: m.valueOffset))
         }
     }
@@ -151,20 +154,23 @@ struct FullReportReading {
     /// An object that starts with its id (all that browsers and SDKs write), the cursor after
     /// the id. An object the chain already has is read straight into it, keeping unchanged
     /// strings; at its place in the last report, only its changed members are read.
-    private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool,
+    private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool, objectStart: Int,
                                      into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
         layout.order.append(id)
         let hint = q >= 0 && q < last.slots.count ? last.slots[q] : nil
         let firstMember = layout.members.count
         let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
+            && last.spans[q].end <= previous.count
+        // The last report's object, from its `{`.
+        let previousObject = comparable ? UnsafeBufferPointer(rebasing: previous[last.spans[q].start..<last.spans[q].end]) : previous
         if let index = state.objects.index(forKey: id, hint: hint) {
             if state.objects[index].generation == generation { layout.duplicateIDs = true }
             let afterID = cur.pos
             var compared = false
             if comparable, state.objects[index].generation != generation {
                 compared = try StatsScanner.readChangedMembers(
-                    &cur, into: &state.objects[index], generation: generation, previous: previous,
-                    layout: last.members[last.spans[q].members], reportStart: reportStart, record: &layout.members)
+                    &cur, into: &state.objects[index], generation: generation, previous: previousObject,
+                    layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members)
                 if !compared {
                     cur.pos = afterID
                     layout.members.removeSubrange(firstMember...)
@@ -172,7 +178,7 @@ struct FullReportReading {
             }
             if !compared {
                 try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
-                                             reportStart: reportStart, record: &layout.members, from: firstMember)
+                                             objectStart: objectStart, record: &layout.members, from: firstMember)
             }
             let read: ObjectRead = (state.objects[index].timestamp, state.objects[index].timestampValue, false)
             if state.objects[index].type == .other {
@@ -191,8 +197,8 @@ struct FullReportReading {
             let afterID = cur.pos
             object.reset()
             compared = try StatsScanner.readChangedMembers(
-                &cur, into: &object, generation: generation, previous: previous,
-                layout: last.members[last.spans[q].members], reportStart: reportStart, record: &layout.members,
+                &cur, into: &object, generation: generation, previous: previousObject,
+                layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members,
                 valuesNeeded: false)
             if !compared || object.type != .other {
                 compared = false
@@ -202,7 +208,7 @@ struct FullReportReading {
         }
         if !compared {
             try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                         reportStart: reportStart, record: &layout.members, from: firstMember)
+                                         objectStart: objectStart, record: &layout.members, from: firstMember)
         }
         guard object.type != .other else {
             layout.slots.append(-1)

@@ -24,6 +24,16 @@ struct ObjectTable {
         return slots[id]
     }
 
+    /// The slot of the id spelled by `raw`, trying `hint` before making a String of it and
+    /// hashing that (deltas name the same objects in the same order, delta after delta).
+    @inline(__always) func index(forKeyBytes raw: UnsafeBufferPointer<UInt8>, hint: Slot?) -> Slot? {
+        if let hint, hint >= 0, hint < keys.count {
+            var key = keys[hint]
+            if JSONCursor.same(&key, raw) { return hint }
+        }
+        return slots[String(decoding: raw, as: UTF8.self)]
+    }
+
     /// The object at `slot`, read or changed in place.
     subscript(slot: Slot) -> StatObject {
         _read { yield values[slot] }

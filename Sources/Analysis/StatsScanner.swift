@@ -22,6 +22,9 @@ struct ChainState {
     /// is cleared when a delta applies (the bytes no longer describe the state).
     var reportBytes: [UInt8] = []
     var layout = ReportLayout()
+    /// The slots of the objects the last delta named (`unset`, `set`, `inc`), in its order: the
+    /// next delta's ids are compared with them before a String is made and hashed.
+    var deltaSlots: [ObjectTable.Slot] = []
 }
 
 /// Where a full report's objects lay and what the chain made of them, for reading the next one.
@@ -55,10 +58,12 @@ struct ObjectSpan {
     var inState = false
 }
 
-/// One member of an object in the last full report, relative to the report's `[`: from the
+/// One member of an object in the last full report, relative to the object's `{`: from the
 /// delimiter before it (`,` and any space) to the end of its value, and what its key is to the
 /// analyser. A member whose bytes and following delimiter are the same in the next report has
-/// the same value, which the chain's object already holds.
+/// the same value, which the chain's object already holds. Relative to its object, an object's
+/// members are where they were when the object moved in the report, so an unchanged object's
+/// spans are copied as they are.
 struct MemberSpan {
     var start: Int32
     var end: Int32
@@ -291,7 +296,7 @@ struct StatsScanner {
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
     static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                            reportStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
+                            objectStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
         var ignored: String?
@@ -312,7 +317,7 @@ struct StatsScanner {
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
             }
             if comparable {
-                record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
+                record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
                                          valueOffset: valueOffset))
             }
         }
@@ -322,39 +327,49 @@ struct StatsScanner {
     }
 
     /// The members after a leading id, compared with the same object in the last full report
-    /// (`layout`, in `previous`): a member whose bytes are unchanged is stepped over, since `o`
-    /// already holds its value; a changed one is read. False, with `o` partly updated, when
-    /// the members' keys differ from the layout's (the caller reads the object again whole).
+    /// (`layout`, in `previous`, which holds that object's bytes from its `{`): a run of members
+    /// whose bytes are unchanged is stepped over, since `o` already holds their values; a changed
+    /// member is read. False, with `o` partly updated, when the members' keys differ from the
+    /// layout's (the caller reads the object again whole).
     ///
     /// The timestamp is always read: where its number lies is noted for the next report. With
     /// `valuesNeeded` false only the type and timestamp are read; other changed values are
     /// skipped.
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                    previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
-                                   reportStart: Int, record: inout [MemberSpan],
+                                   objectStart: Int, record: inout [MemberSpan],
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
+        let old = previous.baseAddress!
         var i = layout.startIndex
         while true {
             let start = c.pos
-            if i < layout.endIndex {
-                let m = layout[i]
-                let n = Int(m.end - m.start)
-                // The delimiter after the value is compared too: 12 is not the start of 123.
-                if m.entry != .timestamp, c.end - c.pos > n, JSONCursor.equal(previous.baseAddress! + Int(m.start), c.base + c.pos, n + 1) {
-                    c.pos += n
-                    record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: m.entry,
-                                             valueOffset: m.valueOffset))
-                    i += 1
+            if i < layout.endIndex, layout[i].entry != .timestamp {
+                // Members are contiguous: the bytes equal from here on cover a run of unchanged
+                // members, each with the delimiter after its value (12 is not the start of 123).
+                let first = Int(layout[i].start)
+                let same = JSONCursor.commonPrefix(old + first, c.base + c.pos, min(previous.count - first, c.end - c.pos))
+                let shift = Int32(c.pos - objectStart - first)
+                var j = i
+                while j < layout.endIndex, Int(layout[j].end) < first + same, layout[j].entry != .timestamp {
+                    var m = layout[j]
+                    m.start += shift
+                    m.end += shift
+                    record.append(m)
+                    j += 1
+                }
+                if j > i {
+                    c.pos = objectStart + Int(layout[j - 1].end + shift)
+                    i = j
                     continue
                 }
             }
             let entry: FieldTable.Entry?
             var valueOffset: UInt16 = 0
             if i < layout.endIndex, case let k = Int(layout[i].valueOffset), k > 0, c.end - c.pos > k,
-               JSONCursor.equal(previous.baseAddress! + Int(layout[i].start), c.base + c.pos, k) {
+               Int(layout[i].start) + k <= previous.count, JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k) {
                 // Delimiter and key as before: only the value changed.
                 c.pos += k
                 entry = layout[i].entry
@@ -379,7 +394,7 @@ struct StatsScanner {
             } else {
                 try c.skipValue()
             }
-            record.append(MemberSpan(start: Int32(start - reportStart), end: Int32(c.pos - reportStart), entry: entry,
+            record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
                                      valueOffset: valueOffset))
             i += 1
         }
@@ -474,11 +489,15 @@ struct StatsScanner {
         // the next prediction is each number's change from them.
         let previousT = state.t
         for i in state.objects.indices { StatsScanner.advance(&state.objects[i], from: previousT, to: newT) }
+        var named = DeltaNames()
+        swap(&named.slots, &state.deltaSlots)
         for (section, pos) in sections.sorted(by: { $0.section.rawValue < $1.section.rawValue }) {
             var cur = c
             cur.pos = pos
-            try StatsScanner.apply(section, at: &cur, to: &state)
+            try StatsScanner.apply(section, at: &cur, to: &state, names: &named)
         }
+        named.finish()
+        swap(&named.slots, &state.deltaSlots)
         // The next prediction: each top-level number's change from its value before this delta.
         for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
@@ -532,13 +551,32 @@ struct StatsScanner {
         o.hasPrevious = false
     }
 
-    private static func apply(_ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState) throws(JSONCursor.ScanError) {
+    /// Finds the objects a delta names, guessing each from the last delta's (see `deltaSlots`).
+    private struct DeltaNames {
+        /// The last delta's slots, overwritten in place by this one's as they are found.
+        var slots: [ObjectTable.Slot] = []
+        private var count = 0
+
+        mutating func index(_ id: UnsafeBufferPointer<UInt8>, in objects: inout ObjectTable) -> ObjectTable.Slot? {
+            let found = objects.index(forKeyBytes: id, hint: count < slots.count ? slots[count] : nil)
+            if count < slots.count { slots[count] = found ?? -1 } else { slots.append(found ?? -1) }
+            count += 1
+            return found
+        }
+
+        mutating func finish() {
+            if count < slots.count { slots.removeSubrange(count...) }
+        }
+    }
+
+    private static func apply(_ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState,
+                              names: inout DeltaNames) throws(JSONCursor.ScanError) {
         switch section {
         case .del:
             try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }
         case .unset:
             try cur.object { o, id throws(JSONCursor.ScanError) in
-                let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self))
+                let index = names.index(id, in: &state.objects)
                 try o.array { a throws(JSONCursor.ScanError) in
                     let name = try a.rawString()
                     if let index { clear(name, in: &state.objects[index]) }
@@ -546,7 +584,7 @@ struct StatsScanner {
             }
         case .set:
             try cur.object { o, id throws(JSONCursor.ScanError) in
-                guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
+                guard let index = names.index(id, in: &state.objects) else { try o.skipValue(); return }
                 var ignored: String?
                 try o.object { m, k throws(JSONCursor.ScanError) in
                     try readMember(&m, key: k, into: &state.objects[index], id: &ignored)
@@ -554,7 +592,7 @@ struct StatsScanner {
             }
         case .inc:
             try cur.object { o, id throws(JSONCursor.ScanError) in
-                guard let index = state.objects.index(forKey: String(decoding: id, as: UTF8.self)) else { try o.skipValue(); return }
+                guard let index = names.index(id, in: &state.objects) else { try o.skipValue(); return }
                 try o.object { m, k throws(JSONCursor.ScanError) in
                     let d = try m.numberOrNumericString() ?? 0
                     if JSONCursor.equals(k, "timestamp") { state.objects[index].timestamp += d } else if case .num(let f)? = table.lookup(k) {

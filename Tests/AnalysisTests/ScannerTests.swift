@@ -1,5 +1,6 @@
 @testable import Analysis
 import CallLog
+import Simulator
 import XCTest
 
 /// The scanner keeps a chain's objects from one full report to the next, recognising objects by
@@ -203,6 +204,50 @@ final class ScannerTests: XCTestCase {
             var fresh = StatsScanner()
             assertSame(try scan(&kept, text), try scan(&fresh, text), "step \(step): \(text)")
         }
+    }
+
+    /// Deltas name the objects they change; the scanner finds each by the place it had in the
+    /// last delta before hashing its id. Whatever the deltas name, in whatever order (objects
+    /// dropped, added, reordered, changed in turn), the state after each must hold the numbers
+    /// and strings of a fresh read of the full snapshot it stands for.
+    func testDeltasNamingObjectsInAnyOrderEqualAFreshRead() throws {
+        let objects = [candidate, certificate, inbound, untimed,
+                       #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"frameWidth":640}"#,
+                       #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#,
+                       #"{"id":"RI1","timestamp":TS,"type":"remote-inbound-rtp","kind":"audio","ssrc":5,"packetsLost":1,"jitter":0.002,"roundTripTime":0.05}"#]
+        var rng = SplitMix64(seed: 11)
+        var encoder = StatsDeltaEncoder()
+        var kept = StatsScanner()
+        var counters = [Int](repeating: 100, count: objects.count)
+        var deltas = 0
+        for step in 0..<300 {
+            // Every object's counters grow, some faster; now and then one is left out, the
+            // order changes, or only one object changes.
+            for i in counters.indices where rng.next() % 3 != 0 { counters[i] += Int(rng.next() % 50) }
+            var shown = objects.indices.map { i in
+                objects[i].replacingOccurrences(of: "100", with: String(counters[i]))
+                    .replacingOccurrences(of: "300", with: String(counters[i] * 3))
+                    .replacingOccurrences(of: ":10}", with: ":\(counters[i] / 10)}")
+            }
+            if rng.next() % 5 == 0 { shown.remove(at: Int(rng.next() % UInt64(shown.count))) }
+            if rng.next() % 7 == 0 { shown.swapAt(Int(rng.next() % UInt64(shown.count)), Int(rng.next() % UInt64(shown.count))) }
+            let full = report(String(1000 + step * 1000), shown)
+            let written = encoder.encode(try Array(full.utf8).withUnsafeBufferPointer { try LogRecord(parsing: $0) })
+            var out: [UInt8] = []
+            written.write(to: &out)
+            let line = String(decoding: out, as: UTF8.self)
+            if line.contains(#""delta""#) { deltas += 1 }
+            var fresh = StatsScanner()
+            let a = try scan(&kept, line), b = try scan(&fresh, full)
+            XCTAssertEqual(Set(a.objects.keys), Set(b.objects.keys), "step \(step): \(line)")
+            for (id, x) in zip(a.objects.keys, a.objects.values) {
+                guard let y = b.objects[id] else { continue }
+                XCTAssertEqual(x.type, y.type, "step \(step) \(id)")
+                XCTAssertEqual(x.str, y.str, "step \(step) \(id)")
+                XCTAssertEqual(x.num.map { $0.isNaN ? nil : $0 }, y.num.map { $0.isNaN ? nil : $0 }, "step \(step) \(id): \(line)")
+            }
+        }
+        XCTAssertGreaterThan(deltas, 200, "the encoder wrote deltas")
     }
 
     func testFieldsFitTheWrittenFieldSets() {
