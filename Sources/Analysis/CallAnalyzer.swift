@@ -13,18 +13,32 @@ public enum CallAnalyzer {
 
         // Streams: where each stream's readings lie, grouped by stream id, in time order. Positions,
         // not copies: a reading is a large value with strings in it, read in place below.
-        var positions: [String: [ReadingPosition]] = [:]
+        // A snapshot lists its streams as the one before did, nearly always: each reading's
+        // stream is looked for where the last snapshot's reading at its place went, before the
+        // id is hashed.
+        var seriesByID: [String: Int] = [:]
         var order: [String] = []
+        var series: [[ReadingPosition]] = []
+        var seriesAtPlace: [Int] = []
         var sources = Set<String>()
         for si in m.snapshots.indices {
             sources.insert(m.snapshots[si].source)
             for ri in m.snapshots[si].streams.indices {
                 let id = m.snapshots[si].streams[ri].streamID
                 let position = ReadingPosition(snapshot: si, stream: ri)
-                if positions[id]?.append(position) == nil {
-                    positions[id] = [position]
+                let k: Int
+                if ri < seriesAtPlace.count, order[seriesAtPlace[ri]] == id {
+                    k = seriesAtPlace[ri]
+                } else if let known = seriesByID[id] {
+                    k = known
+                } else {
+                    k = order.count
+                    seriesByID[id] = k
                     order.append(id)
+                    series.append([])
                 }
+                series[k].append(position)
+                if ri < seriesAtPlace.count { seriesAtPlace[ri] = k } else { seriesAtPlace.append(k) }
             }
         }
         call.source = sources.isEmpty ? "none" : sources.sorted().joined(separator: "+")
@@ -33,8 +47,7 @@ public enum CallAnalyzer {
         var streams: [StreamSummary] = []
         var intervals: [IntervalMetrics] = []
         var findings: [Finding] = []
-        for id in order {
-            let series = positions[id]!
+        for (id, series) in zip(order, series) {
             let first = series[0], last = series[series.count - 1]
             var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
                                         kind: m[first].kind, source: sourceName(id, m), startTs: m.snapshots[first.snapshot].ts,
@@ -73,10 +86,26 @@ public enum CallAnalyzer {
 
     /// The usual gap between snapshots of one peer connection, ms.
     static func medianPeriod(_ snapshots: [Snapshot]) -> Double {
-        var last: [String: Int64] = [:], gaps: [Int64] = []
+        // Snapshots of one peer connection follow each other: the last one's is compared before
+        // the id is hashed.
+        var last: [(pc: String, ts: Int64)] = [], byPC: [String: Int] = [:], gaps: [Int64] = []
+        var previous = -1
         for s in snapshots {
-            if let p = last[s.peerConnection], s.ts > p { gaps.append(s.ts - p) }
-            last[s.peerConnection] = s.ts
+            let k: Int
+            if previous >= 0, last[previous].pc == s.peerConnection {
+                k = previous
+            } else if let known = byPC[s.peerConnection] {
+                k = known
+            } else {
+                k = last.count
+                byPC[s.peerConnection] = k
+                last.append((s.peerConnection, s.ts))
+                previous = k
+                continue
+            }
+            if s.ts > last[k].ts { gaps.append(s.ts - last[k].ts) }
+            last[k].ts = s.ts
+            previous = k
         }
         guard !gaps.isEmpty else { return 10_000 }
         gaps.sort()
@@ -207,13 +236,23 @@ enum Intervals {
             burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
         }
         i.burstRatio = burst
-        let codec = b.codec.flatMap { CodecImpairment.lookup($0.split(separator: "/").last.map(String.init) ?? $0) } ?? .opus
+        let codec = b.codec.flatMap { CodecImpairment.lookup(codecName($0).map(String.init) ?? $0) } ?? .opus
         let ta = StatsInputs.oneWayDelayMs(roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
                                            packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
         let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
         i.rFactor = q.rating
         i.mosCQ = q.conversationalMOS
         i.mosLQ = q.listeningMOS
+    }
+
+    /// The last non-empty `/`-separated part of a codec's MIME type ("audio/opus" → "opus"), as
+    /// `split(separator: "/").last` gives it but without building the array (every interval).
+    static func codecName(_ mime: String) -> Substring? {
+        var end = mime.endIndex
+        while end > mime.startIndex, mime[mime.index(before: end)] == "/" { end = mime.index(before: end) }
+        guard end > mime.startIndex else { return nil }
+        let start = mime[..<end].lastIndex(of: "/").map { mime.index(after: $0) } ?? mime.startIndex
+        return mime[start..<end]
     }
 
     static func video(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, seconds: Double) {

@@ -202,12 +202,20 @@ enum Findings {
         let inAudio = intervals.filter { inAudioIDs.contains($0.streamID) }
         let outAudio = outAudioIDs.isEmpty ? [] : intervals.filter { outAudioIDs.contains($0.streamID) }
         if !outAudio.isEmpty {
-            // Align by interval end: inbound packets received in the same period.
+            // Align by interval end: inbound packets received in the same period. Inbound
+            // intervals by start: those overlapping one outbound interval lie just before the
+            // first that starts after it ends, no earlier than the longest interval allows.
+            let received = inAudio.map { (start: $0.startTs, end: $0.endTs, packets: $0.packets ?? 0) }.sorted { $0.start < $1.start }
+            let longest = received.map { $0.end - $0.start }.max() ?? 0
             let flowing = outAudio.sorted { $0.startTs < $1.startTs }.map { o -> IntervalMetrics in
                 var x = o
-                var received: Int64 = 0
-                for i in inAudio where i.endTs > o.startTs && i.startTs < o.endTs { received += i.packets ?? 0 }
-                x.packetsLost = received  // reuse: packets received in this period
+                var packets: Int64 = 0
+                var j = received.partitioningIndex { $0.start >= o.endTs } - 1
+                while j >= 0, received[j].start >= o.startTs - longest {
+                    if received[j].end > o.startTs { packets += received[j].packets }
+                    j -= 1
+                }
+                x.packetsLost = packets  // reuse: packets received in this period
                 return x
             }
             let eps = episodes(flowing, config: config) { o in
@@ -242,5 +250,18 @@ enum Findings {
             add("clock_skew", .info, c.startTs, 0, Double(skew), "statistics clock differs from the agent clock by \(skew) ms")
         }
         return out
+    }
+}
+
+extension RandomAccessCollection where Index == Int {
+    /// The first index whose element satisfies `belongs`, for a predicate false then true
+    /// along the collection (binary search).
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+        var lo = startIndex, hi = endIndex
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if belongs(self[mid]) { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
     }
 }

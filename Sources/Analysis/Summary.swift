@@ -68,24 +68,45 @@ enum Setup {
 enum Summary {
     static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], material m: CallMaterial,
                       config: AnalysisConfig, to c: inout CallSummary) {
-        let inboundAudio = Set(streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID))
-        let inboundVideo = Set(streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID))
-        let audio = intervals.filter { inboundAudio.contains($0.streamID) }
-        let video = intervals.filter { inboundVideo.contains($0.streamID) }
-        func mean(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?) -> Double? { xs.timeWeightedMean(key) }
-        c.mosCQ = mean(audio, \.mosCQ)
-        c.mosLQ = mean(audio, \.mosLQ)
-        c.rFactor = mean(audio, \.rFactor)
-        c.mosWorst = worstSustained(audio, \.mosCQ, window: config.worstWindow, windowMs: config.windowMs)
-        c.videoScore = mean(video, \.videoScore)
-        c.videoScoreWorst = worstSustained(video, \.videoScore, window: config.worstWindow, windowMs: config.windowMs)
-        let lost = audio.reduce(0) { $0 + ($1.packetsLost ?? 0) }
-        let received = audio.reduce(0) { $0 + ($1.packets ?? 0) }
+        // Inbound audio and video intervals by index, and the means in one pass: copying an
+        // interval retains its strings, and this runs for every call.
+        let audioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
+        let videoIDs = streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID)
+        var audio: [Int] = [], video: [Int] = []
+        var rtt = TimeWeightedMean(), iceRtt = TimeWeightedMean()
+        for i in intervals.indices {
+            let d = Double(intervals[i].endTs - intervals[i].startTs)
+            rtt.add(intervals[i].rttMs, d)
+            iceRtt.add(intervals[i].iceRttMs, d)
+            if audioIDs.contains(intervals[i].streamID) { audio.append(i) } else if videoIDs.contains(intervals[i].streamID) { video.append(i) }
+        }
+        var mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean(), rFactor = TimeWeightedMean()
+        var jitter = TimeWeightedMean(), audioRtt = TimeWeightedMean(), concealment = TimeWeightedMean()
+        var lost: Int64 = 0, received: Int64 = 0
+        for i in audio {
+            let d = Double(intervals[i].endTs - intervals[i].startTs)
+            mosCQ.add(intervals[i].mosCQ, d)
+            mosLQ.add(intervals[i].mosLQ, d)
+            rFactor.add(intervals[i].rFactor, d)
+            jitter.add(intervals[i].jitterMs, d)
+            audioRtt.add(intervals[i].rttMs, d)
+            concealment.add(intervals[i].concealmentPct, d)
+            lost += intervals[i].packetsLost ?? 0
+            received += intervals[i].packets ?? 0
+        }
+        var videoScore = TimeWeightedMean()
+        for i in video { videoScore.add(intervals[i].videoScore, Double(intervals[i].endTs - intervals[i].startTs)) }
+        c.mosCQ = mosCQ.value
+        c.mosLQ = mosLQ.value
+        c.rFactor = rFactor.value
+        c.mosWorst = worstSustained(audio, of: intervals, { $0.mosCQ }, window: config.worstWindow, windowMs: config.windowMs)
+        c.videoScore = videoScore.value
+        c.videoScoreWorst = worstSustained(video, of: intervals, { $0.videoScore }, window: config.worstWindow, windowMs: config.windowMs)
         if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
-        c.jitterMs = mean(audio, \.jitterMs)
-        c.rttMs = mean(audio, \.rttMs) ?? mean(intervals, \.rttMs)
-        c.iceRttMs = mean(intervals, \.iceRttMs)
-        c.concealmentPct = mean(audio, \.concealmentPct)
+        c.jitterMs = jitter.value
+        c.rttMs = audioRtt.value ?? rtt.value
+        c.iceRttMs = iceRtt.value
+        c.concealmentPct = concealment.value
         c.audioCodec = streams.first { $0.kind == .audio && $0.codec != nil }?.codec
         c.videoCodec = streams.first { $0.kind == .video && $0.codec != nil }?.codec
         if c.media == "unknown" {
@@ -102,10 +123,13 @@ enum Summary {
         }
     }
 
-    /// The lowest mean over any `window` consecutive intervals (or over all, if fewer).
-    static func worstSustained(_ xs: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?, window: Int, windowMs: Int64) -> Double? {
+    /// The lowest mean over any `window` consecutive intervals (or over all, if fewer) of the
+    /// intervals at `indices`.
+    static func worstSustained(_ indices: [Int], of intervals: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?,
+                               window: Int, windowMs: Int64) -> Double? {
         // Per stream, in time order; the worst across streams.
-        let byStream = Dictionary(grouping: xs, by: \.streamID)
+        var byStream: [String: [IntervalMetrics]] = [:]
+        for i in indices { byStream[intervals[i].streamID, default: []].append(intervals[i]) }
         var worst: Double?
         for (_, series) in byStream {
             let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }, minimumMs: windowMs).compactMap(key)

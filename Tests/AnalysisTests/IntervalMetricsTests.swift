@@ -4,6 +4,14 @@ import Quality
 import XCTest
 
 final class IntervalMetricsTests: XCTestCase {
+    /// The codec part of a MIME type is what `split(separator: "/").last` gives, however the
+    /// slashes fall.
+    func testCodecNameIsTheLastNonEmptyPart() {
+        for mime in ["audio/opus", "opus", "audio/PCMU/8000", "audio/G722/", "//", "", "/", "a//b", "audio/opus//", "/x"] {
+            XCTAssertEqual(Intervals.codecName(mime).map(String.init), mime.split(separator: "/").last.map(String.init), mime)
+        }
+    }
+
     let t0: Int64 = 1_795_000_000_000
 
     /// ITU worked example I1 (quality-models.md §6) through the whole path: RTT 120 ms,
