@@ -165,6 +165,10 @@ public final class Statement {
     /// Set when a row did not fit: the arena grows before the next row (never while bound).
     private var textArenaWanted = 0
     private var bindingRow = false
+    /// Which parameters hold NULL (index 0 unused): binding NULL again is skipped, since an
+    /// interval row leaves a third of its columns empty and each bind is a library call.
+    /// A raw buffer: an array property of a class is checked for exclusive access each time.
+    private let boundNull: UnsafeMutableBufferPointer<Bool>
 
     init(db: Database, sql: String) throws {
         textArena = UnsafeMutableRawPointer.allocate(byteCount: textArenaCapacity, alignment: 8)
@@ -177,17 +181,21 @@ public final class Statement {
         handle = stmt
         self.db = db
         self.sql = sql
+        boundNull = .allocate(capacity: Int(sqlite3_bind_parameter_count(stmt)) + 1)
+        boundNull.initialize(repeating: true)
     }
 
     deinit {
         sqlite3_finalize(handle)
         textArena.deallocate()
+        boundNull.deallocate()
     }
 
     /// Ready to bind and step again (bindings cleared).
     public func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+        boundNull.update(repeating: true)
     }
 
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -200,6 +208,12 @@ public final class Statement {
     @inline(__always)
     public func bind(_ value: SQLValue, at index: Int32) throws {
         let rc: Int32
+        if case .null = value {
+            guard !boundNull[Int(index)] else { return }
+            boundNull[Int(index)] = true
+        } else {
+            boundNull[Int(index)] = false
+        }
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .integer(let n): rc = sqlite3_bind_int64(handle, index, n)
