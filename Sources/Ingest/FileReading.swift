@@ -29,7 +29,7 @@ enum FileReading {
         let reportsFileIssues = (partition?.index ?? 0) == 0
         var records = 0, skipped = 0, textBytes = 0
         var callIDs = Set<String>()
-        let compressor = ZstdCompressor(level: 1)  // for the calls' stored material, reused
+        let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)  // for the calls' stored material, reused
         let reader = LogLineReader(path: path)
         reader.forEachLine({ line, n in
             textBytes += line.count + 1
