@@ -153,11 +153,10 @@ public final class CallStore {
         }
         try insertCall(analysis.call, complete: complete)
         for s in analysis.streams { try insertStream(s) }
-        try insertIntervals(analysis.intervals)
-        for e in analysis.events {
-            try insert(.event) { r in
-                try r.add(e.callID); try r.add(e.ts); try r.add(e.kind); try r.add(e.action); try r.add(e.type); try r.add(e.detailJSON)
-            }
+        try insertRows(analysis.intervals, one: .interval, block: .intervalBlock, perStatement: Insert.intervalsPerStatement,
+                       bindInterval)
+        try insertRows(analysis.events, one: .event, block: .eventBlock, perStatement: Insert.eventsPerStatement) { e, r in
+            try r.add(e.callID); try r.add(e.ts); try r.add(e.kind); try r.add(e.action); try r.add(e.type); try r.add(e.detailJSON)
         }
         for f in analysis.findings {
             try insert(.finding) { r in
@@ -170,12 +169,13 @@ public final class CallStore {
 
     private enum Insert: Hashable {
         case call, stream, interval, event, finding, material
-        /// `Insert.intervalsPerStatement` interval rows in one statement: a call has tens to
-        /// hundreds of intervals, and one statement per row cost a step, a reset and the
-        /// statement's setup each time.
-        case intervalBlock
+        /// Several interval (event) rows in one statement: a call has tens to hundreds of
+        /// intervals and often tens of events, and one statement per row cost a step, a reset
+        /// and the statement's setup each time.
+        case intervalBlock, eventBlock
 
         static let intervalsPerStatement = 32
+        static let eventsPerStatement = 16
 
         /// Full-row inserts list every column in table order.
         var sql: String {
@@ -184,7 +184,8 @@ public final class CallStore {
             case .stream: Insert.values("streams", 29)
             case .interval: Insert.values("intervals", 24)
             case .intervalBlock: Insert.values("intervals", 24, rows: Insert.intervalsPerStatement)
-            case .event: "INSERT INTO events(call_id, ts, kind, action, type, detail) VALUES (?, ?, ?, ?, ?, ?)"
+            case .event: Insert.values("events", 6)
+            case .eventBlock: Insert.values("events", 6, rows: Insert.eventsPerStatement)
             case .finding: """
                 INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -247,19 +248,19 @@ public final class CallStore {
         }
     }
 
-    /// Full blocks of intervals go in multi-row statements, the rest one row at a time; rows
-    /// keep their order either way.
-    private func insertIntervals(_ intervals: [IntervalMetrics]) throws {
-        let block = Insert.intervalsPerStatement
-        var start = intervals.startIndex
-        while intervals.endIndex - start >= block {
-            try insert(.intervalBlock) { r in
-                for i in start..<(start + block) { try bindInterval(intervals[i], to: &r) }
+    /// Rows in full blocks of `perStatement` (one `block` statement each), the rest one at a
+    /// time; rows keep their order either way.
+    private func insertRows<Row>(_ rows: [Row], one: Insert, block: Insert, perStatement: Int,
+                                 _ bind: (Row, inout RowBinder) throws -> Void) throws {
+        var start = rows.startIndex
+        while rows.endIndex - start >= perStatement {
+            try insert(block) { r in
+                for i in start..<(start + perStatement) { try bind(rows[i], &r) }
             }
-            start += block
+            start += perStatement
         }
-        for i in start..<intervals.endIndex {
-            try insert(.interval) { r in try bindInterval(intervals[i], to: &r) }
+        for i in start..<rows.endIndex {
+            try insert(one) { r in try bind(rows[i], &r) }
         }
     }
 
