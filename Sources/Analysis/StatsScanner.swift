@@ -61,9 +61,9 @@ struct ObjectSpan {
 /// One member of an object in the last full report, relative to the object's `{`: from the
 /// delimiter before it (`,` and any space) to the end of its value, and what its key is to the
 /// analyser. A member whose bytes and following delimiter are the same in the next report has
-/// the same value, which the chain's object already holds. Relative to its object, an object's
-/// members are where they were when the object moved in the report, so an unchanged object's
-/// spans are copied as they are.
+/// the same value, which the chain's object already holds. Kept relative to its object, a
+/// member does not move when objects before it change length, so an unchanged object's spans
+/// are copied as they are.
 struct MemberSpan {
     var start: Int32
     var end: Int32

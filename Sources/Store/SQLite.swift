@@ -208,11 +208,12 @@ public final class Statement {
     @inline(__always)
     public func bind(_ value: SQLValue, at index: Int32) throws {
         let rc: Int32
+        let isNull: Bool
         if case .null = value {
             guard !boundNull[Int(index)] else { return }
-            boundNull[Int(index)] = true
+            isNull = true
         } else {
-            boundNull[Int(index)] = false
+            isNull = false
         }
         switch value {
         case .null: rc = sqlite3_bind_null(handle, index)
@@ -233,6 +234,8 @@ public final class Statement {
         case .blob(let b):
             rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
         }
+        // After a failed bind the parameter's value is unknown: NULL is bound again next time.
+        boundNull[Int(index)] = isNull && rc == SQLITE_OK
         guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
     }
 
