@@ -148,12 +148,32 @@ struct TimeWeightedMean {
     var value: Double? { weight > 0 ? sum / weight : nil }
 }
 
-extension Collection where Element == IntervalMetrics {
-    /// The mean of a metric, each interval weighted by its length; nil when none has it.
-    func timeWeightedMean(_ key: (IntervalMetrics) -> Double?) -> Double? {
-        var mean = TimeWeightedMean()
-        for x in self { mean.add(key(x), Double(x.endTs - x.startTs)) }
-        return mean.value
+/// Totals and time-weighted means of every interval metric over a set of intervals, added one
+/// interval at a time (by index, so that no interval is copied: that retains its strings).
+struct IntervalTotals {
+    var packets: Int64?, packetsLost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
+    var jitterMs = TimeWeightedMean(), rttMs = TimeWeightedMean(), iceRttMs = TimeWeightedMean()
+    var bitrateKbps = TimeWeightedMean(), concealmentPct = TimeWeightedMean(), jitterBufferMs = TimeWeightedMean()
+    var rFactor = TimeWeightedMean(), mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean()
+    var fps = TimeWeightedMean(), videoScore = TimeWeightedMean()
+
+    @inline(__always) mutating func add(_ x: IntervalMetrics) {
+        if let p = x.packets { packets = (packets ?? 0) + p }
+        if let l = x.packetsLost { packetsLost = (packetsLost ?? 0) + l }
+        freezeMs += x.freezeMs ?? 0
+        freezeCount += x.freezeCount ?? 0
+        let d = Double(x.endTs - x.startTs)
+        jitterMs.add(x.jitterMs, d)
+        rttMs.add(x.rttMs, d)
+        iceRttMs.add(x.iceRttMs, d)
+        bitrateKbps.add(x.bitrateKbps, d)
+        concealmentPct.add(x.concealmentPct, d)
+        jitterBufferMs.add(x.jitterBufferMs, d)
+        rFactor.add(x.rFactor, d)
+        mosCQ.add(x.mosCQ, d)
+        mosLQ.add(x.mosLQ, d)
+        fps.add(x.fps, d)
+        videoScore.add(x.videoScore, d)
     }
 }
 
@@ -288,8 +308,10 @@ enum Intervals {
 
     static func summarize(first: StreamReading, last: StreamReading, _ intervals: [IntervalMetrics], into s: inout StreamSummary) {
         // Totals: sums of interval deltas, so counter resets never make them negative or double.
-        s.packets = intervals.reduce(0) { $0 + ($1.packets ?? 0) }
-        s.packetsLost = intervals.reduce(0) { $0 + ($1.packetsLost ?? 0) }
+        var t = IntervalTotals()
+        for i in intervals.indices { t.add(intervals[i]) }
+        s.packets = t.packets ?? 0
+        s.packetsLost = t.packetsLost ?? 0
         if first.packets.isFinite, s.counterResets == 0, last.packets.isFinite {
             // Sums below must not overflow either: counters beyond 2^53 are damage, not traffic.
             if let packets = count(last.packets) { s.packets = packets }
@@ -300,20 +322,19 @@ enum Intervals {
             s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
         }
         let w = intervals.map { Double($0.endTs - $0.startTs) }
-        func mean(_ key: (IntervalMetrics) -> Double?) -> Double? { intervals.timeWeightedMean(key) }
-        s.jitterMeanMs = mean { $0.jitterMs }
+        s.jitterMeanMs = t.jitterMs.value
         s.jitterMaxMs = intervals.compactMap { $0.jitterMs }.max()
-        s.rttMeanMs = mean { $0.rttMs }
-        s.bitrateKbps = mean { $0.bitrateKbps }
-        s.concealmentPct = mean { $0.concealmentPct }
-        s.mosMean = mean { $0.mosCQ }
+        s.rttMeanMs = t.rttMs.value
+        s.bitrateKbps = t.bitrateKbps.value
+        s.concealmentPct = t.concealmentPct.value
+        s.mosMean = t.mosCQ.value
         s.mosMin = intervals.compactMap { $0.mosCQ }.min()
-        s.fpsMean = mean { $0.fps }
+        s.fpsMean = t.fps.value
         s.widthMax = intervals.compactMap { $0.width }.max()
         s.heightMax = intervals.compactMap { $0.height }.max()
-        s.freezeCount = intervals.reduce(0) { $0 + ($1.freezeCount ?? 0) }
-        s.freezeMs = intervals.reduce(0) { $0 + ($1.freezeMs ?? 0) }
-        s.videoScoreMean = mean { $0.videoScore }
+        s.freezeCount = t.freezeCount
+        s.freezeMs = t.freezeMs
+        s.videoScoreMean = t.videoScore.value
         var byReason: [String: Double] = [:]
         for (i, x) in intervals.enumerated() { if let q = x.qualityLimitation { byReason[q, default: 0] += w[i] } }
         s.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key

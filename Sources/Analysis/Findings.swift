@@ -54,50 +54,27 @@ enum Findings {
             lo = hi
             var w = IntervalMetrics(callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
                                     startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs)
-            // One pass, by index: copying an interval retains its strings, and a key path per
-            // metric was built again for every window.
-            var packets: Int64?, lost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
-            var jitter = TimeWeightedMean(), rtt = TimeWeightedMean(), iceRtt = TimeWeightedMean()
-            var bitrate = TimeWeightedMean(), concealment = TimeWeightedMean(), jitterBuffer = TimeWeightedMean()
-            var rFactor = TimeWeightedMean(), mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean()
-            var fps = TimeWeightedMean(), videoScore = TimeWeightedMean()
-            for i in group {
-                if let p = xs[i].packets { packets = (packets ?? 0) + p }
-                if let l = xs[i].packetsLost { lost = (lost ?? 0) + l }
-                freezeMs += xs[i].freezeMs ?? 0
-                freezeCount += xs[i].freezeCount ?? 0
-                let d = Double(xs[i].endTs - xs[i].startTs)
-                jitter.add(xs[i].jitterMs, d)
-                rtt.add(xs[i].rttMs, d)
-                iceRtt.add(xs[i].iceRttMs, d)
-                bitrate.add(xs[i].bitrateKbps, d)
-                concealment.add(xs[i].concealmentPct, d)
-                jitterBuffer.add(xs[i].jitterBufferMs, d)
-                rFactor.add(xs[i].rFactor, d)
-                mosCQ.add(xs[i].mosCQ, d)
-                mosLQ.add(xs[i].mosLQ, d)
-                fps.add(xs[i].fps, d)
-                videoScore.add(xs[i].videoScore, d)
-            }
-            w.packets = packets
-            w.packetsLost = lost
+            var t = IntervalTotals()
+            for i in group { t.add(xs[i]) }
+            w.packets = t.packets
+            w.packetsLost = t.packetsLost
             if let p = w.packets, let l = w.packetsLost, p + l > 0 {
                 // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
                 w.lossPct = 100 * Double(l) / Double(p + l)
             }
-            w.jitterMs = jitter.value
-            w.rttMs = rtt.value
-            w.iceRttMs = iceRtt.value
-            w.bitrateKbps = bitrate.value
-            w.concealmentPct = concealment.value
-            w.jitterBufferMs = jitterBuffer.value
-            w.rFactor = rFactor.value
-            w.mosCQ = mosCQ.value
-            w.mosLQ = mosLQ.value
-            w.fps = fps.value
-            w.videoScore = videoScore.value
-            w.freezeMs = freezeMs
-            w.freezeCount = freezeCount
+            w.jitterMs = t.jitterMs.value
+            w.rttMs = t.rttMs.value
+            w.iceRttMs = t.iceRttMs.value
+            w.bitrateKbps = t.bitrateKbps.value
+            w.concealmentPct = t.concealmentPct.value
+            w.jitterBufferMs = t.jitterBufferMs.value
+            w.rFactor = t.rFactor.value
+            w.mosCQ = t.mosCQ.value
+            w.mosLQ = t.mosLQ.value
+            w.fps = t.fps.value
+            w.videoScore = t.videoScore.value
+            w.freezeMs = t.freezeMs
+            w.freezeCount = t.freezeCount
             // The reason that limited the longest time (ties: the first name); a window has few.
             var byReason: [(reason: String, ms: Int64)] = []
             for i in group {

@@ -73,40 +73,29 @@ enum Summary {
         let audioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
         let videoIDs = streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID)
         var audio: [Int] = [], video: [Int] = []
-        var rtt = TimeWeightedMean(), iceRtt = TimeWeightedMean()
+        var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals()
         for i in intervals.indices {
-            let d = Double(intervals[i].endTs - intervals[i].startTs)
-            rtt.add(intervals[i].rttMs, d)
-            iceRtt.add(intervals[i].iceRttMs, d)
-            if audioIDs.contains(intervals[i].streamID) { audio.append(i) } else if videoIDs.contains(intervals[i].streamID) { video.append(i) }
+            all.add(intervals[i])
+            if audioIDs.contains(intervals[i].streamID) {
+                audio.append(i)
+                inAudio.add(intervals[i])
+            } else if videoIDs.contains(intervals[i].streamID) {
+                video.append(i)
+                inVideo.add(intervals[i])
+            }
         }
-        var mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean(), rFactor = TimeWeightedMean()
-        var jitter = TimeWeightedMean(), audioRtt = TimeWeightedMean(), concealment = TimeWeightedMean()
-        var lost: Int64 = 0, received: Int64 = 0
-        for i in audio {
-            let d = Double(intervals[i].endTs - intervals[i].startTs)
-            mosCQ.add(intervals[i].mosCQ, d)
-            mosLQ.add(intervals[i].mosLQ, d)
-            rFactor.add(intervals[i].rFactor, d)
-            jitter.add(intervals[i].jitterMs, d)
-            audioRtt.add(intervals[i].rttMs, d)
-            concealment.add(intervals[i].concealmentPct, d)
-            lost += intervals[i].packetsLost ?? 0
-            received += intervals[i].packets ?? 0
-        }
-        var videoScore = TimeWeightedMean()
-        for i in video { videoScore.add(intervals[i].videoScore, Double(intervals[i].endTs - intervals[i].startTs)) }
-        c.mosCQ = mosCQ.value
-        c.mosLQ = mosLQ.value
-        c.rFactor = rFactor.value
+        c.mosCQ = inAudio.mosCQ.value
+        c.mosLQ = inAudio.mosLQ.value
+        c.rFactor = inAudio.rFactor.value
         c.mosWorst = worstSustained(audio, of: intervals, { $0.mosCQ }, window: config.worstWindow, windowMs: config.windowMs)
-        c.videoScore = videoScore.value
+        c.videoScore = inVideo.videoScore.value
         c.videoScoreWorst = worstSustained(video, of: intervals, { $0.videoScore }, window: config.worstWindow, windowMs: config.windowMs)
+        let lost = inAudio.packetsLost ?? 0, received = inAudio.packets ?? 0
         if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
-        c.jitterMs = jitter.value
-        c.rttMs = audioRtt.value ?? rtt.value
-        c.iceRttMs = iceRtt.value
-        c.concealmentPct = concealment.value
+        c.jitterMs = inAudio.jitterMs.value
+        c.rttMs = inAudio.rttMs.value ?? all.rttMs.value
+        c.iceRttMs = all.iceRttMs.value
+        c.concealmentPct = inAudio.concealmentPct.value
         c.audioCodec = streams.first { $0.kind == .audio && $0.codec != nil }?.codec
         c.videoCodec = streams.first { $0.kind == .video && $0.codec != nil }?.codec
         if c.media == "unknown" {
