@@ -22,7 +22,7 @@ public enum CallAnalyzer {
         var seriesAtPlace: [Int] = []
         var sources = Set<String>()
         for si in m.snapshots.indices {
-            sources.insert(m.snapshots[si].source)
+            if si == 0 || m.snapshots[si].source != m.snapshots[si - 1].source { sources.insert(m.snapshots[si].source) }
             for ri in m.snapshots[si].streams.indices {
                 let id = m.snapshots[si].streams[ri].streamID
                 let position = ReadingPosition(snapshot: si, stream: ri)
@@ -46,6 +46,7 @@ public enum CallAnalyzer {
 
         var streams: [StreamSummary] = []
         var intervals: [IntervalMetrics] = []
+        intervals.reserveCapacity(series.reduce(0) { $0 + max(0, $1.count - 1) })
         var findings: [Finding] = []
         for (id, series) in zip(order, series) {
             let first = series[0], last = series[series.count - 1]
@@ -54,22 +55,22 @@ public enum CallAnalyzer {
                                         endTs: m.snapshots[last.snapshot].ts)
             summary.codec = series.last { m[$0].codec != nil }.flatMap { m[$0].codec }
             summary.clockRate = series.last { !m[$0].clockRate.isNaN }.flatMap { Int(logValue: m[$0].clockRate) }
-            var streamIntervals: [IntervalMetrics] = []
-            streamIntervals.reserveCapacity(series.count)
+            // The stream's intervals go straight into the call's (its slice is read below).
+            let firstInterval = intervals.count
+            var codecs = Intervals.CodecCache()
             for i in 1..<max(1, series.count) where series.count > 1 {
                 let a = series[i - 1], b = series[i]
                 let start = m.snapshots[a.snapshot].ts, end = m.snapshots[b.snapshot].ts
                 let dt = Double(end - start)
                 guard dt > 0, dt <= config.gapFactor * max(period, 1) else { continue }
                 if let interval = Intervals.measure(m[a], m[b], start: start, end: end, pair: m.snapshots[b.snapshot].pair,
-                                                    call: m.callID, config: config, resets: &summary.counterResets) {
-                    streamIntervals.append(interval)
+                                                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets) {
+                    intervals.append(interval)
                 }
             }
-            Intervals.summarize(first: m[first], last: m[last], streamIntervals, into: &summary)
-            findings += Findings.forStream(summary, streamIntervals, config: config)
+            Intervals.summarize(first: m[first], last: m[last], intervals[firstInterval...], into: &summary)
+            findings += Findings.forStream(summary, intervals[firstInterval...], config: config)
             streams.append(summary)
-            intervals += streamIntervals
         }
         if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
         Summary.apply(streams: streams, intervals: intervals, material: m, config: config, to: &call)
@@ -197,8 +198,22 @@ enum Intervals {
         return v
     }
 
+    /// The impairment of the codec last looked up: a stream's codec rarely changes, and the
+    /// lookup (name taken from the MIME type, lowercased, hashed) ran for every interval.
+    struct CodecCache {
+        private var mime: String?
+        private var impairment = CodecImpairment.opus
+
+        mutating func impairment(for codec: String?) -> CodecImpairment {
+            if let codec, codec == mime { return impairment }
+            mime = codec
+            impairment = codec.flatMap { CodecImpairment.lookup(Intervals.codecName($0).map(String.init) ?? $0) } ?? .opus
+            return impairment
+        }
+    }
+
     static func measure(_ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
-                        call: String, config: AnalysisConfig, resets: inout Int) -> IntervalMetrics? {
+                        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int) -> IntervalMetrics? {
         let seconds = Double(end - start) / 1000
         // Counters going backwards: the SDK restarted them (ICE restart, IP change). No interval.
         if let dp = delta(a.packets, b.packets), dp < 0 { resets += 1; return nil }
@@ -226,14 +241,14 @@ enum Intervals {
         if let db = delta(a.bytes, b.bytes), seconds > 0 { i.bitrateKbps = db * 8 / seconds / 1000 }
 
         if b.kind == .audio && b.direction == .inbound {
-            audio(a, b, &i, config: config)
+            audio(a, b, &i, codec: codecs.impairment(for: b.codec), config: config)
         } else if b.kind == .video {
             video(a, b, &i, seconds: seconds)
         }
         return i
     }
 
-    static func audio(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, config: AnalysisConfig) {
+    static func audio(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, codec: CodecImpairment, config: AnalysisConfig) {
         let dConcealed = delta(a.audibleConcealed, b.audibleConcealed)
         let dTotal = delta(a.totalSamples, b.totalSamples)
         if let c = dConcealed, let t = dTotal, t > 0, c >= 0 {
@@ -256,7 +271,6 @@ enum Intervals {
             burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
         }
         i.burstRatio = burst
-        let codec = b.codec.flatMap { CodecImpairment.lookup(codecName($0).map(String.init) ?? $0) } ?? .opus
         let ta = StatsInputs.oneWayDelayMs(roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
                                            packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
         let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
@@ -306,7 +320,7 @@ enum Intervals {
         }
     }
 
-    static func summarize(first: StreamReading, last: StreamReading, _ intervals: [IntervalMetrics], into s: inout StreamSummary) {
+    static func summarize(first: StreamReading, last: StreamReading, _ intervals: ArraySlice<IntervalMetrics>, into s: inout StreamSummary) {
         // Totals: sums of interval deltas, so counter resets never make them negative or double.
         var t = IntervalTotals()
         for i in intervals.indices { t.add(intervals[i]) }

@@ -43,11 +43,11 @@ enum Findings {
 
     /// Consecutive intervals merged into windows of at least `minimumMs`, so that persistence
     /// means the same span of time whatever the sampling period (1 s browsers, 10 s SDKs).
-    static func windows(_ xs: [IntervalMetrics], minimumMs: Int64) -> [IntervalMetrics] {
+    static func windows(_ xs: ArraySlice<IntervalMetrics>, minimumMs: Int64) -> [IntervalMetrics] {
         var out: [IntervalMetrics] = []
         out.reserveCapacity(xs.count)
         // The current group is xs[lo..<hi].
-        var lo = 0
+        var lo = xs.startIndex
         func flush(_ hi: Int) {
             guard lo < hi else { return }
             let group = lo..<hi
@@ -89,11 +89,11 @@ enum Findings {
             if i > lo, xs[i].startTs - xs[i - 1].endTs > minimumMs { flush(i) }
             if xs[i].endTs - xs[lo].startTs >= minimumMs { flush(i + 1) }
         }
-        flush(xs.count)
+        flush(xs.endIndex)
         return out
     }
 
-    static func forStream(_ s: StreamSummary, _ intervals: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
+    static func forStream(_ s: StreamSummary, _ intervals: ArraySlice<IntervalMetrics>, config: AnalysisConfig) -> [Finding] {
         let xs = windows(intervals, minimumMs: config.windowMs)
         var rules: [Rule] = []
         let inbound = s.direction == .inbound

@@ -121,7 +121,7 @@ enum Summary {
         for i in indices { byStream[intervals[i].streamID, default: []].append(intervals[i]) }
         var worst: Double?
         for (_, series) in byStream {
-            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }, minimumMs: windowMs).compactMap(key)
+            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }[...], minimumMs: windowMs).compactMap(key)
             guard !values.isEmpty else { continue }
             let n = min(window, values.count)
             for i in 0...(values.count - n) {

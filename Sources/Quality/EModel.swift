@@ -119,15 +119,37 @@ public enum EModel {
 
     /// The full model with every intermediate term (G.107 §7.1–7.6).
     public static func breakdown(_ p: EModelParameters) -> EModelBreakdown {
-        let overallLoudness = p.sendLoudnessRating + p.receiveLoudnessRating  // OLR
+        breakdown(p, fixed: FixedTerms(p))
+    }
 
-        // §7.2: Ro from the power sum of all noise sources.
-        let noise = noiseSum(p, overallLoudness: overallLoudness)
-        let ro = 15 - 1.5 * (p.sendLoudnessRating + noise)
+    /// The terms that depend on neither delay nor codec nor loss: for the VoIP connection they
+    /// are the same every interval, and they hold half of the model's powers and logarithms.
+    struct FixedTerms {
+        var noise: Double
+        var ro: Double
+        var iolr: Double
+        var iq: Double
+
+        init(_ p: EModelParameters) {
+            let overallLoudness = p.sendLoudnessRating + p.receiveLoudnessRating  // OLR
+            // §7.2: Ro from the power sum of all noise sources.
+            noise = EModel.noiseSum(p, overallLoudness: overallLoudness)
+            ro = 15 - 1.5 * (p.sendLoudnessRating + noise)
+            // §7.3: Iolr and Iq (Ist depends on the echo path delay).
+            let xolr = overallLoudness + 0.2 * (64 + noise - p.receiveLoudnessRating)
+            iolr = 20 * (pow(1 + pow(xolr / 8, 8), 1.0 / 8) - xolr / 8)
+            let q = 37 - 15 * log10(p.quantizationDistortionUnits)
+            let g = 1.07 + 0.258 * q + 0.0602 * q * q
+            let y = (ro - 100) / 15 + 46 / 8.4 - g / 9
+            let z = 46.0 / 30 - g / 40
+            iq = 15 * log10(1 + pow(10, y) + pow(10, z))
+        }
+    }
+
+    private static func breakdown(_ p: EModelParameters, fixed: FixedTerms) -> EModelBreakdown {
+        let noise = fixed.noise, ro = fixed.ro, iolr = fixed.iolr, iq = fixed.iq
 
         // §7.3: Is.
-        let xolr = overallLoudness + 0.2 * (64 + noise - p.receiveLoudnessRating)
-        let iolr = 20 * (pow(1 + pow(xolr / 8, 8), 1.0 / 8) - xolr / 8)
         let stmro = -10 * log10(
             pow(10, -p.sidetoneMaskingRating / 10)
                 + exp(-p.echoPathDelayMs / 4) * pow(10, -p.talkerEchoLoudnessRating / 10))
@@ -135,11 +157,6 @@ public enum EModel {
             - 28 * pow(1 + pow((stmro + 1) / 19.4, 35), 1.0 / 35)
             - 13 * pow(1 + pow((stmro - 3) / 33, 13), 1.0 / 13)
             + 29
-        let q = 37 - 15 * log10(p.quantizationDistortionUnits)
-        let g = 1.07 + 0.258 * q + 0.0602 * q * q
-        let y = (ro - 100) / 15 + 46 / 8.4 - g / 9
-        let z = 46.0 / 30 - g / 40
-        let iq = 15 * log10(1 + pow(10, y) + pow(10, z))
         let isValue = iolr + ist + iq
 
         // §7.4: Id.
@@ -175,7 +192,7 @@ public enum EModel {
     }
 
     /// No: power sum of circuit noise, send and receive room noise and the receive noise floor, dBm0p.
-    private static func noiseSum(_ p: EModelParameters, overallLoudness: Double) -> Double {
+    fileprivate static func noiseSum(_ p: EModelParameters, overallLoudness: Double) -> Double {
         let sendRoom = p.sendRoomNoise - p.sendLoudnessRating - p.sendDValue - 100
             + 0.004 * pow(p.sendRoomNoise - overallLoudness - p.sendDValue - 14, 2)
         // Receive room noise raised by the listener sidetone path.
@@ -284,6 +301,11 @@ public enum EModel {
     ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
     ///   - burstRatio: BurstR, 1 for random loss.
     ///   - codec: Ie and Bpl of the codec.
+    /// The VoIP connection's terms that no interval changes (`EModelParameters.voip` sets only
+    /// delay, codec and loss).
+    private static let voipFixedTerms = FixedTerms(
+        EModelParameters.voip(oneWayDelayMs: 0, codec: CodecImpairment.opus, packetLossPercent: 0, burstRatio: 1))
+
     /// `Ro − Is − Id` of the VoIP connection without delay: independent of codec and loss.
     private static let undelayedBase: Double = {
         let b = breakdown(EModelParameters.voip(oneWayDelayMs: 0, codec: CodecImpairment.opus, packetLossPercent: 0, burstRatio: 1))
@@ -299,7 +321,7 @@ public enum EModel {
         let parameters = EModelParameters.voip(
             oneWayDelayMs: oneWayDelayMs, codec: codec,
             packetLossPercent: packetLossPercent, burstRatio: burstRatio)
-        let full = breakdown(parameters)
+        let full = breakdown(parameters, fixed: voipFixedTerms)
         // Listening quality: the same connection with zero delay (Ta = T = Tr = 0). Without delay
         // only Ie,eff varies, so the rest is computed once; the sum is evaluated in the order
         // `breakdown` uses, so the result is the same double as `rating(undelayed)`.
