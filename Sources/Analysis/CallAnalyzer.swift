@@ -13,16 +13,22 @@ public enum CallAnalyzer {
 
         // Streams: where each stream's readings lie, grouped by stream id, in time order. Positions,
         // not copies: a reading is a large value with strings in it, read in place below.
-        // A snapshot lists its streams as the one before did, nearly always: each reading's
-        // stream is looked for where the last snapshot's reading at its place went, before the
-        // id is hashed.
+        // A snapshot lists its streams as the last one of its peer connection did, nearly always:
+        // each reading's stream is looked for where that snapshot's reading at its place went,
+        // before the id is hashed.
         var seriesByID: [String: Int] = [:]
         var order: [String] = []
         var series: [[ReadingPosition]] = []
-        var seriesAtPlace: [Int] = []
+        var peerConnections = PeerConnectionIndex()
+        var seriesAtPlaceByPC: [[Int]] = []
         var sources = Set<String>()
         for si in m.snapshots.indices {
             if si == 0 || m.snapshots[si].source != m.snapshots[si - 1].source { sources.insert(m.snapshots[si].source) }
+            let pc = peerConnections.index(of: m.snapshots[si].peerConnection)
+            if pc.isNew { seriesAtPlaceByPC.append([]) }
+            var seriesAtPlace: [Int] = []
+            swap(&seriesAtPlace, &seriesAtPlaceByPC[pc.index])
+            defer { swap(&seriesAtPlace, &seriesAtPlaceByPC[pc.index]) }
             for ri in m.snapshots[si].streams.indices {
                 let id = m.snapshots[si].streams[ri].streamID
                 let position = ReadingPosition(snapshot: si, stream: ri)
@@ -87,26 +93,15 @@ public enum CallAnalyzer {
 
     /// The usual gap between snapshots of one peer connection, ms.
     static func medianPeriod(_ snapshots: [Snapshot]) -> Double {
-        // Snapshots of one peer connection follow each other: the last one's is compared before
-        // the id is hashed.
-        var last: [(pc: String, ts: Int64)] = [], byPC: [String: Int] = [:], gaps: [Int64] = []
-        var previous = -1
+        var peerConnections = PeerConnectionIndex(), lastTs: [Int64] = [], gaps: [Int64] = []
         for s in snapshots {
-            let k: Int
-            if previous >= 0, last[previous].pc == s.peerConnection {
-                k = previous
-            } else if let known = byPC[s.peerConnection] {
-                k = known
-            } else {
-                k = last.count
-                byPC[s.peerConnection] = k
-                last.append((s.peerConnection, s.ts))
-                previous = k
+            let pc = peerConnections.index(of: s.peerConnection)
+            if pc.isNew {
+                lastTs.append(s.ts)
                 continue
             }
-            if s.ts > last[k].ts { gaps.append(s.ts - last[k].ts) }
-            last[k].ts = s.ts
-            previous = k
+            if s.ts > lastTs[pc.index] { gaps.append(s.ts - lastTs[pc.index]) }
+            lastTs[pc.index] = s.ts
         }
         guard !gaps.isEmpty else { return 10_000 }
         gaps.sort()
@@ -119,6 +114,22 @@ public enum CallAnalyzer {
         guard !d.isEmpty else { return nil }
         d.sort()
         return Int64(logValue: d[d.count / 2].rounded())
+    }
+}
+
+/// A call's peer connections numbered in order of appearance. A call has one or two, and their
+/// snapshots alternate: the few first ones are compared before a name is hashed.
+struct PeerConnectionIndex {
+    private var names: [String] = []
+    private var byName: [String: Int] = [:]
+    private static let comparedFirst = 4
+
+    mutating func index(of name: String) -> (index: Int, isNew: Bool) {
+        for i in 0..<min(names.count, Self.comparedFirst) where names[i] == name { return (i, false) }
+        if names.count > Self.comparedFirst, let known = byName[name] { return (known, false) }
+        names.append(name)
+        byName[name] = names.count - 1
+        return (names.count - 1, true)
     }
 }
 
