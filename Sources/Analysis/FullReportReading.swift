@@ -23,7 +23,9 @@ struct FullReportReading {
 
     /// Objects found this many places later than in the last report (by id, once per shift).
     private var drift = 0
-    private var previousPositions: [String: Int]?
+    /// Positions of the last report's ids (the first, for an id listed twice), built when an
+    /// object is first found out of place.
+    private var previousPositions: IDIndex?
     /// The last timestamp number read in this line: most objects of a report share it.
     private var lastTimestamp: (pos: Int, count: Int, value: Double)?
 
@@ -117,9 +119,13 @@ struct FullReportReading {
             guard !f.isExpected, previousUsable else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
             // Not where the drift says: look the id up among the last report's objects.
             if previousPositions == nil {
-                previousPositions = Dictionary(last.order.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+                var index = IDIndex()
+                index.rebuild(last.order)
+                previousPositions = index
             }
-            guard let moved = previousPositions?[f.id] else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
+            guard let moved = IDIndex.withBytes(of: f.id, { previousPositions?.find($0, in: last.order) }) else {
+                return .withID(f.id, q: q, atItsPlace: atItsPlace)
+            }
             drift = position - moved
             q = moved
             atItsPlace = true

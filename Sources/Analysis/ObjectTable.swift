@@ -122,6 +122,8 @@ struct IDIndex {
         count += 1
     }
 
+    /// Indexes every id of `keys`; of an id listed twice, `find` gives the first slot (probing
+    /// meets the earlier insertion first).
     mutating func rebuild(_ keys: [String]) {
         var size = 8
         while size < keys.count * 2 { size *= 2 }
