@@ -26,6 +26,8 @@ struct FullReportReading {
     /// Positions of the last report's ids (the first, for an id listed twice), built when an
     /// object is first found out of place.
     private var previousPositions: IDIndex?
+    /// Whether this report has added an object to the chain so far.
+    private var addedObjects = false
     /// The last timestamp number read in this line: most objects of a report share it.
     private var lastTimestamp: (pos: Int, count: Int, value: Double)?
 
@@ -97,7 +99,10 @@ struct FullReportReading {
                 // wrote, added or removed that id (a duplicate: then it is read, so that the
                 // last one wins as in a fresh read).
                 let id = last.order[q]
-                let index = state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
+                // An object not held after the last report can be held now only if this report
+                // added it.
+                let index = !last.spans[q].inState && !addedObjects
+                    ? nil : state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
                 let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation }
                                else { !last.spans[q].inState }
                 if asBefore {
@@ -221,6 +226,7 @@ struct FullReportReading {
             return (object.timestamp, object.timestampValue, false)
         }
         state.objects[id] = object.copy()
+        addedObjects = true
         layout.slots.append(state.objects.count - 1)
         return (object.timestamp, object.timestampValue, true)
     }
@@ -241,6 +247,7 @@ struct FullReportReading {
                 var added = object.copy()
                 added.generation = generation
                 state.objects[id] = added
+                addedObjects = true
             }
         }
         let inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false

@@ -88,6 +88,12 @@ final class ScannerTests: XCTestCase {
                                                                    candidate, untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
             ("dropped", report("13000", [inbound, untimed])),
             ("timestamps only again", report("14000", [inbound, untimed])),
+            ("certificate back", report("15000", [inbound, untimed, certificate])),
+            // An object the chain did not hold (the certificate), unchanged, after this report
+            // added a held object under its id: it must be read (the last one wins), not kept.
+            ("unheld id taken by an added object", report("16000", [inbound, untimed,
+                                                                    #"{"id":"CERT","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":9,"packetsReceived":1}"#,
+                                                                    certificate])),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
