@@ -39,7 +39,11 @@ struct ObjectTable {
             var key = keys[hint]
             if JSONCursor.same(&key, raw) { return hint }
         }
-        return slots.find(raw, in: keys)
+        if let found = slots.find(raw, in: keys) { return found }
+        // Ids are kept decoded, invalid UTF-8 as U+FFFD: bytes beyond ASCII are looked up as
+        // the String they decode to.
+        guard raw.contains(where: { $0 >= 0x80 }) else { return nil }
+        return index(forKey: String(decoding: raw, as: UTF8.self))
     }
 
     /// The object at `slot`, read or changed in place.

@@ -38,6 +38,20 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Ids are kept as decoded Strings (invalid UTF-8 becomes U+FFFD); a delta names objects by
+    /// their raw bytes, and must still find an object whose id is not valid UTF-8.
+    func testDeltaFindsAnObjectWhoseIdIsNotValidUTF8() throws {
+        func bytes(_ text: String) -> [UInt8] {
+            Array(text.utf8).map { $0 == UInt8(ascii: "~") ? 0xFF : $0 }  // "~" stands for a byte that is not UTF-8
+        }
+        let full = bytes(#"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN~1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100}]}"#)
+        let delta = bytes(#"{"v":1,"kind":"stats","call":"c","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN~1":{"packetsReceived":150}}}}"#)
+        var scanner = StatsScanner()
+        _ = try full.withUnsafeBufferPointer { try scanner.scan($0) }
+        let state = try delta.withUnsafeBufferPointer { try scanner.scan($0).state }
+        XCTAssertEqual(state.objects["IN\u{FFFD}1"]?.num[NumField.packetsReceived.rawValue], 150)
+    }
+
     /// Forgetting an ended call drops its chains and no other call's: a delta that builds on
     /// the forgotten call's last report no longer applies, another call's still does.
     func testForgettingACallDropsExactlyItsChains() throws {
