@@ -54,6 +54,8 @@ public enum CallAnalyzer {
         var intervals: [IntervalMetrics] = []
         intervals.reserveCapacity(series.reduce(0) { $0 + max(0, $1.count - 1) })
         var findings: [Finding] = []
+        var worst: (mos: Double?, videoScore: Double?) = (nil, nil)
+        func lowest(_ a: Double?, _ b: Double?) -> Double? { a.map { x in b.map { min(x, $0) } ?? x } ?? b }
         for (id, series) in zip(order, series) {
             let first = series[0], last = series[series.count - 1]
             var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
@@ -75,11 +77,20 @@ public enum CallAnalyzer {
                 }
             }
             Intervals.summarize(first: m[first], last: m[last], intervals[firstInterval...], into: &summary)
-            findings += Findings.forStream(summary, intervals[firstInterval...], config: config)
+            // Windows of `windowMs`: the stream's findings persist over them, and its worst
+            // sustained score is their worst run.
+            let windows = Findings.windows(intervals[firstInterval...], minimumMs: config.windowMs)
+            findings += Findings.forStream(summary, windows: windows, config: config)
+            if summary.direction == .inbound {
+                switch summary.kind {
+                case .audio: worst.mos = lowest(worst.mos, Summary.worstSustained(windows, { $0.mosCQ }, window: config.worstWindow))
+                case .video: worst.videoScore = lowest(worst.videoScore, Summary.worstSustained(windows, { $0.videoScore }, window: config.worstWindow))
+                }
+            }
             streams.append(summary)
         }
         if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
-        Summary.apply(streams: streams, intervals: intervals, material: m, config: config, to: &call)
+        Summary.apply(streams: streams, intervals: intervals, worst: worst, material: m, config: config, to: &call)
         findings += Findings.forCall(call, streams: streams, intervals: intervals, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
         Summary.grade(&call, findings: findings, streams: streams, config: config)

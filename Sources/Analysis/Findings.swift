@@ -93,8 +93,8 @@ enum Findings {
         return out
     }
 
-    static func forStream(_ s: StreamSummary, _ intervals: ArraySlice<IntervalMetrics>, config: AnalysisConfig) -> [Finding] {
-        let xs = windows(intervals, minimumMs: config.windowMs)
+    /// `xs`: the stream's intervals merged into `windows` of `config.windowMs`.
+    static func forStream(_ s: StreamSummary, windows xs: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
         var rules: [Rule] = []
         let inbound = s.direction == .inbound
         if inbound {

@@ -66,30 +66,29 @@ enum Setup {
 
 /// Call-level figures and the grade.
 enum Summary {
-    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], material m: CallMaterial,
-                      config: AnalysisConfig, to c: inout CallSummary) {
+    /// `worst`: the call's worst sustained audio MOS and video score, the lowest of its inbound
+    /// streams' (`worstSustained`, from the windows the stream's findings were found in).
+    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], worst: (mos: Double?, videoScore: Double?),
+                      material m: CallMaterial, config: AnalysisConfig, to c: inout CallSummary) {
         // Inbound audio and video intervals by index, and the means in one pass: copying an
         // interval retains its strings, and this runs for every call.
         let audioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
         let videoIDs = streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID)
-        var audio: [Int] = [], video: [Int] = []
         var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals()
         for i in intervals.indices {
             all.add(intervals[i])
             if audioIDs.contains(intervals[i].streamID) {
-                audio.append(i)
                 inAudio.add(intervals[i])
             } else if videoIDs.contains(intervals[i].streamID) {
-                video.append(i)
                 inVideo.add(intervals[i])
             }
         }
         c.mosCQ = inAudio.mosCQ.value
         c.mosLQ = inAudio.mosLQ.value
         c.rFactor = inAudio.rFactor.value
-        c.mosWorst = worstSustained(audio, of: intervals, { $0.mosCQ }, window: config.worstWindow, windowMs: config.windowMs)
+        c.mosWorst = worst.mos
         c.videoScore = inVideo.videoScore.value
-        c.videoScoreWorst = worstSustained(video, of: intervals, { $0.videoScore }, window: config.worstWindow, windowMs: config.windowMs)
+        c.videoScoreWorst = worst.videoScore
         let lost = inAudio.packetsLost ?? 0, received = inAudio.packets ?? 0
         if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
         c.jitterMs = inAudio.jitterMs.value
@@ -112,22 +111,16 @@ enum Summary {
         }
     }
 
-    /// The lowest mean over any `window` consecutive intervals (or over all, if fewer) of the
-    /// intervals at `indices`.
-    static func worstSustained(_ indices: [Int], of intervals: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?,
-                               window: Int, windowMs: Int64) -> Double? {
-        // Per stream, in time order; the worst across streams.
-        var byStream: [String: [IntervalMetrics]] = [:]
-        for i in indices { byStream[intervals[i].streamID, default: []].append(intervals[i]) }
+    /// The lowest mean of a metric over any `window` consecutive windows of one stream (or over
+    /// all, if fewer); nil when no window has it.
+    static func worstSustained(_ windows: [IntervalMetrics], _ key: (IntervalMetrics) -> Double?, window: Int) -> Double? {
+        let values = windows.compactMap(key)
+        guard !values.isEmpty else { return nil }
+        let n = min(window, values.count)
         var worst: Double?
-        for (_, series) in byStream {
-            let values = Findings.windows(series.sorted { $0.startTs < $1.startTs }[...], minimumMs: windowMs).compactMap(key)
-            guard !values.isEmpty else { continue }
-            let n = min(window, values.count)
-            for i in 0...(values.count - n) {
-                let m = values[i..<(i + n)].reduce(0, +) / Double(n)
-                worst = min(worst ?? m, m)
-            }
+        for i in 0...(values.count - n) {
+            let m = values[i..<(i + n)].reduce(0, +) / Double(n)
+            worst = min(worst ?? m, m)
         }
         return worst
     }

@@ -78,6 +78,38 @@ final class AgreementAndFindingsTests: XCTestCase {
         XCTAssertEqual(sustained.call.grade, .poor)
     }
 
+    /// The call's worst MOS is its worst sustained run (three windows), not its worst sample:
+    /// one lossy interval moves it a third as far as three in a row.
+    func testWorstMOSIsTheWorstRunOfThreeWindows() throws {
+        func call(_ lossy: Set<Int>) throws -> CallAnalysis {
+            var s = W3CSnapshot(t: Double(t0))
+            var records: [LogRecord] = []
+            for k in 0..<12 {
+                let ts = t0 + Int64(k) * 10_000
+                s.t = Double(ts)
+                let lost = lossy.contains(k) ? 40.0 : 0
+                s.received += 500 - lost; s.lost += lost; s.sent += 500
+                records.append(Harness.stats("w", s, ts: ts))
+            }
+            return try Harness.analyze(records)
+        }
+        for lossy in [Set([5]), Set([5, 6, 7])] {
+            let r = try call(lossy)
+            // Snapshots 10 s apart: each interval is one window.
+            let mos = r.intervals.filter { $0.streamID.contains(":inbound:audio:") }.sorted { $0.startTs < $1.startTs }.compactMap(\.mosCQ)
+            XCTAssertEqual(mos.count, 11)
+            let runs = (0...(mos.count - 3)).map { mos[$0..<($0 + 3)].reduce(0, +) / 3 }
+            let worst = try XCTUnwrap(r.call.mosWorst, "\(lossy)")
+            XCTAssertEqual(worst, runs.min()!, accuracy: 1e-12, "\(lossy)")
+            XCTAssertLessThan(worst, try XCTUnwrap(r.call.mosCQ), "\(lossy)")
+            if lossy.count == 1 {
+                XCTAssertGreaterThan(worst, mos.min()! + 0.01, "a run of three, not the one lossy sample")
+            } else {
+                XCTAssertEqual(worst, mos.min()!, accuracy: 1e-9, "three lossy samples in a row")
+            }
+        }
+    }
+
     /// Severity counts each window once: one very lossy window inside a mildly lossy episode
     /// does not make the episode poor.
     func testOnePoorWindowDoesNotMakeAnEpisodePoor() throws {
