@@ -243,6 +243,7 @@ public final class AnalyzeRun {
             throw error
         }
         group.wait()
+        store.endBulkLoad()
         progress.seconds = Date().timeIntervalSince(started)
         var grades = gradesInRun
         // A call seen in several files of this run is counted once, with its final grade.

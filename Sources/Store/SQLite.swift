@@ -16,9 +16,14 @@ public final class Database {
         public var description: String { message + (sql.map { " (in: \($0.prefix(120)))" } ?? "") }
     }
 
+    /// `readOnly`: statements cannot write (`PRAGMA query_only`), but the file is opened for
+    /// writing where the system allows: a run killed while it filled a new database leaves a
+    /// rollback journal that the next reader must play back first, which a connection opened
+    /// read-only cannot do ("attempt to write a readonly database"). A write-protected file is
+    /// opened read-only by SQLite itself.
     public init(path: String, readOnly: Bool = false) throws {
         var db: OpaquePointer?
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let flags = readOnly ? SQLITE_OPEN_READWRITE : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -28,6 +33,7 @@ public final class Database {
         handle = db
         self.path = path
         sqlite3_busy_timeout(db, 5_000)
+        if readOnly { try execute("PRAGMA query_only = ON") }
     }
 
     deinit {

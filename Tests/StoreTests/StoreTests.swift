@@ -119,9 +119,56 @@ final class StoreTests: XCTestCase {
         return io.split(separator: "\n").first { $0.hasPrefix("wchar:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) }
     }
 
-    /// A long transaction of many calls writes about the database's size (to the WAL, then
-    /// the database), not many times more: multi-row interval inserts under SQLite's default
-    /// conflict handling copied every touched page to a statement journal first.
+    /// A database the store creates is filled under a rollback journal, and left in WAL mode
+    /// when the store is done; one that exists is written under WAL from the start.
+    func testANewDatabaseIsFilledUnderARollbackJournalAndLeftInWALMode() throws {
+        do {
+            let store = try CallStore(path: path)
+            XCTAssertTrue(store.bulkLoading)
+            XCTAssertEqual(try store.db.scalar("PRAGMA journal_mode")?.string, "delete")
+            try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: true, material: [1], replacing: false)
+            store.endBulkLoad()
+            XCTAssertFalse(store.bulkLoading)
+            XCTAssertEqual(try store.db.scalar("PRAGMA journal_mode")?.string, "wal")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-journal"))
+        let again = try CallStore(path: path)
+        XCTAssertFalse(again.bulkLoading)
+        XCTAssertEqual(try again.db.scalar("PRAGMA journal_mode")?.string, "wal")
+        XCTAssertEqual(try again.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
+    }
+
+    /// A run killed while it filled a new database leaves a rollback journal ("hot": no writer
+    /// holds the file). A reader plays it back, finds the database as it was before the
+    /// transaction, and still cannot write.
+    func testAReaderRecoversADatabaseLeftWithARollbackJournal() throws {
+        let crashed = dir.appendingPathComponent("crashed.sqlite").path
+        do {
+            let store = try CallStore(path: path)
+            try store.write(call("before", start: Self.base, mos: 4.1, grade: .good), complete: true, material: nil, replacing: false)
+            // A cache of a few pages spills the transaction's pages into the file before it commits.
+            try store.db.execute("PRAGMA cache_size = 4")
+            try store.db.execute("BEGIN IMMEDIATE")
+            for n in 0..<200 {
+                try store.write(call("c\(n)", start: Self.base + Int64(n), mos: 3, grade: .fair), complete: true,
+                                material: [UInt8](repeating: 7, count: 3000), replacing: false)
+            }
+            // The files as a kill at this moment leaves them.
+            try FileManager.default.copyItem(atPath: path, toPath: crashed)
+            try FileManager.default.copyItem(atPath: path + "-journal", toPath: crashed + "-journal")
+            try store.db.execute("ROLLBACK")
+        }
+        let reader = try CallStore(path: crashed, forWriting: false)
+        XCTAssertEqual(try reader.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
+        XCTAssertEqual(try reader.db.scalar("PRAGMA integrity_check")?.string, "ok")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: crashed + "-journal"))
+        XCTAssertThrowsError(try reader.db.execute("DELETE FROM calls")) { XCTAssertTrue("\($0)".contains("readonly"), "\($0)") }
+    }
+
+    /// A long transaction of many calls into a new database writes about the database's size
+    /// (its pages once, under the rollback journal), not several times more: WAL wrote each
+    /// page twice (the log, then the checkpoint), and multi-row interval inserts under SQLite's
+    /// default conflict handling copied every touched page to a statement journal first.
     func testALongTransactionWritesAboutTheDatabaseSize() throws {
         guard let before = Self.bytesWritten() else { throw XCTSkip("needs /proc/self/io") }
         do {
@@ -144,8 +191,8 @@ final class StoreTests: XCTestCase {
         guard let after = Self.bytesWritten() else { return XCTFail("/proc/self/io went away") }
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
         XCTAssertGreaterThan(size, 5_000_000)
-        // WAL plus checkpoint is twice the size; a statement journal made it about ten times.
-        XCTAssertLessThan(after - before, 3 * size, "\(after - before) bytes written for a \(size)-byte database")
+        // WAL plus checkpoint was twice the size; a statement journal made it about ten times.
+        XCTAssertLessThan(after - before, size + size / 2, "\(after - before) bytes written for a \(size)-byte database")
     }
 
     func testRollupsMatchHandComputedPercentiles() throws {
