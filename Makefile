@@ -34,7 +34,7 @@ build: deps
 	$(SWIFT) build -c release --product callstats
 
 demo: build
-	@rm -f $(DB) $(DB)-wal $(DB)-shm $(DB).lock
+	@rm -f $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock
 	$(BIN) analyze Data/sample --db $(DB)
 	@echo
 	$(BIN) query --db $(DB) "SELECT * FROM poor_share_by_network"
@@ -49,7 +49,7 @@ report: demo
 
 # Dashboards/report.png, the README's picture of the report (needs chromium).
 screenshot: build
-	@rm -f $(DB) $(DB)-wal $(DB)-shm $(DB).lock
+	@rm -f $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock
 	BIN=$(BIN) DB=$(DB) sh Dashboards/screenshot.sh
 
 test: test-deps
@@ -81,4 +81,4 @@ bench: build
 	  $(BIN) bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst; fi
 
 clean:
-	rm -rf .build .build-fuzz $(DB) $(DB)-wal $(DB)-shm $(DB).lock report.html
+	rm -rf .build .build-fuzz $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock report.html

@@ -111,13 +111,13 @@ struct AnalyzeBench: ParsableCommand {
         var text = 0, records = 0
         for _ in 0..<runs {
             let db = NSTemporaryDirectory() + "callstats-bench-\(getpid()).sqlite"
-            for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+            for suffix in ["", "-journal", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
             let run = AnalyzeRun(options: AnalyzeRun.Options(paths: [corpus], database: db))
             let report = try run.run()
             best = min(best, report.progress.seconds)
             text = report.progress.textBytes
             records = report.progress.records
-            for suffix in ["", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+            for suffix in ["", "-journal", "-wal", "-shm", ".lock"] { try? FileManager.default.removeItem(atPath: db + suffix) }
         }
         let mb = Double(text) / 1e6
         var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
