@@ -6,27 +6,25 @@ import Foundation
 /// least `persistenceCount` of the last `persistenceWindow` samples are bad, so one bad sample
 /// never marks a good call. An episode runs from its first bad sample to its last.
 enum Findings {
-    struct Rule {
-        var code: String
-        var test: (IntervalMetrics) -> (bad: Bool, poor: Bool, value: Double?)
-        var describe: (Double) -> String
-    }
+    /// One sample judged by a condition: bad, bad enough to be poor, and the value judged.
+    typealias Verdict = (bad: Bool, poor: Bool, value: Double?)
+    typealias Episode = (start: Int64, end: Int64, poor: Bool, worst: Double?)
 
-    static func episodes(_ xs: [IntervalMetrics], config: AnalysisConfig,
-                         _ test: (IntervalMetrics) -> (bad: Bool, poor: Bool, value: Double?))
-        -> [(start: Int64, end: Int64, poor: Bool, worst: Double?)] {
-        let flags = xs.map(test)
-        var result: [(start: Int64, end: Int64, poor: Bool, worst: Double?)] = []
+    /// The episodes in samples judged `flags`, sample `i` spanning `span(i)`.
+    static func episodes(_ flags: [Verdict], config: AnalysisConfig, span: (Int) -> (start: Int64, end: Int64)) -> [Episode] {
+        // Most streams of most calls are never bad: nothing to walk.
+        guard flags.contains(where: { $0.bad }) else { return [] }
+        var result: [Episode] = []
         var current: (start: Int64, end: Int64, poorCount: Int, worst: Double?)?
         var counted = -1  // samples up to here are already in the episode's tallies
-        for i in xs.indices {
+        for i in flags.indices {
             let lo = max(0, i - config.persistenceWindow + 1)
             var badInWindow = 0
             for f in flags[lo...i] where f.bad { badInWindow += 1 }
             if badInWindow >= config.persistenceCount && flags[i].bad {
                 let first = (lo...i).first { flags[$0].bad }!
-                if current == nil { current = (xs[first].startTs, xs[i].endTs, 0, nil) }
-                current!.end = xs[i].endTs
+                if current == nil { current = (span(first).start, span(i).end, 0, nil) }
+                current!.end = span(i).end
                 for j in max(first, counted + 1)...i where flags[j].bad {
                     if flags[j].poor { current!.poorCount += 1 }
                     if let v = flags[j].value { current!.worst = max(current!.worst ?? v, v) }
@@ -93,55 +91,89 @@ enum Findings {
         return out
     }
 
-    /// `xs`: the stream's intervals merged into `windows` of `config.windowMs`.
-    static func forStream(_ s: StreamSummary, windows xs: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
-        var rules: [Rule] = []
-        let inbound = s.direction == .inbound
-        if inbound {
-            rules.append(Rule(code: "high_loss", test: { i in
+    /// The conditions judged on a stream's windows, in the order their findings are listed.
+    /// Plain cases rather than closures: a stream's rules were built, with their captures, for
+    /// every stream of every call.
+    private enum StreamRule: CaseIterable {
+        case highLoss, highJitter, highRTT, highConcealment, lowFPS, longFreeze, bandwidthLimited, cpuLimited
+
+        var code: String {
+            switch self {
+            case .highLoss: "high_loss"
+            case .highJitter: "high_jitter"
+            case .highRTT: "high_rtt"
+            case .highConcealment: "high_concealment"
+            case .lowFPS: "low_fps"
+            case .longFreeze: "long_freeze"
+            case .bandwidthLimited: "bandwidth_limited"
+            case .cpuLimited: "cpu_limited"
+            }
+        }
+
+        func applies(to s: StreamSummary) -> Bool {
+            let inbound = s.direction == .inbound
+            switch self {
+            case .highLoss, .highJitter: return inbound
+            case .highRTT, .highConcealment: return inbound && s.kind == .audio
+            case .lowFPS, .longFreeze: return inbound && s.kind == .video
+            case .bandwidthLimited, .cpuLimited: return !inbound && s.kind == .video
+            }
+        }
+
+        func verdict(_ i: IntervalMetrics, _ config: AnalysisConfig) -> Verdict {
+            switch self {
+            case .highLoss:
                 guard let l = i.lossPct, (i.packets ?? 0) + (i.packetsLost ?? 0) >= 10 else { return (false, false, nil) }
                 return (l > config.lossWarnPct, l > config.lossPoorPct, l)
-            }, describe: { String(format: "%@ loss up to %.1f %%", s.kind.rawValue, $0) }))
-            rules.append(Rule(code: "high_jitter", test: { i in
+            case .highJitter:
                 guard let j = i.jitterMs else { return (false, false, nil) }
                 return (j > config.jitterWarnMs, false, j)
-            }, describe: { String(format: "%@ jitter up to %.0f ms", s.kind.rawValue, $0) }))
-        }
-        if inbound && s.kind == .audio {
-            rules.append(Rule(code: "high_rtt", test: { i in
+            case .highRTT:
                 guard let r = i.rttMs else { return (false, false, nil) }
                 return (r > config.rttWarnMs, r > config.rttPoorMs, r)
-            }, describe: { String(format: "round-trip time up to %.0f ms", $0) }))
-            rules.append(Rule(code: "high_concealment", test: { i in
+            case .highConcealment:
                 guard let c = i.concealmentPct else { return (false, false, nil) }
                 return (c > config.concealmentWarnPct, false, c)
-            }, describe: { String(format: "%.1f %% of audio concealed", $0) }))
-        }
-        if inbound && s.kind == .video {
-            rules.append(Rule(code: "low_fps", test: { i in
+            case .lowFPS:
                 guard let f = i.fps, (i.packets ?? 0) > 0 else { return (false, false, nil) }
                 return (f < config.lowFps, false, f)
-            }, describe: { String(format: "video at %.1f fps", $0) }))
-            rules.append(Rule(code: "long_freeze", test: { i in
+            case .longFreeze:
                 let span = Double(i.endTs - i.startTs)
                 guard let ms = i.freezeMs, span > 0 else { return (false, false, nil) }
                 let pct = 100 * Double(ms) / span
                 return (pct > config.freezeWarnPct, pct > 50, pct)
-            }, describe: { String(format: "video frozen %.0f %% of the time", $0) }))
-        }
-        if !inbound && s.kind == .video {
-            for reason in ["bandwidth", "cpu"] {
-                rules.append(Rule(code: "\(reason)_limited", test: { i in (i.qualityLimitation == reason, false, nil) },
-                                  describe: { _ in "sent video limited by \(reason)" }))
+            case .bandwidthLimited: return (i.qualityLimitation == "bandwidth", false, nil)
+            case .cpuLimited: return (i.qualityLimitation == "cpu", false, nil)
             }
         }
+
+        func describe(_ v: Double, kind: MediaKind) -> String {
+            switch self {
+            case .highLoss: String(format: "%@ loss up to %.1f %%", kind.rawValue, v)
+            case .highJitter: String(format: "%@ jitter up to %.0f ms", kind.rawValue, v)
+            case .highRTT: String(format: "round-trip time up to %.0f ms", v)
+            case .highConcealment: String(format: "%.1f %% of audio concealed", v)
+            case .lowFPS: String(format: "video at %.1f fps", v)
+            case .longFreeze: String(format: "video frozen %.0f %% of the time", v)
+            case .bandwidthLimited: "sent video limited by bandwidth"
+            case .cpuLimited: "sent video limited by cpu"
+            }
+        }
+    }
+
+    /// `xs`: the stream's intervals merged into `windows` of `config.windowMs`.
+    static func forStream(_ s: StreamSummary, windows xs: [IntervalMetrics], config: AnalysisConfig) -> [Finding] {
         var out: [Finding] = []
-        for rule in rules {
-            for e in episodes(xs, config: config, rule.test) {
+        var flags: [Verdict] = []
+        flags.reserveCapacity(xs.count)
+        for rule in StreamRule.allCases where rule.applies(to: s) {
+            flags.removeAll(keepingCapacity: true)
+            for i in xs.indices { flags.append(rule.verdict(xs[i], config)) }
+            for e in episodes(flags, config: config, span: { (xs[$0].startTs, xs[$0].endTs) }) {
                 let worst = e.worst
                 out.append(Finding(callID: s.callID, code: rule.code, severity: e.poor ? .poor : .warn, startTs: e.start,
                                    durationMs: e.end - e.start, streamID: s.streamID, value: worst,
-                                   detail: rule.describe(worst ?? 0)))
+                                   detail: rule.describe(worst ?? 0, kind: s.kind)))
             }
         }
         if s.counterResets > 0 {
@@ -176,31 +208,33 @@ enum Findings {
         // One-way audio: inbound audio stalls while outbound audio flows, persistently.
         let inAudioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
         let outAudioIDs = streams.filter { $0.direction == .outbound && $0.kind == .audio }.map(\.streamID)
-        let inAudio = intervals.filter { inAudioIDs.contains($0.streamID) }
-        let outAudio = outAudioIDs.isEmpty ? [] : intervals.filter { outAudioIDs.contains($0.streamID) }
-        if !outAudio.isEmpty {
+        if !outAudioIDs.isEmpty {
+            // The two directions' audio intervals, as spans and packets (not copies of whole intervals).
+            var received: [(start: Int64, end: Int64, packets: Int64)] = []
+            var sent: [(start: Int64, end: Int64, packets: Int64)] = []
+            for i in intervals.indices {
+                let span = (start: intervals[i].startTs, end: intervals[i].endTs, packets: intervals[i].packets ?? 0)
+                if inAudioIDs.contains(intervals[i].streamID) { received.append(span) }
+                if outAudioIDs.contains(intervals[i].streamID) { sent.append(span) }
+            }
             // Align by interval end: inbound packets received in the same period. Inbound
             // intervals by start: those overlapping one outbound interval lie just before the
             // first that starts after it ends, no earlier than the longest interval allows.
-            let received = inAudio.map { (start: $0.startTs, end: $0.endTs, packets: $0.packets ?? 0) }.sorted { $0.start < $1.start }
+            received.sort { $0.start < $1.start }
+            sent.sort { $0.start < $1.start }
             let longest = received.map { $0.end - $0.start }.max() ?? 0
-            let flowing = outAudio.sorted { $0.startTs < $1.startTs }.map { o -> IntervalMetrics in
-                var x = o
+            let flags = sent.map { o -> Verdict in
                 var packets: Int64 = 0
-                var j = received.partitioningIndex { $0.start >= o.endTs } - 1
-                while j >= 0, received[j].start >= o.startTs - longest {
-                    if received[j].end > o.startTs { packets += received[j].packets }
+                var j = received.partitioningIndex { $0.start >= o.end } - 1
+                while j >= 0, received[j].start >= o.start - longest {
+                    if received[j].end > o.start { packets += received[j].packets }
                     j -= 1
                 }
-                x.packetsLost = packets  // reuse: packets received in this period
-                return x
+                let expectedReceived = Double(o.end - o.start) / 1000 * 10  // > 10 packets/s of speech
+                return (o.packets > 0 && Double(packets) < expectedReceived * 0.05, true, nil)
             }
-            let eps = episodes(flowing, config: config) { o in
-                let sent = o.packets ?? 0
-                let expectedReceived = Double(o.endTs - o.startTs) / 1000 * 10  // > 10 packets/s of speech
-                return (sent > 0 && Double(o.packetsLost ?? 0) < expectedReceived * 0.05, true, nil)
-            }
-            for e in eps where inboundPackets > 0 || !inAudio.isEmpty {
+            for e in episodes(flags, config: config, span: { (sent[$0].start, sent[$0].end) })
+            where inboundPackets > 0 || !received.isEmpty {
                 add("one_way_audio", .poor, e.start, e.end - e.start, nil, "audio is sent but none is received")
             }
         }
