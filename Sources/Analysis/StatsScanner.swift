@@ -343,6 +343,7 @@ struct StatsScanner {
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
         let old = previous.baseAddress!
+        let firstRecorded = record.count
         var i = layout.startIndex
         while true {
             let start = c.pos
@@ -368,6 +369,8 @@ struct StatsScanner {
             }
             let entry: FieldTable.Entry?
             var valueOffset: UInt16 = 0
+            /// A member the last report did not have at this place: `i` stays where it is.
+            var inserted = false
             if i < layout.endIndex, case let k = Int(layout[i].valueOffset), k > 0, c.end - c.pos > k,
                Int(layout[i].start) + k <= previous.count, JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k) {
                 // Delimiter and key as before: only the value changed.
@@ -376,12 +379,24 @@ struct StatsScanner {
                 valueOffset = layout[i].valueOffset
             } else {
                 guard try c.next(closer: 0x7D) else { break }
-                guard i < layout.endIndex else { return false }
                 let key = try c.rawString()
                 try c.expect(0x3A)
                 valueOffset = MemberSpan.valueOffset(c.pos - start)
                 entry = table.lookup(key)
-                guard entry == layout[i].entry else { return false }
+                if i == layout.endIndex || entry != layout[i].entry {
+                    // Browsers leave out a value they have no measurement for this time (Chromium's
+                    // remote-outbound-rtp roundTripTime, in a third of its reports): members the last
+                    // report had up to this member's next place are gone; without one, it is new.
+                    if let next = layout[i...].firstIndex(where: { $0.entry == entry }) {
+                        guard clear(layout[i..<next], in: &o) else { return false }
+                        i = next
+                    } else {
+                        // A field this object already wrote is left to the fresh read (the last
+                        // copy wins there), so that a layout never lists a field twice.
+                        if entry != nil, record[firstRecorded...].contains(where: { $0.entry == entry }) { return false }
+                        inserted = true
+                    }
+                }
             }
             if entry == .qualityLimitationDurations {
                 // Durations the new value lacks must read as absent, as in a fresh read.
@@ -396,10 +411,31 @@ struct StatsScanner {
             }
             record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
                                      valueOffset: valueOffset))
-            i += 1
+            if !inserted { i += 1 }
         }
-        guard i == layout.endIndex else { return false }
+        if i < layout.endIndex { guard clear(layout[i...], in: &o) else { return false } }
         if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
+        return true
+    }
+
+    /// The fields of members that a report no longer has, as a fresh read leaves them: absent.
+    /// False for a member whose absence is more than its field's (type, timestamp, legacy
+    /// values): the object is read again whole. A member that is only elsewhere in the object
+    /// now is read when the cursor reaches it, after this.
+    @inline(never)  // rare: kept out of the member loop
+    private static func clear(_ gone: ArraySlice<MemberSpan>, in o: inout StatObject) -> Bool {
+        for m in gone {
+            switch m.entry {
+            case nil: continue
+            case .num(let f)?: o.num[f.rawValue] = .nan
+            case .str(let f)?: o.str[f.rawValue] = nil
+            case .qualityLimitationDurations?:
+                o.num[NumField.qlBandwidth.rawValue] = .nan
+                o.num[NumField.qlCPU.rawValue] = .nan
+                o.num[NumField.qlOther.rawValue] = .nan
+            case .id?, .type?, .timestamp?, .values?: return false
+            }
+        }
         return true
     }
 

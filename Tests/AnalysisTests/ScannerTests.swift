@@ -160,6 +160,21 @@ final class ScannerTests: XCTestCase {
             ("changed after unchanged", report("195001", [with(inbound, [("100", "196"), ("0.01", "0.01")]), video, pair, untimed])),
             ("timestamp shorter", report("1950", [with(inbound, [("100", "196"), ("0.01", "0.01")]), video, pair, untimed])),
             ("changed again", report("1951", [with(inbound, [("100", "197"), ("0.01", "0.04")]), video, pair, untimed])),
+            // Members left out and back while others change (browsers omit a value they have no
+            // measurement for): the missing ones read as absent, the rest are compared in place.
+            ("a string and a number gone", report("1960", [with(inbound, [(#","codecId":"CO1""#, ""), (#","jitter":0.01"#, ""), ("100", "198")]),
+                                                             with(video, [(#","framesDecoded":300"#, ""), ("30,", "29,")]),
+                                                             with(pair, [(#""state":"succeeded","#, ""), ("10}", "12}")]), untimed])),
+            ("and back", report("1970", [with(inbound, [("100", "199")]), with(video, [("30,", "28,")]), with(pair, [("10}", "13}")]), untimed])),
+            ("durations gone", report("1980", [inbound, with(video, [(#","qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}"#, ""), ("300", "310")]), pair, untimed])),
+            ("durations back", report("1990", [inbound, with(video, [("300", "320")]), pair, untimed])),
+            ("an unknown member before a known one", report("2000", [with(inbound, [(#""ssrc""#, #""extra":[1,{"a":2}],"ssrc""#), ("100", "201")]), video, pair, untimed])),
+            ("a new field twice", report("2010", [with(inbound, [(#""ssrc""#, #""packetsLost":4,"packetsLost":6,"ssrc""#), ("100", "202")]), video, pair, untimed])),
+            ("its second copy gone", report("2015", [with(inbound, [(#""ssrc""#, #""packetsLost":4,"ssrc""#), ("100", "203")]), video, pair, untimed])),
+            ("members swapped", report("2020", [with(inbound, [(#""packetsReceived":100,"jitter":0.01"#, #""jitter":0.02,"packetsReceived":203"#)]), video, pair, untimed])),
+            ("timestamp gone", report("2030", [with(inbound, [(#""timestamp":2030,"#, ""), ("100", "204")]), video, pair, untimed])),
+            ("everything back", report("2040", [with(inbound, [("100", "205")]), video, pair, untimed])),
+            ("last member gone", report("2050", [with(inbound, [(#","jitter":0.01"#, ""), ("100", "206")]), video, pair, untimed])),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
