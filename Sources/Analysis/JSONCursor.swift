@@ -206,7 +206,7 @@ struct JSONCursor {
         var truncated = false
         let intStart = pos
         while pos < end && base[pos] == 0x30 { pos += 1 }
-        takeEightDigits(&mantissa, &digits)
+        takeDigits(&mantissa, &digits)
         while pos < end, base[pos] &- 0x30 < 10 {
             if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 } } else { scale += 1; truncated = true }
             pos += 1
@@ -217,7 +217,7 @@ struct JSONCursor {
             let f = pos
             if mantissa == 0 { while pos < end && base[pos] == 0x30 { pos += 1; scale -= 1 } }
             let before = pos
-            takeEightDigits(&mantissa, &digits)
+            takeDigits(&mantissa, &digits)
             scale -= pos - before
             while pos < end, base[pos] &- 0x30 < 10 {
                 if digits < 19 { mantissa = mantissa &* 10 &+ UInt64(base[pos] &- 0x30); if mantissa > 0 { digits += 1 }; scale -= 1 } else { truncated = true }
@@ -252,25 +252,54 @@ struct JSONCursor {
         return v
     }
 
-    /// Eight digits at a time while they fit in the 19 significant digits (most counters and
-    /// timestamps are 8-16 digits): a third of the work of one digit at a time. Only after
-    /// the first significant digit (`mantissa` > 0 or a nonzero digit next).
-    @inline(__always) private mutating func takeEightDigits(_ mantissa: inout UInt64, _ digits: inout Int) {
-        while digits <= 11, pos + 8 <= end {
+    /// Up to eight digits at a time while they fit in the 19 significant digits: one word is
+    /// loaded, its leading run of digits found and converted together (counters and fractions
+    /// are mostly 1-7 digits, timestamps 13), a third of the work of one digit at a time. Only
+    /// after the first significant digit (`mantissa` > 0 or a nonzero digit next).
+    @inline(__always) private mutating func takeDigits(_ mantissa: inout UInt64, _ digits: inout Int) {
+        while pos + 8 <= end {
             let w = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
-            // Each byte 0x30-0x39: high nibble 3, and adding 6 does not carry into it.
-            guard (w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4) == 0x3333_3333_3333_3333 else { return }
-            // Bytes are little-endian, the first digit lowest: pairs, then fours, then eight.
+            // A byte is a digit when its high nibble is 3 and adding 6 does not carry into it:
+            // those bytes are zero in `other`. A carry out of a non-digit byte only reaches
+            // bytes after it, which are not taken.
+            let other = ((w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
+                ^ 0x3333_3333_3333_3333
+            let n = other == 0 ? 8 : other.trailingZeroBitCount >> 3
+            guard n > 0, digits + n <= 19 else { return }
+            // The n digits, first one lowest (little-endian), moved up so that they are the last
+            // n of eight after zeros (the bytes after them are shifted out): then pairs, fours
+            // and eight combine as for eight digits.
             var v = w &- 0x3030_3030_3030_3030
+            if n < 8 { v <<= UInt64(8 * (8 - n)) }
             v = (v &* 10) &+ (v >> 8)
             v = (((v & 0x0000_00FF_0000_00FF) &* 0x000F_4240_0000_0064) &+ (((v >> 16) & 0x0000_00FF_0000_00FF) &* 0x0000_2710_0000_0001)) >> 32
-            mantissa = mantissa &* 100_000_000 &+ (v & 0xFFFF_FFFF)
-            if mantissa > 0 { digits += 8 }
-            pos += 8
+            mantissa = mantissa &* JSONCursor.integerPowers[n] &+ (v & 0xFFFF_FFFF)
+            if mantissa > 0 { digits += n }
+            pos += n
+            if n < 8 { return }
         }
     }
 
-    static let powers: [Double] = (0...22).map { e in (0..<e).reduce(1.0) { a, _ in a * 10 } }
+    /// Steps over a run of digits a word at a time (see `takeDigits`).
+    @inline(__always) private mutating func skipDigits() {
+        while pos + 8 <= end {
+            let w = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
+            let other = ((w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
+                ^ 0x3333_3333_3333_3333
+            if other != 0 {
+                pos += other.trailingZeroBitCount >> 3
+                return
+            }
+            pos += 8
+        }
+        while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+    }
+
+    /// Powers of ten as written: a literal table is laid out at compile time, where one computed
+    /// at first use was checked for initialisation at every number.
+    static let powers: [Double] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
+    static let integerPowers: [UInt64] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000]
 
     /// Skips one value of any kind, checking its structure (depth-limited).
     mutating func skipValue(depth: Int = 0) throws(ScanError) {
@@ -293,12 +322,12 @@ struct JSONCursor {
     private mutating func skipNumber() throws(ScanError) {
         if pos < end && base[pos] == 0x2D { pos += 1 }
         let intStart = pos
-        while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+        skipDigits()
         guard pos > intStart else { throw fail("invalid number") }
         if pos < end && base[pos] == 0x2E {
             pos += 1
             let f = pos
-            while pos < end, base[pos] &- 0x30 < 10 { pos += 1 }
+            skipDigits()
             guard pos > f else { throw fail("invalid number") }
         }
         if pos < end && base[pos] | 0x20 == 0x65 {

@@ -15,13 +15,25 @@ final class JSONCursorTests: XCTestCase {
         }
     }
 
+    /// Where the cursor stops after skipping the number at the start of `text`.
+    func skipped(_ text: String) throws -> Int {
+        var bytes = Array(text.utf8)
+        return try bytes.withUnsafeMutableBufferPointer { b throws(JSONCursor.ScanError) in
+            var c = JSONCursor(UnsafeBufferPointer(b))
+            try c.skipValue()
+            return c.pos
+        }
+    }
+
     func assertSameAsSwift(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
         guard let expected = Double(text) else { return XCTFail("not a number: \(text)", file: file, line: line) }
-        // A delimiter after the number, as in a report, and the number at the very end of the line.
-        for suffix in [",", "}", ""] {
+        // A delimiter after the number, as in a report, more members after it (digits are read a
+        // word at a time, so the word holds what follows), and the number at the very end of the line.
+        for suffix in [",", "}", #","next":12345678,"more":0.5}"#, ""] {
             do {
                 let (v, consumed) = try parse(text + suffix)
                 XCTAssertEqual(v.bitPattern, expected.bitPattern, "\(text)\(suffix): \(v) vs \(expected)", file: file, line: line)
+                XCTAssertEqual(try skipped(text + suffix), text.utf8.count, "skipping \(text)\(suffix)", file: file, line: line)
                 XCTAssertEqual(consumed, text.utf8.count, text, file: file, line: line)
             } catch {
                 XCTFail("\(text)\(suffix): \(error)", file: file, line: line)
