@@ -256,20 +256,36 @@ struct FullReportReading {
 }
 
 /// A report's common timestamp: the one most of its objects carry (a handful of distinct values).
+/// The first two distinct values are counted in place: with an array, its allocation and search
+/// cost more than the rest of an unchanged object's reading.
 struct CommonTimestamp {
-    private var counts: [(t: Double, n: Int)] = []
-    private var bestCount = 0
-    private(set) var value: Double?
+    private var first = (t: 0.0, n: 0), second = (t: 0.0, n: 0)
+    private var others: [(t: Double, n: Int)] = []
+    private var best = (t: 0.0, n: 0)
+    var value: Double? { best.n > 0 ? best.t : nil }
 
     mutating func add(_ t: Double) {
         let n: Int
-        if let i = counts.firstIndex(where: { $0.t == t }) {
-            counts[i].n += 1
-            n = counts[i].n
+        if first.n > 0 && first.t == t {
+            first.n += 1
+            n = first.n
+        } else if first.n == 0 {
+            first = (t, 1)
+            n = 1
+        } else if second.n > 0 && second.t == t {
+            second.n += 1
+            n = second.n
+        } else if second.n == 0 {
+            second = (t, 1)
+            n = 1
+        } else if let k = others.firstIndex(where: { $0.t == t }) {
+            others[k].n += 1
+            n = others[k].n
         } else {
-            counts.append((t, 1))
+            others.append((t, 1))
             n = 1
         }
-        if n > bestCount { value = t; bestCount = n }
+        // On a tie the value that reached the count first keeps the lead.
+        if n > best.n { best = (t, n) }
     }
 }

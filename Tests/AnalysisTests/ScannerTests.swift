@@ -72,6 +72,24 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// A report's time is the timestamp most of its objects carry; on a tie, the one that got
+    /// there first. Counted in place for two values, in a list beyond.
+    func testCommonTimestampIsTheMostFrequent() {
+        func common(_ ts: [Double]) -> Double? {
+            var c = CommonTimestamp()
+            for t in ts { c.add(t) }
+            return c.value
+        }
+        XCTAssertNil(common([]))
+        XCTAssertEqual(common([5]), 5)
+        XCTAssertEqual(common([5, 7, 7]), 7)
+        XCTAssertEqual(common([1, 2]), 1)
+        XCTAssertEqual(common([1, 2, 2, 1]), 2)
+        XCTAssertEqual(common([1, 2, 3, 4, 3, 4, 4]), 4)
+        XCTAssertEqual(common([9, 1, 2, 3, 3, 9, 3, 9]), 3)
+        XCTAssertEqual(common([1, 2, 3, 3, 2, 2, 1, 1, 1]), 1)
+    }
+
     func testKeptObjectsEqualAFreshRead() throws {
         let steps: [(String, String)] = [
             ("first", report("1000", [candidate, certificate, inbound, untimed])),
