@@ -201,6 +201,35 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Ids are recognised from their bytes at the object's start; one JSON escapes (a quote, a
+    /// backslash, \u escapes) or one written with spaces is read the complete way, and a line
+    /// that only looks like the expected id is not taken for it.
+    func testIDsThatNeedEscapesOrSpacesEqualAFreshRead() throws {
+        let quoted = #"{"id":"Q\"1","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":7,"packetsReceived":100}"#
+        let slash = #"{"id":"B\\2","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":8,"packetsReceived":100}"#
+        let unicode = #"{"id":"\u00561","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":9,"packetsReceived":100}"#
+        let spaced = #"{ "id" : "S1" ,"timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":10,"packetsReceived":100}"#
+        let plain = #"{"id":"U1","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":11,"packetsReceived":100}"#
+        func with(_ object: String, _ packets: String) -> String { object.replacingOccurrences(of: "100", with: packets) }
+        let steps: [(String, String)] = [
+            ("first", report("1000", [quoted, slash, unicode, spaced, plain])),
+            ("all changed", report("2000", [with(quoted, "101"), with(slash, "102"), with(unicode, "103"), with(spaced, "104"), with(plain, "105")])),
+            ("again", report("3000", [with(quoted, "111"), with(slash, "112"), with(unicode, "113"), with(spaced, "114"), with(plain, "115")])),
+            // "V1", decoded from its escaped form, is the next id: now written plainly.
+            ("the decoded id written plainly", report("4000", [with(quoted, "121"), with(slash, "122"),
+                                                               with(unicode.replacingOccurrences(of: #"\u0056"#, with: "V"), "123"),
+                                                               with(spaced, "124"), with(plain, "125")])),
+        ]
+        var kept = StatsScanner()
+        for (name, text) in steps {
+            var fresh = StatsScanner()
+            assertSame(try scan(&kept, text), try scan(&fresh, text), name)
+        }
+        // The decoded id `Q"1` written unescaped is not JSON, even where that id is expected.
+        let broken = report("5000", [#"{"id":"Q"1","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":7,"packetsReceived":131}"#])
+        XCTAssertThrowsError(try scan(&kept, broken))
+    }
+
     /// Objects inserted or removed before others shift their positions: the rest are found at
     /// their old places by id. Objects of types the metrics ignore are compared for their type
     /// and timestamp only, and read whole when their type becomes one the metrics read.
