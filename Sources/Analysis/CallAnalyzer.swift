@@ -52,6 +52,8 @@ public enum CallAnalyzer {
 
         var streams: [StreamSummary] = []
         var intervals: [IntervalMetrics] = []
+        /// Each stream's intervals in `intervals`, by the stream's index.
+        var ranges: [Range<Int>] = []
         intervals.reserveCapacity(series.reduce(0) { $0 + max(0, $1.count - 1) })
         var findings: [Finding] = []
         var worst: (mos: Double?, videoScore: Double?) = (nil, nil)
@@ -88,10 +90,11 @@ public enum CallAnalyzer {
                 }
             }
             streams.append(summary)
+            ranges.append(firstInterval..<intervals.count)
         }
         if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
-        Summary.apply(streams: streams, intervals: intervals, worst: worst, material: m, config: config, to: &call)
-        findings += Findings.forCall(call, streams: streams, intervals: intervals, material: m, config: config)
+        Summary.apply(streams: streams, intervals: intervals, ranges: ranges, worst: worst, material: m, config: config, to: &call)
+        findings += Findings.forCall(call, streams: streams, intervals: intervals, ranges: ranges, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
         Summary.grade(&call, findings: findings, streams: streams, config: config)
         call.findingCount = findings.count

@@ -183,7 +183,8 @@ enum Findings {
         return out
     }
 
-    static func forCall(_ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
+    /// `ranges`: each stream's intervals in `intervals`.
+    static func forCall(_ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
                         material m: CallMaterial, config: AnalysisConfig) -> [Finding] {
         var out: [Finding] = []
         func add(_ code: String, _ severity: Severity, _ start: Int64, _ duration: Int64, _ value: Double?, _ detail: String) {
@@ -206,16 +207,15 @@ enum Findings {
             }
         }
         // One-way audio: inbound audio stalls while outbound audio flows, persistently.
-        let inAudioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
-        let outAudioIDs = streams.filter { $0.direction == .outbound && $0.kind == .audio }.map(\.streamID)
-        if !outAudioIDs.isEmpty {
+        if streams.contains(where: { $0.direction == .outbound && $0.kind == .audio }) {
             // The two directions' audio intervals, as spans and packets (not copies of whole intervals).
             var received: [(start: Int64, end: Int64, packets: Int64)] = []
             var sent: [(start: Int64, end: Int64, packets: Int64)] = []
-            for i in intervals.indices {
-                let span = (start: intervals[i].startTs, end: intervals[i].endTs, packets: intervals[i].packets ?? 0)
-                if inAudioIDs.contains(intervals[i].streamID) { received.append(span) }
-                if outAudioIDs.contains(intervals[i].streamID) { sent.append(span) }
+            for (s, range) in zip(streams, ranges) where s.kind == .audio {
+                for i in range {
+                    let span = (start: intervals[i].startTs, end: intervals[i].endTs, packets: intervals[i].packets ?? 0)
+                    if s.direction == .inbound { received.append(span) } else { sent.append(span) }
+                }
             }
             // Align by interval end: inbound packets received in the same period. Inbound
             // intervals by start: those overlapping one outbound interval lie just before the

@@ -68,19 +68,22 @@ enum Setup {
 enum Summary {
     /// `worst`: the call's worst sustained audio MOS and video score, the lowest of its inbound
     /// streams' (`worstSustained`, from the windows the stream's findings were found in).
-    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], worst: (mos: Double?, videoScore: Double?),
+    /// `ranges`: each stream's intervals in `intervals` (in order, covering them all).
+    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
+                      worst: (mos: Double?, videoScore: Double?),
                       material m: CallMaterial, config: AnalysisConfig, to c: inout CallSummary) {
-        // Inbound audio and video intervals by index, and the means in one pass: copying an
-        // interval retains its strings, and this runs for every call.
-        let audioIDs = streams.filter { $0.direction == .inbound && $0.kind == .audio }.map(\.streamID)
-        let videoIDs = streams.filter { $0.direction == .inbound && $0.kind == .video }.map(\.streamID)
+        // Inbound audio and video intervals by their streams' ranges, and the means in one pass:
+        // copying an interval retains its strings, and this runs for every call.
         var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals()
-        for i in intervals.indices {
-            all.add(intervals[i])
-            if audioIDs.contains(intervals[i].streamID) {
-                inAudio.add(intervals[i])
-            } else if videoIDs.contains(intervals[i].streamID) {
-                inVideo.add(intervals[i])
+        for (s, range) in zip(streams, ranges) {
+            let inbound = s.direction == .inbound
+            for i in range {
+                all.add(intervals[i])
+                if inbound && s.kind == .audio {
+                    inAudio.add(intervals[i])
+                } else if inbound && s.kind == .video {
+                    inVideo.add(intervals[i])
+                }
             }
         }
         c.mosCQ = inAudio.mosCQ.value
