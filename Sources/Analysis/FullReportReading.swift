@@ -181,7 +181,8 @@ struct FullReportReading {
             if comparable, state.objects[index].generation != generation {
                 compared = try StatsScanner.readChangedMembers(
                     &cur, into: &state.objects[index], generation: generation, previous: previousObject,
-                    layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members)
+                    layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members,
+                    lastTimestamp: &lastTimestamp)
                 if !compared {
                     cur.pos = afterID
                     layout.members.removeSubrange(firstMember...)
@@ -189,7 +190,8 @@ struct FullReportReading {
             }
             if !compared {
                 try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
-                                             objectStart: objectStart, record: &layout.members, from: firstMember)
+                                             objectStart: objectStart, record: &layout.members, from: firstMember,
+                                             lastTimestamp: &lastTimestamp)
             }
             let read: ObjectRead = (state.objects[index].timestamp, state.objects[index].timestampValue, false)
             if state.objects[index].type == .other {
@@ -210,7 +212,7 @@ struct FullReportReading {
             compared = try StatsScanner.readChangedMembers(
                 &cur, into: &object, generation: generation, previous: previousObject,
                 layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members,
-                valuesNeeded: false)
+                lastTimestamp: &lastTimestamp, valuesNeeded: false)
             if !compared || object.type != .other {
                 compared = false
                 cur.pos = afterID
@@ -219,7 +221,8 @@ struct FullReportReading {
         }
         if !compared {
             try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                         objectStart: objectStart, record: &layout.members, from: firstMember)
+                                         objectStart: objectStart, record: &layout.members, from: firstMember,
+                                         lastTimestamp: &lastTimestamp)
         }
         guard object.type != .other else {
             layout.slots.append(-1)

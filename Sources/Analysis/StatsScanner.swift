@@ -314,7 +314,8 @@ struct StatsScanner {
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
     static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                            objectStart: Int, record: inout [MemberSpan], from first: Int) throws(JSONCursor.ScanError) {
+                            objectStart: Int, record: inout [MemberSpan], from first: Int,
+                            lastTimestamp: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
         var ignored: String?
@@ -330,6 +331,8 @@ struct StatsScanner {
             if comparable, !written.add(entry) { comparable = false }
             if typeKnown && o.type == .other && !o.timestamp.isNaN {
                 try c.skipValue()
+            } else if entry == .timestamp {
+                try readTimestamp(&c, into: &o, last: &lastTimestamp)
             } else {
                 try readMember(&c, entry: entry, into: &o, id: &ignored)
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
@@ -356,6 +359,7 @@ struct StatsScanner {
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                    previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
                                    objectStart: Int, record: inout [MemberSpan],
+                                   lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
@@ -422,7 +426,9 @@ struct StatsScanner {
                 o.num[NumField.qlCPU.rawValue] = .nan
                 o.num[NumField.qlOther.rawValue] = .nan
             }
-            if valuesNeeded || entry == .type || entry == .timestamp {
+            if entry == .timestamp {
+                try readTimestamp(&c, into: &o, last: &lastTimestamp)
+            } else if valuesNeeded || entry == .type {
                 try readMember(&c, entry: entry, into: &o, id: &ignored)
             } else {
                 try c.skipValue()
@@ -455,6 +461,27 @@ struct StatsScanner {
             }
         }
         return true
+    }
+
+    /// A timestamp member. Most objects of a report carry the same number as the last one
+    /// converted in this line (`last`): recognised by its bytes, as in `unchanged`, it is not
+    /// converted again (half of the numbers read in real-shaped reports are timestamps).
+    @inline(__always)
+    private static func readTimestamp(_ c: inout JSONCursor, into o: inout StatObject,
+                                      last: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
+        c.skipSpace()
+        let start = c.pos
+        if let t = last, c.end - start > t.count, JSONCursor.equal(c.base + t.pos, c.base + start, t.count),
+           !JSONCursor.continuesNumber(c.base[start + t.count]) {
+            c.pos = start + t.count
+            o.timestamp = t.value
+            o.timestampValue = start..<c.pos
+            return
+        }
+        var ignored: String?
+        try readMember(&c, entry: .timestamp, into: &o, id: &ignored)
+        // Only a plain number is kept (not "123" or null), as `readMember` notes its place.
+        if !o.timestampValue.isEmpty { last = (start, c.pos - start, o.timestamp) }
     }
 
     @inline(__always)

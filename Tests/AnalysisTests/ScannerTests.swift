@@ -193,6 +193,14 @@ final class ScannerTests: XCTestCase {
             ("timestamp gone", report("2030", [with(inbound, [(#""timestamp":2030,"#, ""), ("100", "204")]), video, pair, untimed])),
             ("everything back", report("2040", [with(inbound, [("100", "205")]), video, pair, untimed])),
             ("last member gone", report("2050", [with(inbound, [(#","jitter":0.01"#, ""), ("100", "206")]), video, pair, untimed])),
+            // Timestamps that differ between changed objects: one that starts with the bytes of the
+            // one before (2060 and 20601), one written as a string, one equal to the first again.
+            ("timestamps differ", report("2060", [with(inbound, [("100", "207")]),
+                                                  with(video, [("300", "301"), (#""timestamp":TS"#, #""timestamp":20601"#)]),
+                                                  with(pair, [("10}", "14}"), (#""timestamp":TS"#, #""timestamp":"2060""#)]), untimed])),
+            ("and again", report("2070", [with(inbound, [("100", "208")]),
+                                          with(video, [("300", "302"), (#""timestamp":TS"#, #""timestamp":2070.5"#)]),
+                                          with(pair, [("10}", "15}")]), untimed])),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
