@@ -61,7 +61,9 @@ enum Readings {
 
     private static func w3c(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
         // Objects are read where they lie (by slot), never copied: this runs for every snapshot.
-        var remoteInbound: [UInt32: ChainState.Slot] = [:]
+        // A list, not a dictionary: a snapshot has one or two (a dictionary was allocated and
+        // hashed into for every snapshot). The last one of an SSRC counts.
+        var remoteInbound: [(ssrc: UInt32, slot: ChainState.Slot)] = []
         var rtp: [ChainState.Slot] = []
         var pathRTT: (slot: ChainState.Slot, audio: Bool, ssrc: UInt32)?
         for i in s.objects.indices {
@@ -69,7 +71,7 @@ enum Readings {
             if type == .inboundRTP || type == .outboundRTP {
                 rtp.append(i)
             } else if type == .remoteInbound, let ssrc = UInt32(ssrc: s.num(i, .ssrc)) {
-                remoteInbound[ssrc] = i
+                remoteInbound.append((ssrc, i))
                 // RTCP RTT of the connection: from what the remote reports about our audio (else
                 // video); the lowest SSRC when there are several, so the choice is repeatable.
                 let audio = kind(s, i) == .audio
@@ -122,7 +124,7 @@ enum Readings {
                 r.qlCPU = s.num(o, .qlCPU)
                 r.qlOther = s.num(o, .qlOther)
                 r.qualityLimitation = s.str(o, .qualityLimitationReason)
-                if let ri = remoteInbound[ssrc] {
+                if let ri = remoteInbound.last(where: { $0.ssrc == ssrc })?.slot {
                     r.lost = s.num(ri, .packetsLost)
                     r.jitterMs = s.num(ri, .jitter) * 1000
                     r.rttMs = s.num(ri, .roundTripTime) * 1000
