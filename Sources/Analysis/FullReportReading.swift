@@ -31,14 +31,18 @@ struct FullReportReading {
     /// The last timestamp number read in this line: most objects of a report share it.
     private var lastTimestamp: (pos: Int, count: Int, value: Double)?
 
-    /// `previous` and `layout`: the last full report's bytes and layout; `generation`: the
-    /// chain's, already advanced for this report.
-    init(previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, generation: UInt32, reportStart: Int) {
+    /// `previous` and `layout`: the last full report's bytes and layout; `recycled`: a layout
+    /// whose storage this report's is written into; `generation`: the chain's, already advanced
+    /// for this report.
+    init(previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, into recycled: inout ReportLayout,
+         generation: UInt32, reportStart: Int) {
         self.previous = previous
         self.last = last
         previousUsable = !last.duplicateIDs
         self.generation = generation
         self.reportStart = reportStart
+        swap(&layout, &recycled)  // moved, not copied: a shared copy would be copied again on write
+        layout.clear()
         layout.order.reserveCapacity(last.order.count)
         layout.slots.reserveCapacity(last.order.count)
         layout.spans.reserveCapacity(last.spans.count)

@@ -22,6 +22,9 @@ struct ChainState {
     /// is cleared when a delta applies (the bytes no longer describe the state).
     var reportBytes: [UInt8] = []
     var layout = ReportLayout()
+    /// The layout before `layout`, kept for its storage: the next report's layout is written
+    /// into it (four arrays were allocated and freed for every report).
+    var spareLayout = ReportLayout()
     /// The slots of the objects the last delta named (`unset`, `set`, `inc`), in its order: the
     /// next delta's ids are compared with them before a String is made and hashed.
     var deltaSlots: [ObjectTable.Slot] = []
@@ -42,6 +45,15 @@ struct ReportLayout {
     var members: [MemberSpan] = []
     /// The report listed an id twice: its objects and member layouts may not describe the state.
     var duplicateIDs = false
+
+    /// Empty, with its storage kept.
+    mutating func clear() {
+        order.removeAll(keepingCapacity: true)
+        slots.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        members.removeAll(keepingCapacity: true)
+        duplicateIDs = false
+    }
 }
 
 /// Where one object of a report lies, relative to the report's `[`; `timestamp` is empty when
@@ -181,18 +193,22 @@ struct StatsScanner {
         swap(&previousBytes, &state.reportBytes)
         var previousLayout = ReportLayout()
         swap(&previousLayout, &state.layout)
+        var recycled = ReportLayout()
+        swap(&recycled, &state.spareLayout)
         c.skipSpace()
         let reportStart = c.pos
         let generation = state.generation
         // Only locals in the closure: one that touched `self` would copy the scanner.
         let (layout, commonTimestamp) = try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
-            var reading = FullReportReading(previous: previous, layout: previousLayout, generation: generation, reportStart: reportStart)
+            var reading = FullReportReading(previous: previous, layout: previousLayout, into: &recycled, generation: generation,
+                                            reportStart: reportStart)
             try c.array { cur throws(JSONCursor.ScanError) in
                 try reading.readObject(&cur, into: &state, scratch: &object)
             }
             return (reading.layout, reading.commonTimestamp.value)
         }
         state.layout = layout
+        state.spareLayout = previousLayout
         previousBytes.removeAll(keepingCapacity: true)
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
