@@ -366,12 +366,14 @@ struct StatsScanner {
     /// The members after a leading id, compared with the same object in the last full report
     /// (`layout`, in `previous`, which holds that object's bytes from its `{`): a run of members
     /// whose bytes are unchanged is stepped over, since `o` already holds their values; a changed
-    /// member is read. False, with `o` partly updated, when the members' keys differ from the
-    /// layout's (the caller reads the object again whole).
+    /// member is read. A member the layout has and the object no longer has reads as absent; one
+    /// it did not have is read. False, with `o` partly updated, when that cannot be expressed
+    /// field by field (the type, timestamp or legacy values gone, a field written twice): the
+    /// caller reads the object again whole.
     ///
-    /// The timestamp is always read: where its number lies is noted for the next report. With
-    /// `valuesNeeded` false only the type and timestamp are read; other changed values are
-    /// skipped.
+    /// The timestamp is always read (`lastTimestamp`: the last one converted in this line):
+    /// where its number lies is noted for the next report. With `valuesNeeded` false only the
+    /// type and timestamp are read; other changed values are skipped.
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                    previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
                                    objectStart: Int, record: inout [MemberSpan],

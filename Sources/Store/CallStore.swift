@@ -15,12 +15,16 @@ import Darwin
 ///
 /// A database that this store creates is first filled under a rollback journal, and switched
 /// to WAL when the store is done with it (`endBulkLoad`): a new file's pages then go to disk
-/// once, where WAL writes each page to the log and copies it again at every checkpoint. On
-/// the benchmark corpora that was 11 % (real-shaped) and 3.5 % (simulated) of the run's time.
+/// once, where WAL writes each page to the log and copies it again at every checkpoint (6-11 %
+/// of the real-shaped benchmark's time, about 4 % of the simulated one's; README, Performance).
+/// Meanwhile a reader of the new file can be told "database is locked" while a commit is under
+/// way (ours wait up to 5 s), and a reader that holds a read open for longer than that makes the
+/// run's commit fail.
 public final class CallStore {
     public let db: Database
     private var lockFD: Int32 = -1
-    /// Set while a database created by this store is written under a rollback journal.
+    /// Set while the database is written under a rollback journal: one this store created (or,
+    /// rarely, one that could not be switched to WAL when it was opened).
     public private(set) var bulkLoading = false
     /// The inserts that run for every call, stream, interval, event and finding, prepared once
     /// and held here: finding a cached statement by its SQL text hashed that text for every row.
