@@ -41,6 +41,11 @@ public final class Database {
         sqlite3_close_v2(handle)
     }
 
+    /// How long a statement waits for another connection's lock before failing (5 s from `init`).
+    public func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
     func error(_ rc: Int32, sql: String? = nil) -> Error {
         Error(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }

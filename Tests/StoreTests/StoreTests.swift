@@ -138,6 +138,36 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try again.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
     }
 
+    /// Under the rollback journal a commit must wait for readers to finish: the run that fills a
+    /// new database waits up to a minute for them (readers, and runs into an existing database
+    /// under WAL, 5 s), and its commit goes through once the reader is done.
+    func testACommitInANewDatabaseWaitsForAReader() throws {
+        do {
+            let store = try CallStore(path: path)
+            XCTAssertEqual(try store.db.scalar("PRAGMA busy_timeout")?.int64, 60_000)
+            try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: true, material: nil, replacing: false)
+            let reader = try Database(path: path, readOnly: true)
+            XCTAssertEqual(try reader.scalar("PRAGMA busy_timeout")?.int64, 5_000)
+            try reader.execute("BEGIN")
+            XCTAssertEqual(try reader.scalar("SELECT count(*) FROM calls")?.int64, 1)  // its read lock is held until COMMIT
+            try store.db.execute("BEGIN IMMEDIATE")
+            try store.write(call("c2", start: Self.base + 1, mos: 4.0, grade: .good), complete: true, material: nil, replacing: false)
+            let readerDone = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) let lateReader = reader  // used by that thread alone until it signals
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) {
+                try? lateReader.execute("COMMIT")
+                readerDone.signal()
+            }
+            let started = Date()
+            try store.db.execute("COMMIT")
+            XCTAssertGreaterThan(Date().timeIntervalSince(started), 0.3, "the commit waited for the reader")
+            readerDone.wait()
+            XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 2)
+        }
+        let existing = try CallStore(path: path)
+        XCTAssertEqual(try existing.db.scalar("PRAGMA busy_timeout")?.int64, 5_000)
+    }
+
     /// A run killed while it filled a new database leaves a rollback journal ("hot": no writer
     /// holds the file). A reader plays it back, finds the database as it was before the
     /// transaction, and still cannot write.
