@@ -126,10 +126,12 @@ final class StoreTests: XCTestCase {
             let store = try CallStore(path: path)
             XCTAssertTrue(store.bulkLoading)
             XCTAssertEqual(try store.db.scalar("PRAGMA journal_mode")?.string, "delete")
+            XCTAssertEqual(try store.db.scalar("PRAGMA synchronous")?.int64, 2, "FULL under the rollback journal")
             try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: true, material: [1], replacing: false)
             store.endBulkLoad()
             XCTAssertFalse(store.bulkLoading)
             XCTAssertEqual(try store.db.scalar("PRAGMA journal_mode")?.string, "wal")
+            XCTAssertEqual(try store.db.scalar("PRAGMA synchronous")?.int64, 1, "NORMAL under WAL")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-journal"))
         let again = try CallStore(path: path)
