@@ -90,6 +90,9 @@ struct FieldTable {
         case num(NumField)
         case str(StrField)
         case id, type, timestamp, values, qualityLimitationDurations
+        /// Not keys: in a member layout, where a legacy `values` object opens (`,"values":{`)
+        /// and closes (`}`), its members recorded between them like the object's own.
+        case valuesOpen, valuesClose
     }
 
     // Open addressing over flat arrays (hash 0 = empty slot): a lookup touches no reference counts.
@@ -193,7 +196,7 @@ struct WrittenFields {
     /// any field); ids and unknown keys write none.
     mutating func add(_ entry: FieldTable.Entry?) -> Bool {
         switch entry {
-        case nil, .id?: return true
+        case nil, .id?, .valuesOpen?, .valuesClose?: return true
         case .values?: return false
         case .num(let f)?: return Self.insert(&numbers, UInt64(1) << f.rawValue)
         case .str(let f)?: return Self.insert(&strings, UInt32(1) << f.rawValue)

@@ -344,6 +344,14 @@ struct StatsScanner {
             try c.expect(0x3A)
             let valueOffset = MemberSpan.valueOffset(c.pos - start)
             let entry = table.lookup(key)
+            if entry == .values, !(typeKnown && o.type == .other && !o.timestamp.isNaN), try c.peek() == 0x7B {
+                // Legacy stats: the values object's members are recorded one by one, so that the
+                // next report compares them like an object's own.
+                try readValues(&c, memberStart: start, into: &o, objectStart: objectStart,
+                               record: &record, written: &written, comparable: &comparable)
+                if !typeKnown && o.type != .other { typeKnown = true }
+                continue
+            }
             if comparable, !written.add(entry) { comparable = false }
             if typeKnown && o.type == .other && !o.timestamp.isNaN {
                 try c.skipValue()
@@ -361,6 +369,48 @@ struct StatsScanner {
         if !comparable { record.removeSubrange(first...) }
         o.clearUnwrittenStrings()
         if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
+    }
+
+    /// A legacy `values` object (the cursor at its `{`), read member by member into `o`, each
+    /// member recorded between a `valuesOpen` and a `valuesClose` span. A member that is not a
+    /// plain field (an id, type or timestamp, nested objects) makes the object not comparable.
+    private static func readValues(_ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
+                                   objectStart: Int, record: inout [MemberSpan], written: inout WrittenFields,
+                                   comparable: inout Bool) throws(JSONCursor.ScanError) {
+        var ignored: String?
+        try c.expect(0x7B)
+        if comparable {
+            // No value offset: compared, this member is always read by key (`readChangedMembers`).
+            record.append(MemberSpan(start: Int32(memberStart - objectStart), end: Int32(c.pos - objectStart), entry: .valuesOpen))
+        }
+        var first = true
+        while true {
+            let start = c.pos
+            if first {
+                first = false
+                if try c.peek() == 0x7D { c.pos += 1; break }
+            } else if try !c.next(closer: 0x7D) {
+                break
+            }
+            let key = try c.rawString()
+            try c.expect(0x3A)
+            let innerOffset = MemberSpan.valueOffset(c.pos - start)
+            let entry = table.lookup(key)
+            switch entry {
+            case .num?, .str?, nil: if comparable, !written.add(entry) { comparable = false }
+            default: comparable = false
+            }
+            try readMember(&c, entry: entry, into: &o, id: &ignored)
+            if comparable {
+                record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
+                                         valueOffset: innerOffset))
+            }
+        }
+        if comparable {
+            // The closing brace (and any space before it), so that the spans stay contiguous.
+            let close = Int(record[record.count - 1].end) + objectStart
+            record.append(MemberSpan(start: Int32(close - objectStart), end: Int32(c.pos - objectStart), entry: .valuesClose))
+        }
     }
 
     /// The members after a leading id, compared with the same object in the last full report
@@ -418,16 +468,57 @@ struct StatsScanner {
                 entry = layout[i].entry
                 valueOffset = layout[i].valueOffset
             } else {
-                guard try c.next(closer: 0x7D) else { break }
+                // Inside a legacy values object when the layout closes one before it opens another
+                // (known here, not tracked: W3C objects have none, and this is the rarer path).
+                let inValues = i < layout.endIndex
+                    && layout[i...].first { $0.entry == .valuesClose || $0.entry == .valuesOpen }?.entry == .valuesClose
+                // The first member of a values object has no comma before it.
+                let afterOpen = inValues && record.count > firstRecorded && record[record.count - 1].entry == .valuesOpen
+                let another: Bool
+                if afterOpen {
+                    another = try c.peek() != 0x7D
+                    if !another { c.pos += 1 }
+                } else {
+                    another = try c.next(closer: 0x7D)
+                }
+                if !another {
+                    guard inValues else { break }  // the object's end
+                    // The values object's end: the members the last report had before it are gone.
+                    guard let close = layout[i...].firstIndex(where: { $0.entry == .valuesClose }),
+                          clear(layout[i..<close], in: &o) else { return false }
+                    record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: .valuesClose))
+                    i = close + 1
+                    continue
+                }
                 let key = try c.rawString()
                 try c.expect(0x3A)
                 valueOffset = MemberSpan.valueOffset(c.pos - start)
                 entry = table.lookup(key)
-                if i == layout.endIndex || entry != layout[i].entry {
+                if entry == .values, i < layout.endIndex, layout[i].entry == .valuesOpen {
+                    // A legacy values object where the last report had one: its members are
+                    // compared one by one, as the object's. (Its span has no value offset, so it
+                    // comes this way, and the common path does not test for it.) Not an object
+                    // now: read whole.
+                    guard try c.peek() == 0x7B else { return false }
+                    c.pos += 1
+                    record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: .valuesOpen))
+                    i += 1
+                    continue
+                }
+                // A values object's members are plain fields, and a values object is where the
+                // layout has one: anything else is left to the whole read.
+                switch (inValues, entry) {
+                case (true, .num?), (true, .str?), (true, nil): break
+                case (true, _), (_, .values?): return false
+                default: break
+                }
+                // Inside a values object, its members only (up to where it closed last time).
+                let end = inValues ? (layout[i...].firstIndex { $0.entry == .valuesClose } ?? layout.endIndex) : layout.endIndex
+                if i == end || entry != layout[i].entry {
                     // Browsers leave out a value they have no measurement for this time (Chromium's
                     // remote-outbound-rtp roundTripTime, in a third of its reports): members the last
                     // report had up to this member's next place are gone; without one, it is new.
-                    if let next = layout[i...].firstIndex(where: { $0.entry == entry }) {
+                    if let next = layout[i..<end].firstIndex(where: { $0.entry == entry }) {
                         guard clear(layout[i..<next], in: &o) else { return false }
                         i = next
                     } else {
@@ -475,7 +566,7 @@ struct StatsScanner {
                 o.num[NumField.qlBandwidth.rawValue] = .nan
                 o.num[NumField.qlCPU.rawValue] = .nan
                 o.num[NumField.qlOther.rawValue] = .nan
-            case .id?, .type?, .timestamp?, .values?: return false
+            case .id?, .type?, .timestamp?, .values?, .valuesOpen?, .valuesClose?: return false
             }
         }
         return true
@@ -547,7 +638,7 @@ struct StatsScanner {
                     if let f = FieldTable.qualityLimitationField(k) { o.num[f.rawValue] = try inner.numberOrNumericString() ?? .nan } else { try inner.skipValue() }
                 }
             } else { try cur.skipValue() }
-        case nil: try cur.skipValue()
+        case nil, .valuesOpen?, .valuesClose?: try cur.skipValue()
         }
     }
 

@@ -209,6 +209,57 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Legacy (goog) objects hold their fields in a `values` object, whose members are compared
+    /// one by one like an object's own: whatever changes inside it (members gone, added, written
+    /// twice, an id or timestamp among them, spaces, the object empty or not an object), the
+    /// state must equal a fresh read.
+    func testLegacyValuesComparedMemberByMemberEqualAFreshRead() throws {
+        let send = #"{"id":"ssrc_1_send","type":"ssrc","timestamp":TS,"values":{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}}"#
+        let recv = #"{"id":"ssrc_2_recv","type":"ssrc","timestamp":TS,"values":{"bytesReceived":"2000","packetsReceived":"20","ssrc":"2","googCodecName":"VP8","googFrameRateReceived":"30","googFrameWidthReceived":"640","packetsLost":"1"}}"#
+        let pair = #"{"id":"Conn-1","type":"googCandidatePair","timestamp":TS,"values":{"googActiveConnection":"true","googRtt":"40","bytesSent":"500"}}"#
+        let track = #"{"id":"googTrack_1","type":"googTrack","timestamp":TS,"values":{"googTrackId":"a"}}"#
+        func with(_ object: String, _ pairs: [(String, String)]) -> String {
+            pairs.reduce(object) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        }
+        let steps: [(String, String)] = [
+            ("first", report("1000", [send, recv, pair, track])),
+            ("counters grow", report("2000", [with(send, [("1000", "1100"), (#""10""#, #""11""#)]),
+                                              with(recv, [("2000", "2200"), (#""20""#, #""22""#)]), with(pair, [("500", "550")]), track])),
+            ("a member gone", report("3000", [with(send, [(#","googRtt":"50""#, ""), ("1000", "1200")]), recv, pair, track])),
+            ("and back", report("4000", [with(send, [("1000", "1300")]), recv, pair, track])),
+            ("members added first and last", report("5000", [with(send, [(#"{"bytesSent""#, #"{"googJitterReceived":"7","bytesSent""#),
+                                                                          (#""packetsLost":"0"}"#, #""packetsLost":"0","googRtt2":"1"}"#), ("1000", "1400")]),
+                                                             recv, pair, track])),
+            ("the last member gone", report("6000", [with(send, [(#","packetsLost":"0""#, ""), ("1000", "1500")]), recv, pair, track])),
+            ("values empty", report("7000", [with(send, [(#""bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0""#, "")]),
+                                             recv, pair, track])),
+            ("values back", report("8000", [with(send, [("1000", "1600")]), recv, pair, track])),
+            ("a field twice", report("9000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","packetsSent":"99""#), ("1000", "1700")]), recv, pair, track])),
+            ("the second copy changes", report("10000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","packetsSent":"98""#), ("1000", "1800")]), recv, pair, track])),
+            ("single again", report("11000", [with(send, [("1000", "1900")]), recv, pair, track])),
+            ("a timestamp among the values", report("12000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","timestamp":5"#), ("1000", "2000")]), recv, pair, track])),
+            ("plain again", report("13000", [with(send, [("1000", "2100")]), recv, pair, track])),
+            ("values not an object", report("14000", [with(send, [(#"{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}"#, "null")]),
+                                                      recv, pair, track])),
+            ("an object again", report("15000", [with(send, [("1000", "2200")]), recv, pair, track])),
+            ("changed again", report("16000", [with(send, [("1000", "2300")]), with(recv, [("2000", "2400")]), pair, track])),
+            ("a member after the values", report("17000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":1}"#), ("1000", "2400")]), recv, pair, track])),
+            ("and it changes", report("18000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":2}"#), ("1000", "2500")]), recv, pair, track])),
+            ("spaces inside", report("19000", [with(send, [(#"{"bytesSent""#, #"{ "bytesSent""#), (#":"1000","#, #" : "2600" , "#)]), recv, pair, track])),
+            ("spaces kept, a value changes", report("20000", [with(send, [(#"{"bytesSent""#, #"{ "bytesSent""#), (#":"1000","#, #" : "2700" , "#)]), recv, pair, track])),
+            // Video becomes audio when the frame width goes (the legacy kind is inferred).
+            ("a video member gone", report("21000", [send, with(recv, [(#","googFrameRateReceived":"30","googFrameWidthReceived":"640""#, ""), ("2000", "2500")]), pair, track])),
+            ("numbers written as numbers", report("22000", [with(send, [(#""bytesSent":"1000""#, #""bytesSent":2800"#)]), recv, pair, track])),
+            ("timestamps only", report("23000", [with(send, [(#""bytesSent":"1000""#, #""bytesSent":2800"#)]), recv, pair, track])),
+            ("the ignored object changes", report("24000", [send, recv, pair, with(track, [(#""a""#, #""b""#)])])),
+        ]
+        var kept = StatsScanner()
+        for (name, text) in steps {
+            var fresh = StatsScanner()
+            assertSame(try scan(&kept, text), try scan(&fresh, text), name)
+        }
+    }
+
     /// Ids are recognised from their bytes at the object's start; one JSON escapes (a quote, a
     /// backslash, \u escapes) or one written with spaces is read the complete way, and a line
     /// that only looks like the expected id is not taken for it.
