@@ -259,11 +259,7 @@ struct JSONCursor {
     @inline(__always) private mutating func takeDigits(_ mantissa: inout UInt64, _ digits: inout Int) {
         while pos + 8 <= end {
             let w = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
-            // A byte is a digit when its high nibble is 3 and adding 6 does not carry into it:
-            // those bytes are zero in `other`. A carry out of a non-digit byte only reaches
-            // bytes after it, which are not taken.
-            let other = ((w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
-                ^ 0x3333_3333_3333_3333
+            let other = JSONCursor.nonDigits(w)
             let n = other == 0 ? 8 : other.trailingZeroBitCount >> 3
             guard n > 0, digits + n <= 19 else { return }
             // The n digits, first one lowest (little-endian), moved up so that they are the last
@@ -280,12 +276,17 @@ struct JSONCursor {
         }
     }
 
+    /// Eight bytes with each ASCII digit byte zeroed and every other byte nonzero: a digit's
+    /// high nibble is 3 and adding 6 does not carry into it. A carry out of a non-digit byte only
+    /// reaches the bytes after it, which the callers never take.
+    @inline(__always) static func nonDigits(_ w: UInt64) -> UInt64 {
+        ((w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4)) ^ 0x3333_3333_3333_3333
+    }
+
     /// Steps over a run of digits a word at a time (see `takeDigits`).
     @inline(__always) private mutating func skipDigits() {
         while pos + 8 <= end {
-            let w = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
-            let other = ((w & 0xF0F0_F0F0_F0F0_F0F0) | (((w &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4))
-                ^ 0x3333_3333_3333_3333
+            let other = JSONCursor.nonDigits(UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self))
             if other != 0 {
                 pos += other.trailingZeroBitCount >> 3
                 return

@@ -470,8 +470,9 @@ struct StatsScanner {
             } else {
                 // Inside a legacy values object when the layout closes one before it opens another
                 // (known here, not tracked: W3C objects have none, and this is the rarer path).
-                let inValues = i < layout.endIndex
-                    && layout[i...].first { $0.entry == .valuesClose || $0.entry == .valuesOpen }?.entry == .valuesClose
+                let boundary = i < layout.endIndex ? layout[i...].firstIndex { $0.entry == .valuesClose || $0.entry == .valuesOpen } : nil
+                let valuesClose = boundary.flatMap { layout[$0].entry == .valuesClose ? $0 : nil }
+                let inValues = valuesClose != nil
                 // The first member of a values object has no comma before it.
                 let afterOpen = inValues && record.count > firstRecorded && record[record.count - 1].entry == .valuesOpen
                 let another: Bool
@@ -482,10 +483,9 @@ struct StatsScanner {
                     another = try c.next(closer: 0x7D)
                 }
                 if !another {
-                    guard inValues else { break }  // the object's end
+                    guard let close = valuesClose else { break }  // the object's end
                     // The values object's end: the members the last report had before it are gone.
-                    guard let close = layout[i...].firstIndex(where: { $0.entry == .valuesClose }),
-                          clear(layout[i..<close], in: &o) else { return false }
+                    guard clear(layout[i..<close], in: &o) else { return false }
                     record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: .valuesClose))
                     i = close + 1
                     continue
@@ -513,7 +513,7 @@ struct StatsScanner {
                 default: break
                 }
                 // Inside a values object, its members only (up to where it closed last time).
-                let end = inValues ? (layout[i...].firstIndex { $0.entry == .valuesClose } ?? layout.endIndex) : layout.endIndex
+                let end = valuesClose ?? layout.endIndex
                 if i == end || entry != layout[i].entry {
                     // Browsers leave out a value they have no measurement for this time (Chromium's
                     // remote-outbound-rtp roundTripTime, in a third of its reports): members the last
@@ -557,17 +557,20 @@ struct StatsScanner {
     /// now is read when the cursor reaches it, after this.
     @inline(never)  // rare: kept out of the member loop
     private static func clear(_ gone: ArraySlice<MemberSpan>, in o: inout StatObject) -> Bool {
-        for m in gone {
-            switch m.entry {
-            case nil: continue
-            case .num(let f)?: o.num[f.rawValue] = .nan
-            case .str(let f)?: o.str[f.rawValue] = nil
-            case .qualityLimitationDurations?:
-                o.num[NumField.qlBandwidth.rawValue] = .nan
-                o.num[NumField.qlCPU.rawValue] = .nan
-                o.num[NumField.qlOther.rawValue] = .nan
-            case .id?, .type?, .timestamp?, .values?, .valuesOpen?, .valuesClose?: return false
-            }
+        for m in gone where !clearField(m.entry, in: &o) { return false }
+        return true
+    }
+
+    /// Sets the field a member writes to absent (rates included); false, changing nothing, for a
+    /// member that writes more than a field (type, timestamp, legacy values) or nothing of its own.
+    private static func clearField(_ entry: FieldTable.Entry?, in o: inout StatObject) -> Bool {
+        switch entry {
+        case nil: return true
+        case .num(let f)?: o.num[f.rawValue] = .nan; o.rate[f.rawValue] = 0
+        case .str(let f)?: o.str[f.rawValue] = nil
+        case .qualityLimitationDurations?:
+            for f in [NumField.qlBandwidth, .qlCPU, .qlOther] { o.num[f.rawValue] = .nan }
+        case .id?, .type?, .timestamp?, .values?, .valuesOpen?, .valuesClose?: return false
         }
         return true
     }
@@ -801,16 +804,13 @@ struct StatsScanner {
     }
 
     private static func clear(_ name: UnsafeBufferPointer<UInt8>, in o: inout StatObject) {
-        switch StatsScanner.table.lookup(name) {
-        case .num(let f)?: o.num[f.rawValue] = .nan; o.rate[f.rawValue] = 0
-        case .str(let f)?: o.str[f.rawValue] = nil
+        let entry = StatsScanner.table.lookup(name)
+        switch entry {
         case .timestamp?: o.timestamp = .nan; o.timestampRate = 0
-        case .qualityLimitationDurations?:
-            for f in [NumField.qlBandwidth, .qlCPU, .qlOther] { o.num[f.rawValue] = .nan }
         case .values?:
             for f in NumField.allCases where !NumField.predictable.contains(f) { o.num[f.rawValue] = .nan }
             for f in StrField.allCases { o.str[f.rawValue] = nil }
-        default: break
+        default: _ = clearField(entry, in: &o)
         }
     }
 }
