@@ -155,8 +155,10 @@ public final class AnalyzeRun {
         // The writer: this thread.
         var issueCounts: [String: Int] = [:]
         var firstIssues: [LogIssue] = []
+        // A call seen in several files of this run is written again with each part; its last
+        // write has its final grade, and it is counted once, with that grade.
         var gradesInRun: [Grade: Int] = [:]
-        var callsInRun = Set<String>()
+        var gradeByCall: [String: Grade] = [:]
         var touchedStarts = Set<Int64>()
         var inTransaction = 0
         var transactionStarted = Date()
@@ -172,8 +174,11 @@ public final class AnalyzeRun {
             for pending in unwritten {
                 let written = try CallWriting.write(pending, to: store, config: config)
                 touchedStarts.formUnion(written.starts)
-                callsInRun.insert(written.analysis.call.callID)
-                gradesInRun[written.analysis.call.grade, default: 0] += 1
+                let grade = written.analysis.call.grade
+                if let earlier = gradeByCall.updateValue(grade, forKey: written.analysis.call.callID) {
+                    gradesInRun[earlier, default: 0] -= 1
+                }
+                gradesInRun[grade, default: 0] += 1
                 progress.callsWritten += 1
             }
             unwritten.removeAll(keepingCapacity: true)
@@ -245,18 +250,9 @@ public final class AnalyzeRun {
         group.wait()
         store.endBulkLoad()
         progress.seconds = Date().timeIntervalSince(started)
-        var grades = gradesInRun
-        // A call seen in several files of this run is counted once, with its final grade.
-        if callsInRun.count != progress.callsWritten {
-            grades = [:]
-            for id in callsInRun {
-                if let g = try store.db.scalar("SELECT grade FROM calls WHERE call_id = ?", [.text(id)], cached: true)?.string,
-                   let grade = Grade(rawValue: g) { grades[grade, default: 0] += 1 }
-            }
-        }
         return Report(progress: progress, alreadyIngested: already, missing: missing, issueCounts: issueCounts,
-                      firstIssues: firstIssues, totals: try store.totals(), callsInRun: callsInRun.count,
-                      gradesInRun: grades)
+                      firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
+                      gradesInRun: gradesInRun.filter { $0.value > 0 })
     }
 
     /// The touched rollup buckets are marked in the same transaction as the calls, and rebuilt

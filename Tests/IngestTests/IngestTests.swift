@@ -210,6 +210,22 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try run(readers: 7, share: nil, "seven.sqlite"), one)
     }
 
+    /// A call continued in later files is written once per part; the summary counts it once,
+    /// with the grade its last part left in the database.
+    func testSummaryCountsEachCallOnceWithItsFinalGrade() throws {
+        let logs = try simulate(calls: 30, files: 5, seed: 14)
+        let db = dir.appendingPathComponent("grades.sqlite").path
+        var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+        o.readers = 1
+        let report = try AnalyzeRun(options: o).run()
+        XCTAssertGreaterThan(report.progress.callsWritten, report.callsInRun, "no call was written in parts")
+        let stored = try CallStore(path: db, forWriting: false).db.rows("SELECT grade, count(*) FROM calls GROUP BY grade")
+        var expected: [Grade: Int] = [:]
+        for row in stored { expected[Grade(rawValue: row[0].string!)!] = Int(row[1].int64!) }
+        XCTAssertEqual(report.gradesInRun, expected)
+        XCTAssertEqual(report.callsInRun, expected.values.reduce(0, +))
+    }
+
     func testAgentRecordsAreReadButMakeNoCall() throws {
         let logs = try simulate(calls: 3, files: 1, seed: 5)
         let extra = logs.appendingPathComponent("agent.ndjson").path
