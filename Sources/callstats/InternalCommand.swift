@@ -1,6 +1,7 @@
 import ArgumentParser
 import CallLog
 import Simulator
+import Store
 
 #if canImport(Glibc)
 import Glibc
@@ -17,8 +18,32 @@ struct InternalCommand: ParsableCommand {
         commandName: "internal",
         abstract: "Helpers for the fault tests and for checking changes (not for users).",
         shouldDisplay: false,
-        subcommands: [WriteForeverCommand.self, CompareDatabasesCommand.self]
+        subcommands: [WriteForeverCommand.self, CompareDatabasesCommand.self, RebuildRollupsCommand.self]
     )
+}
+
+/// Rebuilds every rollup bucket of a database from its calls, and says how long that took: the
+/// rebuild that ends each `analyze` run, measured alone.
+struct RebuildRollupsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild-rollups",
+        abstract: "Rebuild every rollup bucket from the calls table and print the time taken.")
+
+    @Argument(help: "The database.")
+    var database: String
+
+    @Option(help: "Rebuild this many times (the time of each is printed).")
+    var runs = 1
+
+    func run() throws {
+        let store = try CallStore(path: database)
+        for _ in 0..<max(1, runs) {
+            let started = ContinuousClock.now
+            try store.db.transaction { try store.rebuildAllRollups() }
+            let rows = try store.db.scalar("SELECT count(*) FROM rollups")?.int64 ?? 0
+            print("rebuilt \(rows) rollup rows in \(started.duration(to: .now).formatted(.units(allowed: [.milliseconds])))")
+        }
+    }
 }
 
 /// Writes call records without end, as an agent does, and says on stdout what is durable.

@@ -227,6 +227,70 @@ final class StoreTests: XCTestCase {
         XCTAssertLessThan(after - before, size + size / 2, "\(after - before) bytes written for a \(size)-byte database")
     }
 
+    /// Every rollup row against a computation of its own: counts and sums by SQL over the
+    /// bucket's calls, percentiles from the group's values sorted here. Calls spread over hours of
+    /// two days, with ties, missing values and a dimension value per network; buckets rebuilt
+    /// both whole and from pending marks.
+    func testRollupsEqualEachGroupComputedAlone() throws {
+        let store = try CallStore(path: path)
+        var rng = SystemRandomNumberGenerator()
+        let networks = ["wifi", "cellular", "ethernet", "unknown-net"]
+        let grades: [Grade] = [.good, .fair, .poor, .noMedia, .unanswered]
+        for n in 0..<300 {
+            let start = Self.base + Int64.random(in: 0..<(40 * Self.hour), using: &rng)
+            let mos: Double? = n % 7 == 0 ? nil : Double(Int.random(in: 10...45, using: &rng)) / 10  // ties
+            var c = call("c\(n)", start: start, mos: mos, grade: grades[n % grades.count],
+                         network: networks[Int.random(in: 0..<networks.count, using: &rng)],
+                         setup: n % 5 == 0 ? nil : Int64.random(in: 200...3000, using: &rng))
+            c.call.jitterMs = n % 3 == 0 ? .nan : Double.random(in: 0...60, using: &rng)
+            try store.write(c, complete: true, material: nil)
+        }
+        func check(_ label: String) throws {
+            let rows = try store.db.rows("SELECT period, bucket_ts, value, calls, poor, mos_n, mos_mean, mos_p5, mos_p50, mos_p99, jitter_n, jitter_p90, setup_p95 FROM rollups WHERE dimension = 'network'")
+            var seen = 0
+            for period in [("hour", Self.hour), ("day", 24 * Self.hour)] {
+                let buckets = try store.db.rows("SELECT DISTINCT start_ts / ?1 * ?1 FROM calls", [.integer(period.1)]).compactMap { $0[0].int64 }
+                for bucket in buckets {
+                    for network in networks {
+                        let calls = try store.db.rows("SELECT mos_cq, jitter_ms, media_ms, grade FROM calls WHERE start_ts >= ? AND start_ts < ? AND network = ?",
+                                                      [.integer(bucket), .integer(bucket + period.1), .text(network)])
+                        let row = rows.first { $0[0].string == period.0 && $0[1].int64 == bucket && $0[2].string == network }
+                        guard !calls.isEmpty else { XCTAssertNil(row, "\(label) \(period.0) \(bucket) \(network)"); continue }
+                        guard let row else { XCTFail("\(label): no row for \(period.0) \(bucket) \(network)"); continue }
+                        seen += 1
+                        let mos = calls.compactMap { $0[0].double }.sorted()
+                        let jitter = calls.compactMap { $0[1].double }.sorted()
+                        let setup = calls.compactMap { $0[2].double }.sorted()
+                        let expected: [SQLValue] = [
+                            .integer(Int64(calls.count)), .integer(Int64(calls.filter { $0[3].string == "poor" }.count)),
+                            .real(Double(mos.count)), mos.isEmpty ? .null : .real(mos.reduce(0, +) / Double(mos.count)),
+                            CallStore.nearestRank(mos, 0.05).map(SQLValue.real) ?? .null, CallStore.nearestRank(mos, 0.5).map(SQLValue.real) ?? .null,
+                            CallStore.nearestRank(mos, 0.99).map(SQLValue.real) ?? .null,
+                            .real(Double(jitter.count)), CallStore.nearestRank(jitter, 0.9).map(SQLValue.real) ?? .null,
+                            CallStore.nearestRank(setup, 0.95).map(SQLValue.real) ?? .null,
+                        ]
+                        XCTAssertEqual(Array(row[3...]), expected, "\(label) \(period.0) \(bucket) \(network)")
+                    }
+                }
+            }
+            XCTAssertEqual(seen, rows.count, label)
+            XCTAssertGreaterThan(seen, 50, label)
+        }
+        try store.rebuildAllRollups()
+        try check("whole")
+        // Marks for every hour and day, and one hour mark whose day is not marked.
+        try store.db.execute("DELETE FROM rollups WHERE period = 'hour' AND bucket_ts = \(Self.base + 3 * Self.hour)")
+        try store.db.execute("UPDATE rollups SET calls = -1")
+        try store.markRollupsPending(forCallStarts: try store.db.rows("SELECT start_ts FROM calls").compactMap { $0[0].int64 })
+        try store.db.execute("DELETE FROM rollup_pending WHERE period = 'day' AND bucket_ts = \(Self.base)")
+        try store.db.execute("UPDATE rollups SET calls = (SELECT count(*) FROM calls WHERE start_ts >= bucket_ts AND start_ts < bucket_ts + 86400000 AND coalesce(network, 'unknown') = value) WHERE period = 'day' AND bucket_ts = \(Self.base) AND dimension = 'network'")
+        try store.refreshPendingRollups()
+        try check("pending")
+        // Every marked bucket was rebuilt; the unmarked day kept its rows.
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollups WHERE calls < 0 AND NOT (period = 'day' AND bucket_ts = \(Self.base))")?.int64, 0)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollups WHERE calls < 0")?.int64, 8)
+    }
+
     func testRollupsMatchHandComputedPercentiles() throws {
         let store = try CallStore(path: path)
         // Ten calls in one hour with MOS 1.5, 1.8, ... ; two on cellular.
