@@ -22,9 +22,10 @@ public enum JSONValue: Equatable, Sendable {
     public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
     public var objectValue: JSONObject? { if case .object(let o) = self { return o }; return nil }
+    /// The number when it is an integer that Int64 holds (2^63, Int64.max as a Double, is not).
     public var int64Value: Int64? {
-        guard case .number(let d) = self, d.rounded() == d, abs(d) < 9.3e18 else { return nil }
-        return Int64(d)
+        guard case .number(let d) = self else { return nil }
+        return Int64(exactly: d)
     }
 }
 

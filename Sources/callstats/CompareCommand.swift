@@ -1,3 +1,4 @@
+import Analysis
 import ArgumentParser
 import Store
 
@@ -24,6 +25,9 @@ struct CompareDatabasesCommand: ParsableCommand {
     @Argument(help: "The second database.")
     var second: String
 
+    @Flag(help: "Compare stored call material by what it holds (both read, then written in the current layout), not by its bytes: for a change of the material's layout.")
+    var materialByContent = false
+
     /// Columns that say when, not what.
     static let ignored: Set<String> = ["ingested_files.ingested_at"]
 
@@ -41,6 +45,12 @@ struct CompareDatabasesCommand: ParsableCommand {
             guard inFirst.contains(name), inSecond.contains(name) else {
                 table.rows.append([name, inFirst.contains(name) ? "table" : "-", inSecond.contains(name) ? "table" : "-", "", ""])
                 differing.append(name)
+                continue
+            }
+            if name == "call_material", materialByContent {
+                let (rows, onlyFirst, onlySecond) = try compareMaterial(db)
+                if rows.0 != rows.1 || onlyFirst > 0 || onlySecond > 0 { differing.append(name) }
+                table.rows.append([name + " (content)", "\(rows.0)", "\(rows.1)", "\(onlyFirst)", "\(onlySecond)"])
                 continue
             }
             let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
@@ -62,5 +72,22 @@ struct CompareDatabasesCommand: ParsableCommand {
             print("different: " + differing.joined(separator: ", "))
             throw ExitCode(1)
         }
+    }
+
+    /// Call material by call id, each read and written again in the current layout; calls whose
+    /// material is only in one database or differs count on both sides.
+    private func compareMaterial(_ db: Database) throws -> (rows: (Int, Int), onlyFirst: Int, onlySecond: Int) {
+        func contents(_ schema: String) throws -> [String: [UInt8]] {
+            var out: [String: [UInt8]] = [:]
+            for row in try db.rows("SELECT call_id, material FROM \(schema).call_material") {
+                guard let id = row[0].string, case .blob(let bytes) = row[1] else { continue }
+                out[id] = (try? CallMaterial(decoding: bytes))?.encoded() ?? bytes
+            }
+            return out
+        }
+        let first = try contents("main"), second = try contents("other")
+        let onlyFirst = first.filter { second[$0.key] != $0.value }.count
+        let onlySecond = second.filter { first[$0.key] != $0.value }.count
+        return ((first.count, second.count), onlyFirst, onlySecond)
     }
 }

@@ -13,6 +13,19 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(JSONValue.number(0.1).serialized(), "0.1")
     }
 
+    /// Only integers that Int64 holds convert: 2^63 (what Int64.max becomes as a Double) does
+    /// not, and asking must not trap.
+    func testInt64ValueOnlyForIntegersInRange() {
+        XCTAssertEqual(JSONValue.number(-9_007_199_254_740_993).int64Value, -9_007_199_254_740_992)
+        XCTAssertEqual(JSONValue.number(9.2e18).int64Value, 9_200_000_000_000_000_000)
+        XCTAssertEqual(JSONValue.number(-0.0).int64Value, 0)
+        XCTAssertNil(JSONValue.number(Double(Int64.max)).int64Value)
+        XCTAssertNil(JSONValue.number(-9.3e18).int64Value)
+        XCTAssertNil(JSONValue.number(1.5).int64Value)
+        XCTAssertNil(JSONValue.number(.nan).int64Value)
+        XCTAssertNil(JSONValue.string("1").int64Value)
+    }
+
     func testStringsAreEscapedExactly() {
         XCTAssertEqual(JSONValue.string("").serialized(), #""""#)
         XCTAssertEqual(JSONValue.string("plain é😀").serialized(), "\"plain é😀\"")

@@ -1,0 +1,143 @@
+@testable import Analysis
+import CallLog
+import XCTest
+
+final class MaterialStorageTests: XCTestCase {
+    let t0: Int64 = 1_795_000_000_000
+
+    /// Material stored by earlier versions (layout 2, written by them from `fixtureRecords`)
+    /// reads back as the same material that reading those records gives now.
+    func testLayout2StoredByEarlierVersionsStillReads() throws {
+        let hex = Self.layout2Fixture.joined()
+        let bytes = stride(from: 0, to: hex.count, by: 2).map { i -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+        let stored = try CallMaterial(decoding: bytes)
+        let fresh = try Harness.material(Self.fixtureRecords(t0))
+        XCTAssertEqual(stored.snapshots.count, 5)
+        XCTAssertEqual(stored.events.count, 3)
+        XCTAssertEqual(stored.events.map(\.kind).sorted(), ["end", "event", "quality"])
+        XCTAssertTrue(stored.events.contains { $0.detailJSON.contains(#"say \"hi\"\n"#) })
+        XCTAssertEqual(stored.encoded(), fresh.encoded())
+        XCTAssertEqual(CallAnalyzer.analyze(stored).call, CallAnalyzer.analyze(fresh).call)
+    }
+
+    /// Every number comes back with the same bits, whatever it is: counters that grow, fall or
+    /// restart, −0, integers at and past 2^53, fractions, huge and tiny values, infinities;
+    /// streams that come and go, two peer connections, strings of any length.
+    func testLayout3KeepsEveryValueExactly() throws {
+        var m = CallMaterial(callID: "exact")
+        let specials: [Double] = [0, -0.0, 1, -1, 2, 9_007_199_254_740_991, 9_007_199_254_740_992, 9_007_199_254_740_994,
+                                  -9_007_199_254_740_992, 0.1, 1e-300, 1e300, -1e300, .infinity, -.infinity, 123_456_789_012,
+                                  4_294_967_295, 0.5, -0.5, 1.5e15, .leastNonzeroMagnitude, .greatestFiniteMagnitude]
+        var rng = SystemRandomNumberGenerator()
+        let long = String(repeating: "é", count: 40_000)
+        for k in 0..<60 {
+            var streams: [StreamReading] = []
+            for s in 0..<(1 + k % 4) {
+                var r = StreamReading(streamID: s == 3 ? long : "pc\(k % 2):stream:\(s)", direction: s % 2 == 0 ? .inbound : .outbound,
+                                      kind: s < 2 ? .audio : .video, ssrc: s == 1 ? .max : UInt32(s * 1000 + k % 3))
+                r.codec = k % 5 == 0 ? nil : k % 4 < 2 ? "opus" : "PCMU"  // same length, different string at one place
+                r.qualityLimitation = s == 2 ? ["none", "cpu", "bandwidth"][k % 3] : nil
+                for (i, path) in StreamReading.numbers.enumerated() where (i + k + s) % 4 != 0 {
+                    switch (i + k) % 3 {
+                    case 0: r[keyPath: path] = Double(k * 1000 + i)  // a counter
+                    case 1: r[keyPath: path] = specials[(i * 7 + k + s) % specials.count]
+                    default: r[keyPath: path] = Double(Int64.random(in: -1 << 40 ... 1 << 40, using: &rng)) / (k % 2 == 0 ? 1 : 8)
+                    }
+                }
+                streams.append(r)
+            }
+            var pair: PairReading?
+            if k % 3 != 0 {
+                var p = PairReading()
+                p.rttMs = specials[k % specials.count]
+                p.localType = "host"; p.remoteType = k % 2 == 0 ? "relay" : nil; p.networkType = "wifi"
+                pair = p
+            }
+            let ts = t0 + Int64(k) * (k % 7 == 0 ? -1_000 : 1_000)
+            m.snapshots.append(Snapshot(ts: ts, statsTs: k % 4 == 0 ? .nan : specials[(k * 3) % specials.count],
+                                        peerConnection: "pc\(k % 2)", source: k % 2 == 0 ? "w3c" : "goog", streams: streams, pair: pair))
+        }
+        m.events = [CallEvent(callID: "exact", ts: t0 + 5, kind: "event", action: "iceState", type: "connected", detailJSON: long),
+                    CallEvent(callID: "exact", ts: t0 - 7_000, kind: "quality", action: "quality", type: "", detailJSON: "{}")]
+        let restored = try CallMaterial(decoding: m.encoded())
+        XCTAssertEqual(restored.events, m.events)
+        XCTAssertEqual(restored.snapshots.count, m.snapshots.count)
+        for (a, b) in zip(restored.snapshots, m.snapshots) {
+            XCTAssertEqual(a.ts, b.ts)
+            XCTAssertEqual(a.statsTs.bitPattern, b.statsTs.bitPattern)
+            XCTAssertEqual([a.peerConnection, a.source], [b.peerConnection, b.source])
+            XCTAssertEqual(a.pair?.rttMs.bitPattern, b.pair?.rttMs.bitPattern)
+            XCTAssertEqual(a.pair?.remoteType, b.pair?.remoteType)
+            XCTAssertEqual(a.pair?.localType, b.pair?.localType)
+            XCTAssertEqual(a.streams.count, b.streams.count)
+            for (x, y) in zip(a.streams, b.streams) {
+                XCTAssertEqual([x.streamID, x.codec, x.qualityLimitation], [y.streamID, y.codec, y.qualityLimitation])
+                XCTAssertEqual(x.ssrc, y.ssrc)
+                XCTAssertEqual(x.direction, y.direction)
+                XCTAssertEqual(x.kind, y.kind)
+                for (i, path) in StreamReading.numbers.enumerated() {
+                    XCTAssertEqual(x[keyPath: path].bitPattern, y[keyPath: path].bitPattern, "snapshot \(a.ts) \(x.streamID.prefix(20)) field \(i)")
+                }
+            }
+        }
+    }
+
+    func testFieldBasesRowHoldsEveryStreamNumber() {
+        XCTAssertEqual(FieldBases.width, StreamReading.numbers.count)
+    }
+
+    /// Damaged layout-3 material is refused with an error, never read wrong or crashed on.
+    func testCutLayout3IsRefused() throws {
+        let m = try Harness.material(Self.fixtureRecords(t0))
+        let raw = ZstdDecoder.decompressAll(m.encoded()).0
+        let compressor = ZstdCompressor(level: 1)
+        for cut in stride(from: 1, to: raw.count, by: 7) {
+            var bytes = [UInt8]()
+            raw[..<cut].withUnsafeBytes { compressor.compress($0, .end, into: &bytes) }
+            XCTAssertThrowsError(try CallMaterial(decoding: bytes), "cut at \(cut) of \(raw.count)")
+        }
+    }
+
+    static func fixtureRecords(_ t0: Int64) -> [LogRecord] {
+        var records: [LogRecord] = [.callInfo(call: "m1", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
+                                              app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])]
+        var s = W3CSnapshot(t: Double(t0))
+        for k in 0..<5 {
+            s.t = Double(t0 + Int64(k) * 10_000) + 0.25
+            s.received += 480 + Double(k); s.lost += Double(k % 2); s.jitter = 0.004 + Double(k) / 1000
+            s.samples += 480_000; s.concealed += 1200; s.events += 2; s.jbDelay += 28.8; s.jbEmitted += 480_000
+            s.sent += 500; s.rtt = 0.05 + Double(k) / 100; s.rttTotal += 0.5; s.rttCount += 10
+            records.append(Harness.stats("m1", s, ts: t0 + Int64(k) * 10_000))
+        }
+        records.append(.quality(call: "m1", ts: t0 + 5_000, score: 80, source: "cisco-rem"))
+        records.append(LogRecord(kind: .event, call: "m1", ts: t0 + 1_000,
+                                 body: ["action": "iceState", "type": "connected", "note": "say \"hi\"\n", "ms": 12.5]))
+        records.append(LogRecord(kind: .end, call: "m1", ts: t0 + 50_000, body: ["reason": "hangup", "statusCode": 200]))
+        return records
+    }
+
+    /// `fixtureRecords`' material as layout 2 stored it (zstd-compressed), in hex.
+    static let layout2Fixture = [
+        "28b52ffd64cb076d1a00c42602500200007b2263616c6c223a226d31222c22696e666f223a7b22646972656374696f6e",
+        "223a226f7574676f696e67222c2273646b223a22735665727331222c22617070223a226132222c22706c6174666f726d",
+        "223a22696f73222c226e6574776f726b223a2277696669222c226d65646961223a5b22617564696f225d7d5473223a31",
+        "37393439303030656e64223a7b227265617368616e677570222c22737461747573436f6465223a3230307d3530303030",
+        "2c2266697273746c612c226f74686572223a302c226576656e7473223a5b5b30357175616c697479223830222c227b5c",
+        "2273636f72655c223a38302c5c5c223a5c22696e626f756e645c222c5c22736f75726365636973636f2d72656d5c227d",
+        "225d2c31222c226963655374617465222c22636f6e6e65637465646e6f74736179205c5c5c2268695c5c5c225c5c6e6d",
+        "735c223a31322e3535306e6422222c7b5c5c225d5d7d05000000005e56eea10100000004e065e51e7a42030070633003",
+        "007733630100494005007372666c780400686f73740300756470ffff0400776966690200000016007063303a3a3a3131",
+        "31310000570400000a002f6f707573ffffff03800370e740007ec0e210c092404c1d41000040cdcccccccccc3c404900",
+        "e03f2440176f7574323232320100ae081f00407f88e3004910855168088ec5f2f03f14a22d104c2d41014ef0348ff320",
+        "acc26a8c962ffc1820acf93518409a999999999955805100f83f003e70974cfd30d3336d189ecf024100401cc0b24c3d",
+        "205c5444409f88034100540040444040faa46fd4a289072070b7804f42240000624080560400004988a36a0880560440",
+        "00000000000049407da89134141a0944264c50908266180310039912e5011240d03951c8942109482698201394ff6b1d",
+        "8a0c056c32ce643788114d587a22027f0ea087474c6636d13378a7febdd17069d38f23d33e684d2282e68b7ca5d9c4cd",
+        "a7f90d78204b09c8a3a309e22a0e0c6510c1b2110822b8c51f942611492bc26f997083de9c366ede7968b6b22d4e6398",
+        "39abfe7708e69d552d86dcf0c34e25b0ba28e0124916030e984b0811df7dd6e0d1fe27d12d10f0455549ca8d58bfb73c",
+        "6742c2a394c11a446336f91d3f08ab908b7d4c8b37b3f7b10194bf46579d153dc812ca2cdd570123959dbd",
+    ]
+}
