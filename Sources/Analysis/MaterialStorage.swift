@@ -94,7 +94,7 @@ extension CallMaterial {
             } else {
                 var state = MaterialReading()
                 let eventCount = try r.varint()
-                events.reserveCapacity(Int(min(eventCount, 1 << 20)))
+                events.reserveCapacity(r.plausibleCount(eventCount))
                 var ts: Int64 = 0
                 for _ in 0..<eventCount {
                     ts &+= try r.signed()
@@ -102,7 +102,7 @@ extension CallMaterial {
                     events.append(CallEvent(callID: call, ts: ts, kind: kind, action: action, type: type, detailJSON: try r.text()))
                 }
                 let count = try r.varint()
-                snapshots.reserveCapacity(Int(min(count, 1 << 20)))
+                snapshots.reserveCapacity(r.plausibleCount(count))
                 for _ in 0..<count { snapshots.append(try Snapshot(reading: &r, state: &state)) }
             }
         } catch {
@@ -544,6 +544,10 @@ struct ByteReader {
             shift += 7
         }
     }
+
+    /// A count read from the bytes, capped by what the bytes left could hold (an item takes a
+    /// few bytes at least): damaged input must not reserve gigabytes.
+    func plausibleCount(_ n: UInt64) -> Int { Int(min(n, UInt64(bytes.count - pos) / 4, 1 << 20)) }
 
     mutating func signed() throws -> Int64 { ByteReader.unzigzag(try varint()) }
 

@@ -1,5 +1,6 @@
 @testable import Analysis
 import CallLog
+import Simulator
 import XCTest
 
 final class MaterialStorageTests: XCTestCase {
@@ -101,6 +102,29 @@ final class MaterialStorageTests: XCTestCase {
         }
     }
 
+    /// Damaged layout-3 bytes (bytes changed anywhere) are refused or read as some material, and
+    /// what is read analyses without trapping.
+    func testChangedLayout3BytesNeverTrap() throws {
+        let m = try Harness.material(Self.fixtureRecords(t0))
+        let raw = ZstdDecoder.decompressAll(m.encoded()).0
+        let compressor = ZstdCompressor(level: 1)
+        var rng = SplitMix64(seed: 7)
+        var read = 0
+        for _ in 0..<3_000 {
+            var bytes = raw
+            for _ in 0...(rng.next() % 3) {
+                let at = Int(rng.next() % UInt64(bytes.count - 1)) + 1  // the layout byte kept
+                bytes[at] = UInt8(truncatingIfNeeded: rng.next())
+            }
+            var compressed = [UInt8]()
+            bytes.withUnsafeBytes { compressor.compress($0, .end, into: &compressed) }
+            guard let damaged = try? CallMaterial(decoding: compressed) else { continue }
+            read += 1
+            _ = CallAnalyzer.analyze(damaged)
+        }
+        XCTAssertGreaterThan(read, 100, "some changes leave a readable layout (numbers, text)")
+    }
+
     static func fixtureRecords(_ t0: Int64) -> [LogRecord] {
         var records: [LogRecord] = [.callInfo(call: "m1", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
                                               app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])]
@@ -141,3 +165,4 @@ final class MaterialStorageTests: XCTestCase {
         "6742c2a394c11a446336f91d3f08ab908b7d4c8b37b3f7b10194bf46579d153dc812ca2cdd570123959dbd",
     ]
 }
+
