@@ -162,7 +162,6 @@ public final class AnalyzeRun {
         var touchedStarts = Set<Int64>()
         var inTransaction = 0
         var transactionStarted = Date()
-        var committedBeforeLastFiles = false
         var partsDone: [String: FileDone] = [:]
         var lastProgress = Date.distantPast
         // Calls wait here and are written `callsPerWrite` at a time in call-id order: every
@@ -218,10 +217,10 @@ public final class AnalyzeRun {
                         progress.compressedBytes += Int(f.entry.size)
                         progress.textBytes += f.textBytes
                         // A file's calls and its ledger entry commit together. Once every
-                        // reader is on its last file, what is written so far commits at once:
-                        // its writes overlap the readers' last work instead of all coming after.
-                        let lastStretch = !committedBeforeLastFiles && progress.filesDone + readers >= work.count
-                        if lastStretch { committedBeforeLastFiles = true }
+                        // reader is on its last file, each file's calls commit when it is done:
+                        // writing their pages overlaps the readers' last work, and the final
+                        // commit, which nothing overlaps, holds only the last file's calls.
+                        let lastStretch = progress.filesDone + readers >= work.count
                         if inTransaction >= options.callsPerTransaction || inTransaction > 0 && lastStretch
                             || inTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction {
                             try writeUnwritten()
