@@ -195,6 +195,17 @@ struct JSONCursor {
     /// beyond); the rest go through the standard parser.
     mutating func number() throws(ScanError) -> Double {
         skipSpace()
+        // Most numbers in statistics are counters: up to seven digits, the byte after them in
+        // the same word and not the start of a fraction or exponent. They take one word and no
+        // more (the general path below costs several times as much).
+        if pos + 8 <= end {
+            let w = UnsafeRawPointer(base + pos).loadUnaligned(as: UInt64.self)
+            let n = JSONCursor.nonDigits(w).trailingZeroBitCount >> 3
+            if n > 0, n < 8, case let after = base[pos + n], after != 0x2E, after | 0x20 != 0x65 {
+                pos += n
+                return Double(JSONCursor.value(ofDigits: n, in: w))
+            }
+        }
         let start = pos
         var negative = false
         if pos < end && base[pos] == 0x2D { negative = true; pos += 1 }
@@ -262,18 +273,23 @@ struct JSONCursor {
             let other = JSONCursor.nonDigits(w)
             let n = other == 0 ? 8 : other.trailingZeroBitCount >> 3
             guard n > 0, digits + n <= 19 else { return }
-            // The n digits, first one lowest (little-endian), moved up so that they are the last
-            // n of eight after zeros (the bytes after them are shifted out): then pairs, fours
-            // and eight combine as for eight digits.
-            var v = w &- 0x3030_3030_3030_3030
-            if n < 8 { v <<= UInt64(8 * (8 - n)) }
-            v = (v &* 10) &+ (v >> 8)
-            v = (((v & 0x0000_00FF_0000_00FF) &* 0x000F_4240_0000_0064) &+ (((v >> 16) & 0x0000_00FF_0000_00FF) &* 0x0000_2710_0000_0001)) >> 32
-            mantissa = mantissa &* JSONCursor.integerPowers[n] &+ (v & 0xFFFF_FFFF)
+            mantissa = mantissa &* JSONCursor.integerPowers[n] &+ JSONCursor.value(ofDigits: n, in: w)
             if mantissa > 0 { digits += n }
             pos += n
             if n < 8 { return }
         }
+    }
+
+    /// The number the first `n` (1...8) bytes of `w` spell, all of them ASCII digits.
+    @inline(__always) static func value(ofDigits n: Int, in w: UInt64) -> UInt64 {
+        // The n digits, first one lowest (little-endian), moved up so that they are the last
+        // n of eight after zeros (the bytes after them are shifted out): then pairs, fours
+        // and eight combine as for eight digits.
+        var v = w &- 0x3030_3030_3030_3030
+        if n < 8 { v <<= UInt64(8 * (8 - n)) }
+        v = (v &* 10) &+ (v >> 8)
+        v = (((v & 0x0000_00FF_0000_00FF) &* 0x000F_4240_0000_0064) &+ (((v >> 16) & 0x0000_00FF_0000_00FF) &* 0x0000_2710_0000_0001)) >> 32
+        return v & 0xFFFF_FFFF
     }
 
     /// Eight bytes with each ASCII digit byte zeroed and every other byte nonzero: a digit's
