@@ -123,7 +123,7 @@ struct MaterialWriting {
     private var peerConnections: [String] = []
 
     /// Slots: 0-2 for events, 3-4 for a snapshot's peer connection, then a block per peer
-    /// connection (`snapshotSlots`).
+    /// connection (`slots(for:)`): its source, pair strings, then three per stream.
     static let eventSlots = 0, peerConnectionSlots = 3, blockSlots = 5, blockSize = 256
 
     /// The slot for peer connection `pc`'s name, and where its snapshots' slots start.
