@@ -89,7 +89,7 @@ extension CallMaterial {
                                      type: a[3].stringValue ?? "", detailJSON: a[4].stringValue ?? "{}")
                 }
                 let count = try r.u32()
-                snapshots.reserveCapacity(Int(min(count, 1 << 20)))
+                snapshots.reserveCapacity(r.plausibleCount(UInt64(count)))
                 for _ in 0..<count { snapshots.append(try Snapshot(readingLayout2: &r)) }
             } else {
                 var state = MaterialReading()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CallLog
+import Foundation
 import Simulator
 import Store
 
@@ -34,6 +35,11 @@ struct RebuildRollupsCommand: ParsableCommand {
 
     @Option(help: "Rebuild this many times (the time of each is printed).")
     var runs = 1
+
+    func validate() throws {
+        // Opening a path that does not exist would create an empty database and time nothing.
+        guard FileManager.default.fileExists(atPath: database) else { throw ValidationError("\(database): no such database") }
+    }
 
     func run() throws {
         let store = try CallStore(path: database)
