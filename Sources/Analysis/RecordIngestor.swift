@@ -99,10 +99,12 @@ public struct RecordIngestor {
 
     private mutating func ingestStats(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
         do throws(StatsScanError) {
-            let (key, ts, state) = try scanner.scan(line)
-            guard !key.call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
-            open[key.call, default: CallMaterial(callID: key.call)].add(Readings.snapshot(state, key: key, ts: ts, names: &names))
-            return .used(call: key.call, ended: false)
+            let scanned = try scanner.scan(line)
+            let call = scanned.key.call
+            guard !call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
+            let snapshot = Readings.snapshot(scanner[chain: scanned.chain], key: scanned.key, ts: scanned.ts, names: &names)
+            open[call, default: CallMaterial(callID: call)].add(snapshot)
+            return .used(call: call, ended: false)
         } catch {
             switch error {
             case .malformed(let e): return .skipped(category: .invalidRecord, message: "invalid JSON: \(e)")

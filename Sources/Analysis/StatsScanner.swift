@@ -96,9 +96,22 @@ enum StatsScanError: Error {
     case missingTimestamp
 }
 
+/// A stats record the scanner applied: its chain, its time, and where the chain's state is
+/// (`StatsScanner.subscript(chain:)`).
+struct ScannedStats {
+    var key: StatsChainKey
+    var ts: Int64
+    var chain: Int
+}
+
 /// Reads `stats` records into chain states, fast.
 struct StatsScanner {
-    private var chains: [StatsChainKey: ChainState] = [:]
+    /// Each chain's place in `states`. States stay in place: a record looks its chain up once
+    /// and changes the state where it lies (taking it out of a dictionary and putting it back
+    /// hashed the key twice, and handing it to the caller copied it).
+    private var chains: [StatsChainKey: Int] = [:]
+    private var states: [ChainState] = []
+    private var freePlaces: [Int] = []
     private var keysByCall = ChainKeysByCall()
     private static let table = FieldTable.shared
     /// The object being read, reused so that reading a report allocates nothing per object.
@@ -106,18 +119,45 @@ struct StatsScanner {
 
     init() {}
 
-    mutating func forget(call: String) {
-        for key in keysByCall.remove(call: call) { chains[key] = nil }
+    /// The state of the chain a record was applied to, until the next record is scanned.
+    subscript(chain place: Int) -> ChainState {
+        _read { yield states[place] }
     }
 
-    /// Applies one stats record (already known to be `kind: stats`) and returns the chain's state
-    /// after it, with the record's envelope.
-    mutating func scan(_ line: UnsafeBufferPointer<UInt8>) throws(StatsScanError) -> (key: StatsChainKey, ts: Int64, state: ChainState) {
+    mutating func forget(call: String) {
+        for key in keysByCall.remove(call: call) { drop(key) }
+    }
+
+    /// Forgets one chain and frees its place.
+    private mutating func drop(_ key: StatsChainKey) {
+        guard let place = chains.removeValue(forKey: key) else { return }
+        states[place] = ChainState()
+        freePlaces.append(place)
+    }
+
+    /// Places a new chain's state; returns its place.
+    private mutating func add(_ state: consuming ChainState, as key: StatsChainKey) -> Int {
+        let place: Int
+        if let free = freePlaces.popLast() {
+            place = free
+            states[place] = state
+        } else {
+            place = states.count
+            states.append(state)
+        }
+        chains[key] = place
+        keysByCall.note(key)
+        return place
+    }
+
+    /// Applies one stats record (already known to be `kind: stats`): its chain and envelope,
+    /// and where the chain's state now is.
+    mutating func scan(_ line: UnsafeBufferPointer<UInt8>) throws(StatsScanError) -> ScannedStats {
         var c = JSONCursor(line)
         var call = "", pc = "", format = "", ts: Int64?
         var seq: Int64?, base: Int64?
         var deferred: (pos: Int, isDelta: Bool)?
-        var result: ChainState?
+        var result: Int?
         var missing: (expected: Int64, have: Int64?)?
         do throws(JSONCursor.ScanError) {
             try c.object { cur, key throws(JSONCursor.ScanError) in
@@ -161,8 +201,7 @@ struct StatsScanner {
         // A record without a time is reported and left out of the call (the complete reader
         // rejects it too). `ts` may follow the report, so this is known only at the end.
         guard let ts else { throw .missingTimestamp }
-        let key = StatsChainKey(call: call, peerConnection: pc, format: format)
-        return (key, ts, result)
+        return ScannedStats(key: StatsChainKey(call: call, peerConnection: pc, format: format), ts: ts, chain: result)
     }
 
     /// `seq` and `base`: absent is nil; present, they must be integers (1e300 is damage).
@@ -176,12 +215,25 @@ struct StatsScanner {
 
     /// A full report: the chain's state becomes exactly its objects, read against the last full
     /// report by `FullReportReading`.
-    private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> ChainState {
+    private mutating func readFull(_ c: inout JSONCursor, key: StatsChainKey, seq: Int64?) throws(JSONCursor.ScanError) -> Int {
         // The previous snapshot's objects are refilled in place: a chain's objects rarely change,
-        // so a full report allocates nothing once its first snapshot has been read.
-        var state: ChainState
-        let isNew: Bool
-        if let kept = chains.removeValue(forKey: key) { state = kept; isNew = false } else { state = ChainState(); isNew = true }
+        // so a full report allocates nothing once its first snapshot has been read. The state is
+        // moved out of its place while it is read (a copy would be copied again on write).
+        let place = chains[key]
+        var state = ChainState()
+        if let place { swap(&state, &states[place]) }
+        do throws(JSONCursor.ScanError) {
+            try readFull(&c, into: &state, seq: seq)
+        } catch {
+            if place != nil { drop(key) }  // as a chain whose report cannot be read
+            throw error
+        }
+        guard let place else { return add(state, as: key) }
+        swap(&state, &states[place])
+        return place
+    }
+
+    private mutating func readFull(_ c: inout JSONCursor, into state: inout ChainState, seq: Int64?) throws(JSONCursor.ScanError) {
         state.generation &+= 1
         state.seq = seq ?? 0
         var object = scratch
@@ -213,11 +265,9 @@ struct StatsScanner {
         previousBytes.append(contentsOf: UnsafeBufferPointer(start: c.base + reportStart, count: c.pos - reportStart))
         state.reportBytes = previousBytes
         // Objects this report no longer has (rare: renegotiation, candidates gone).
-        state.objects.removeAll { $0.generation != state.generation }
+        let current = state.generation
+        state.objects.removeAll { $0.generation != current }
         state.t = commonTimestamp
-        chains[key] = state
-        if isNew { keysByCall.note(key) }
-        return state
     }
 
     /// Reads one stats object, keeping the fields the analyser uses.
@@ -653,19 +703,34 @@ struct StatsScanner {
     /// fails half-way drops the chain, as its successors could not apply anyway.
     private mutating func applyDelta(
         _ c: inout JSONCursor, key: StatsChainKey, seq: Int64?, base: Int64?, missing: inout (expected: Int64, have: Int64?)?
-    ) throws(JSONCursor.ScanError) -> ChainState? {
+    ) throws(JSONCursor.ScanError) -> Int? {
+        let place = chains[key]
+        let have = place.map { states[$0].seq }
         // The latest delta written twice (a retried write, a copied line): the state it made is
         // still the chain's, so it is a repeated snapshot, not a break in the chain.
-        if let seq, let current = chains[key], current.seq == seq, base != seq {
+        if let seq, let place, have == seq, base != seq {
             try c.skipValue()
-            return current
+            return place
         }
-        guard let base, chains[key]?.seq == base, var state = chains.removeValue(forKey: key) else {
-            missing = (base ?? -1, chains[key]?.seq)
-            chains[key] = nil
+        guard let base, let place, have == base else {
+            missing = (base ?? -1, have)
+            drop(key)
             try c.skipValue()
             return nil
         }
+        var state = ChainState()
+        swap(&state, &states[place])
+        do throws(JSONCursor.ScanError) {
+            try StatsScanner.applyDelta(&c, to: &state, seq: seq)
+        } catch {
+            drop(key)  // its successors could not apply either
+            throw error
+        }
+        swap(&state, &states[place])
+        return place
+    }
+
+    private static func applyDelta(_ c: inout JSONCursor, to state: inout ChainState, seq: Int64?) throws(JSONCursor.ScanError) {
         state.seq = seq ?? state.seq + 1
         // Read the delta's parts first: advance and prediction need `t` before anything applies.
         var newT: Double?
@@ -697,8 +762,6 @@ struct StatsScanner {
         state.layout.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
         state.layout.members.removeAll(keepingCapacity: true)
         c.pos = endPos
-        chains[key] = state
-        return state
     }
 
     /// The parts of a delta, in the order they apply.

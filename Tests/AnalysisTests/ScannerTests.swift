@@ -22,7 +22,8 @@ final class ScannerTests: XCTestCase {
 
     func scan(_ scanner: inout StatsScanner, _ text: String) throws -> ChainState {
         var bytes = Array(text.utf8)
-        return try bytes.withUnsafeMutableBufferPointer { b in try scanner.scan(UnsafeBufferPointer(b)).state }
+        let scanned = try bytes.withUnsafeMutableBufferPointer { b in try scanner.scan(UnsafeBufferPointer(b)) }
+        return scanner[chain: scanned.chain]
     }
 
     func assertSame(_ kept: ChainState, _ fresh: ChainState, _ step: String, file: StaticString = #filePath, line: UInt = #line) {
@@ -48,7 +49,8 @@ final class ScannerTests: XCTestCase {
         let delta = bytes(#"{"v":1,"kind":"stats","call":"c","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN~1":{"packetsReceived":150}}}}"#)
         var scanner = StatsScanner()
         _ = try full.withUnsafeBufferPointer { try scanner.scan($0) }
-        let state = try delta.withUnsafeBufferPointer { try scanner.scan($0).state }
+        let scanned = try delta.withUnsafeBufferPointer { try scanner.scan($0) }
+        let state = scanner[chain: scanned.chain]
         XCTAssertEqual(state.objects["IN\u{FFFD}1"]?.num[NumField.packetsReceived.rawValue], 150)
     }
 

@@ -52,7 +52,7 @@ enum FuzzEntryPoints {
             if let scanned = try? kept.scan(line) {
                 var fresh = StatsScanner()
                 if let alone = try? fresh.scan(line) {  // a full report (a delta needs its base)
-                    if let difference = difference(scanned.state, alone.state) {
+                    if let difference = difference(kept[chain: scanned.chain], fresh[chain: alone.chain]) {
                         preconditionFailure("kept scanner state differs from a fresh read: \(difference)")
                     }
                 }
