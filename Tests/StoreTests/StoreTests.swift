@@ -80,11 +80,11 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(rows.map { $0[2].string }, texts.map { $0 + $0 })
     }
 
-    /// Intervals go in blocks of rows per statement and the rest one by one: every count around a
-    /// block's size must store each row once, in order, with its own values in its own columns.
+    /// Intervals go in blocks of rows per statement, the rest in blocks of halving sizes: every
+    /// count must store each row once, in order, with its own values in its own columns.
     func testEveryIntervalIsStoredOnceWithItsValues() throws {
         let store = try CallStore(path: path)
-        for count in [0, 1, 31, 32, 33, 64, 70] {
+        for count in Array(0...40) + [63, 64, 65, 70, 127] {
             var a = call("n\(count)", start: Self.base, mos: 4, grade: .good)
             a.intervals = (0..<count).map { k in
                 var i = IntervalMetrics(callID: a.call.callID, streamID: "s\(k % 3)", startTs: Self.base + Int64(k) * 1000,
