@@ -200,8 +200,8 @@ struct StringTable {
     }
 }
 
-/// The base for each field's next change: per row (a stream's, by its id's string number; a
-/// peer connection's for the snapshot's own numbers) and field, the last integral value written,
+/// The base for each field's next change: per row (a stream's, named by its id's string number;
+/// a peer connection's for the snapshot's own numbers) and field, the last integral value written,
 /// 0 before any. Writer and reader keep the same bases, so both take the same base for every
 /// number.
 struct FieldBases {
@@ -209,6 +209,14 @@ struct FieldBases {
     /// and stats time. A literal: a static computed from another cost a lazy-init check per use.
     static let width = 27
     private var bases: [Int64] = []
+    /// Each row's place in `bases`, by the row's string number: string n's fields start at
+    /// `(rowOfString[n] - 1) * width` (0: no room yet). Rows are numbered as they are first
+    /// used, so the bases hold one row per stream and peer connection: indexed by string number
+    /// itself, stored material that names string 5,000,000 made room for 5,000,001 rows (1 GB).
+    private var rowOfString: [Int32] = []
+
+    /// Rows with room made (streams and peer connections seen).
+    var rowCount: Int { bases.count / FieldBases.width }
 
     /// `v` as an integer when a varint of its change carries it exactly (not −0, which would come
     /// back as 0; not beyond 2^53, where doubles skip integers).
@@ -265,13 +273,15 @@ struct FieldBases {
         return Double(n)
     }
 
-    /// The index of `row`'s first field, with room made for the row.
+    /// The index of `row`'s first field, with room made for the row. `row` is a string's
+    /// number: less than the count of strings read or written, 4 bytes each here.
     private mutating func room(row: Int) -> Int {
-        let start = row * FieldBases.width
-        if start + FieldBases.width > bases.count {
-            bases.append(contentsOf: repeatElement(0, count: start + FieldBases.width - bases.count))
-        }
-        return start
+        if row >= rowOfString.count { rowOfString.append(contentsOf: repeatElement(0, count: row + 1 - rowOfString.count)) }
+        let place = Int(rowOfString[row])
+        guard place == 0 else { return (place - 1) * FieldBases.width }
+        bases.append(contentsOf: repeatElement(0, count: FieldBases.width))
+        rowOfString[row] = Int32(rowCount)
+        return bases.count - FieldBases.width
     }
 }
 

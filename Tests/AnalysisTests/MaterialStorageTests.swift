@@ -90,6 +90,24 @@ final class MaterialStorageTests: XCTestCase {
         XCTAssertEqual(FieldBases.width, StreamReading.numbers.count)
     }
 
+    /// Bases are kept per row used, however large the string numbers that name the rows (stored
+    /// material naming a huge one made room for every row below it), and numbers come back
+    /// exactly through writer and reader.
+    func testFieldBasesHoldOnlyTheRowsUsed() throws {
+        let writes: [(row: Int, field: Int, value: Double)] = [
+            (5_000_000, 0, 48_000), (3, 1, 100), (5_000_000, 1, 250), (3, 1, 90), (7, 26, 0.5), (5_000_000, 1, 260),
+        ]
+        var writer = FieldBases()
+        let out = ByteWriter(capacity: 16)
+        for w in writes { writer.write(w.value, row: w.row, field: w.field, to: out) }
+        XCTAssertEqual(writer.rowCount, 3)
+        var reader = FieldBases()
+        var input = ByteReader(Array(out.written))
+        for w in writes { XCTAssertEqual(try reader.read(&input, row: w.row, field: w.field), w.value) }
+        XCTAssertEqual(reader.rowCount, 3)
+        XCTAssertEqual(input.pos, input.bytes.count)
+    }
+
     /// Damaged layout-3 material is refused with an error, never read wrong or crashed on.
     func testCutLayout3IsRefused() throws {
         let m = try Harness.material(Self.fixtureRecords(t0))
