@@ -1,5 +1,3 @@
-import Foundation
-
 /// Findings: what went wrong, from when, for how long.
 ///
 /// Interval conditions count only when they persist: a sample is part of an episode when at
@@ -149,12 +147,12 @@ enum Findings {
 
         func describe(_ v: Double, kind: MediaKind) -> String {
             switch self {
-            case .highLoss: String(format: "%@ loss up to %.1f %%", kind.rawValue, v)
-            case .highJitter: String(format: "%@ jitter up to %.0f ms", kind.rawValue, v)
-            case .highRTT: String(format: "round-trip time up to %.0f ms", v)
-            case .highConcealment: String(format: "%.1f %% of audio concealed", v)
-            case .lowFPS: String(format: "video at %.1f fps", v)
-            case .longFreeze: String(format: "video frozen %.0f %% of the time", v)
+            case .highLoss: "\(kind.rawValue) loss up to \(FixedText.decimal(v, places: 1)) %"
+            case .highJitter: "\(kind.rawValue) jitter up to \(FixedText.decimal(v, places: 0)) ms"
+            case .highRTT: "round-trip time up to \(FixedText.decimal(v, places: 0)) ms"
+            case .highConcealment: "\(FixedText.decimal(v, places: 1)) % of audio concealed"
+            case .lowFPS: "video at \(FixedText.decimal(v, places: 1)) fps"
+            case .longFreeze: "video frozen \(FixedText.decimal(v, places: 0)) % of the time"
             case .bandwidthLimited: "sent video limited by bandwidth"
             case .cpuLimited: "sent video limited by cpu"
             }
@@ -240,7 +238,7 @@ enum Findings {
         }
         if let media = c.mediaMs, media > config.setupWarnMs {
             add("slow_setup", media > config.setupPoorMs ? .poor : .warn, c.startTs, media, Double(media),
-                String(format: "media after %.1f s", Double(media) / 1000))
+                "media after \(FixedText.decimal(Double(media) / 1000, places: 1)) s")
         }
         if c.iceOutcome == "iceNoRelay" && iceConnected {
             add("ice_gathering_timeout", .info, c.startTs, 0, nil, "ICE gathering timed out without a relay candidate")
@@ -255,7 +253,7 @@ enum Findings {
         }
         if c.iceDisconnects > 0 {
             add("ice_disconnected", c.iceDisconnectedMs > 5_000 ? .warn : .info, c.startTs, c.iceDisconnectedMs, Double(c.iceDisconnects),
-                String(format: "ICE disconnected %d× for %.1f s", c.iceDisconnects, Double(c.iceDisconnectedMs) / 1000))
+                "ICE disconnected \(c.iceDisconnects)× for \(FixedText.decimal(Double(c.iceDisconnectedMs) / 1000, places: 1)) s")
         }
         if let skew = c.clockSkewMs {
             add("clock_skew", .info, c.startTs, 0, Double(skew), "statistics clock differs from the agent clock by \(skew) ms")

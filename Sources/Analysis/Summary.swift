@@ -1,4 +1,3 @@
-import Foundation
 import CallLog
 
 /// Call setup, ICE and end from the event timeline.
@@ -144,10 +143,10 @@ enum Summary {
         if let worst = c.mosWorst {
             if worst < config.mosPoor {
                 grade = .poor
-                reasons.append(String(format: "MOS %.2f sustained", worst))
+                reasons.append("MOS \(FixedText.decimal(worst, places: 2)) sustained")
             } else if worst < config.mosFair {
                 grade = .fair
-                reasons.append(String(format: "MOS %.2f sustained", worst))
+                reasons.append("MOS \(FixedText.decimal(worst, places: 2)) sustained")
             }
         }
         for f in findings where f.severity >= .warn {
