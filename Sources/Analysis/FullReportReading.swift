@@ -17,8 +17,10 @@ struct FullReportReading {
     /// Where this report's `[` is in the line: spans are kept relative to it.
     private let reportStart: Int
 
-    /// This report's layout, for reading the next one.
+    /// This report's layout, for reading the next one (once `finish()`ed).
     private(set) var layout = ReportLayout()
+    /// Objects read so far: the ids in `layout.order` past this are the recycled layout's.
+    private var placed = 0
     private(set) var commonTimestamp = CommonTimestamp()
 
     /// Objects found this many places later than in the last report (by id, once per shift).
@@ -43,10 +45,26 @@ struct FullReportReading {
         self.reportStart = reportStart
         swap(&layout, &recycled)  // moved, not copied: a shared copy would be copied again on write
         layout.clear()
-        layout.order.reserveCapacity(last.order.count)
         layout.slots.reserveCapacity(last.order.count)
         layout.spans.reserveCapacity(last.spans.count)
         layout.members.reserveCapacity(last.members.count)
+    }
+
+    /// Drops the recycled layout's ids past the last object read.
+    mutating func finish() {
+        if layout.order.count > placed { layout.order.removeSubrange(placed...) }
+    }
+
+    /// Notes the id of the object at the next position. The recycled layout (two reports ago)
+    /// nearly always has the same id there already, often the same String: then nothing is
+    /// written, which saves a retain and a release per object.
+    @inline(__always) private mutating func place(_ id: String) {
+        if placed < layout.order.count {
+            if layout.order[placed] != id { layout.order[placed] = id }
+        } else {
+            layout.order.append(id)
+        }
+        placed += 1
     }
 
     /// What reading one object leaves for the report: its timestamp and where its value lay, and
@@ -89,7 +107,7 @@ struct FullReportReading {
     /// drift), then, when its id says it moved, at its old position.
     @inline(__always)
     private mutating func recognize(_ cur: inout JSONCursor, at objectStart: Int, in state: inout ChainState) throws(JSONCursor.ScanError) -> Recognition {
-        let position = layout.order.count
+        let position = placed
         var q = position - drift
         var found: (id: String, isExpected: Bool)?
         var atItsPlace = false
@@ -147,7 +165,7 @@ struct FullReportReading {
     @inline(__always)
     private mutating func keep(_ id: String, at index: Int?, as q: Int, objectStart: Int,
                                timestamp unchanged: (timestamp: Double, range: Range<Int>), in state: inout ChainState) {
-        layout.order.append(id)
+        place(id)
         layout.slots.append(index ?? -1)
         if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
         // Its members lie where they lay in the object, those after the timestamp moved by the
@@ -171,7 +189,7 @@ struct FullReportReading {
     /// strings; at its place in the last report, only its changed members are read.
     private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool, objectStart: Int,
                                      into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
-        layout.order.append(id)
+        place(id)
         let hint = q >= 0 && q < last.slots.count ? last.slots[q] : nil
         let firstMember = layout.members.count
         let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
@@ -244,7 +262,7 @@ struct FullReportReading {
         var id: String?
         object.reset()
         try StatsScanner.readObject(&cur, into: &object, id: &id)
-        layout.order.append(id ?? "")
+        place(id ?? "")
         layout.slots.append(-1)  // found by id next time
         if object.type != .other, let id {
             if let index = state.objects.index(forKey: id) {

@@ -46,9 +46,9 @@ struct ReportLayout {
     /// The report listed an id twice: its objects and member layouts may not describe the state.
     var duplicateIDs = false
 
-    /// Empty, with its storage kept.
+    /// Empty, with its storage kept; `order` keeps its ids too, for a report read into this
+    /// layout to overwrite (`FullReportReading`).
     mutating func clear() {
-        order.removeAll(keepingCapacity: true)
         slots.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
         members.removeAll(keepingCapacity: true)
@@ -257,6 +257,7 @@ struct StatsScanner {
             try c.array { cur throws(JSONCursor.ScanError) in
                 try reading.readObject(&cur, into: &state, scratch: &object)
             }
+            reading.finish()
             return (reading.layout, reading.commonTimestamp.value)
         }
         state.layout = layout
