@@ -250,7 +250,7 @@ struct FullReportReading {
             layout.slots.append(-1)
             return (object.timestamp, object.timestampValue, false)
         }
-        state.objects[id] = object.copy()
+        state.objects.append(id, copying: object, generation: object.generation)
         addedObjects = true
         layout.slots.append(state.objects.count - 1)
         return (object.timestamp, object.timestampValue, true)
@@ -269,9 +269,7 @@ struct FullReportReading {
                 if state.objects[index].generation == generation { layout.duplicateIDs = true }
                 state.objects[index].assign(object, generation: generation)
             } else {
-                var added = object.copy()
-                added.generation = generation
-                state.objects[id] = added
+                state.objects.append(id, copying: object, generation: generation)
                 addedObjects = true
             }
         }

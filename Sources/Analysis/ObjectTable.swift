@@ -17,6 +17,8 @@ struct ObjectTable {
     private(set) var keys: [String] = []
     private(set) var values: [StatObject] = []
     private var slots = IDIndex()
+    /// Objects of a recycled table, whose storage new objects take.
+    private var spares: [StatObject] = []
 
     var count: Int { values.count }
     var isEmpty: Bool { values.isEmpty }
@@ -64,6 +66,24 @@ struct ObjectTable {
                 slots.add(slot: keys.count - 1, in: keys)
             }
         }
+    }
+
+    /// Appends `object` as the object of `id`, which the table does not have, in storage of
+    /// its own (a spare's when there is one).
+    mutating func append(_ id: String, copying object: StatObject, generation: UInt32) {
+        var added = spares.popLast() ?? StatObject()
+        added.take(object, generation: generation)
+        keys.append(id)
+        values.append(added)
+        slots.add(slot: keys.count - 1, in: keys)
+    }
+
+    /// Empty, its objects kept as spares.
+    mutating func recycle() {
+        spares.append(contentsOf: values)
+        values.removeAll(keepingCapacity: true)
+        keys.removeAll(keepingCapacity: true)
+        slots = IDIndex()
     }
 
     mutating func remove(at slot: Slot) {

@@ -319,11 +319,14 @@ struct StatObject {
         }
     }
 
-    /// A copy with storage of its own (the scanner's reusable object must not share its arrays).
-    func copy() -> StatObject {
-        var o = StatObject()
-        o.assign(self, generation: generation)
-        return o
+    /// Becomes a copy of `other` as `StatObject()` followed by `assign` would, in this object's
+    /// storage (a recycled object's, whose delta notes are cleared).
+    mutating func take(_ other: StatObject, generation: UInt32) {
+        assign(other, generation: generation)
+        hasPrevious = false
+        previousTimestamp = .nan
+        stringsWritten = 0
+        timestampValue = 0..<0
     }
 
     /// Takes `other`'s values into this object's own storage: no allocation when it is unshared.

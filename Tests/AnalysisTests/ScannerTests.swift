@@ -74,6 +74,33 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// A forgotten call's chain state is emptied and reused, objects included, by the next new
+    /// chain: what the next call's records make of it must be what a fresh scanner makes.
+    func testAChainInAReusedStateEqualsAFreshRead() throws {
+        func record(_ call: String, seq: Int, body: String) -> String {
+            #"{"v":1,"kind":"stats","call":""# + call + #"","ts":1700000000000,"format":"w3c","pc":"a","seq":\#(seq),"# + body + "}"
+        }
+        let x = [
+            #""report":[{"id":"IN1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"codecId":"CO1","packetsReceived":100,"jitter":0.01},{"id":"CO1","timestamp":1,"type":"codec","mimeType":"audio/opus","clockRate":48000},{"id":"OUT1","timestamp":1,"type":"outbound-rtp","kind":"video","ssrc":7,"packetsSent":10,"qualityLimitationReason":"cpu"}]"#,
+            #""base":0,"delta":{"t":2,"set":{"IN1":{"packetsReceived":150},"OUT1":{"packetsSent":30}}}"#,
+            #""base":1,"delta":{"t":3,"set":{"IN1":{"packetsReceived":190}}}"#,
+            #""report":[{"id":"IN1","timestamp":4,"type":"inbound-rtp","kind":"audio","ssrc":5,"codecId":"CO1","packetsReceived":260,"jitter":0.02},{"id":"CO1","timestamp":4,"type":"codec","mimeType":"audio/opus","clockRate":48000},{"id":"OUT1","timestamp":4,"type":"outbound-rtp","kind":"video","ssrc":7,"packetsSent":50,"qualityLimitationReason":"cpu"}]"#,
+        ]
+        let y = [
+            #""report":[{"id":"OUT1","timestamp":10,"type":"outbound-rtp","kind":"audio","ssrc":9,"packetsSent":3},{"id":"IN1","timestamp":10,"type":"inbound-rtp","kind":"video","ssrc":8,"packetsReceived":4}]"#,
+            #""base":0,"delta":{"t":11,"set":{"IN1":{"packetsReceived":9}}}"#,
+            #""report":[{"id":"OUT1","timestamp":12,"type":"outbound-rtp","kind":"audio","ssrc":9,"packetsSent":8},{"id":"IN1","timestamp":12,"type":"inbound-rtp","kind":"video","ssrc":8,"packetsReceived":12,"framesDecoded":5}]"#,
+            #""base":2,"delta":{"t":13,"set":{"OUT1":{"packetsSent":11}}}"#,
+        ]
+        var kept = StatsScanner(), fresh = StatsScanner()
+        for (seq, body) in x.enumerated() { _ = try scan(&kept, record("x", seq: seq, body: body)) }
+        kept.forget(call: "x")
+        for (seq, body) in y.enumerated() {
+            let text = record("y", seq: seq, body: body)
+            assertSame(try scan(&kept, text), try scan(&fresh, text), "y, record \(seq)")
+        }
+    }
+
     /// A report's time is the timestamp most of its objects carry; on a tie, the one that got
     /// there first. Counted in place for two values, in a list beyond.
     func testCommonTimestampIsTheMostFrequent() {
