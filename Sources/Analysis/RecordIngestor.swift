@@ -9,6 +9,9 @@ public struct RecordIngestor {
     private var scanner = StatsScanner()
     /// Calls seen in this file and not yet handed on.
     public private(set) var open: [String: CallMaterial] = [:]
+    /// Every call this ingestor has seen a record of (counted as its material is first made,
+    /// not looked up again for each record).
+    public private(set) var callsSeen = Set<String>()
     private var lastRTT: [String: Double] = [:]
     private var names = StreamNames()
     /// When several ingestors read the same file side by side, each takes the calls whose id
@@ -65,7 +68,7 @@ public struct RecordIngestor {
         }
         if line.count > PlainEvent.prefix.count, line.prefix(PlainEvent.prefix.count).elementsEqual(PlainEvent.prefix),
            let event = PlainEvent(line) {
-            open[event.call, default: CallMaterial(callID: event.call)].add(event)
+            addToMaterial(of: event.call) { $0.add(event) }
             return .used(call: event.call, ended: false)
         }
         let record: LogRecord
@@ -81,7 +84,7 @@ public struct RecordIngestor {
             guard let snapshot = Readings.wire(record, lastRTTMs: lastRTT[record.call]) else {
                 return .skipped(category: .invalidRecord, message: "rtp record without ssrc")
             }
-            open[record.call, default: CallMaterial(callID: record.call)].add(snapshot)
+            addToMaterial(of: record.call) { $0.add(snapshot) }
         case .rtcp:
             // Round-trip times measured from RTCP at the capture point; negative ones are clock noise.
             if case .array(let reports)? = record["reports"] {
@@ -89,9 +92,9 @@ public struct RecordIngestor {
                     if let rtt = r["roundTripTimeMs"]?.doubleValue, rtt > 0, rtt < 60_000 { lastRTT[record.call] = rtt }
                 }
             }
-            open[record.call, default: CallMaterial(callID: record.call)].touch(record.ts)
+            addToMaterial(of: record.call) { $0.touch(record.ts) }
         default:
-            open[record.call, default: CallMaterial(callID: record.call)].add(record)
+            addToMaterial(of: record.call) { $0.add(record) }
         }
         if record.kind == .end { scanner.forget(call: record.call) }
         return .used(call: record.call, ended: record.kind == .end)
@@ -103,7 +106,7 @@ public struct RecordIngestor {
             let call = scanned.key.call
             guard !call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
             let snapshot = Readings.snapshot(scanner[chain: scanned.chain], key: scanned.key, ts: scanned.ts, names: &names)
-            open[call, default: CallMaterial(callID: call)].add(snapshot)
+            addToMaterial(of: call) { $0.add(snapshot) }
             return .used(call: call, ended: false)
         } catch {
             switch error {
@@ -113,6 +116,19 @@ public struct RecordIngestor {
                 return .skipped(category: .missingDeltaBase, message: StatsDeltaError.missingBase(expected: expected, have: have).description)
             }
         }
+    }
+
+    /// Changes `call`'s material, made (and the call counted) when the call is new here.
+    @inline(__always)
+    private mutating func addToMaterial(of call: String, _ change: (inout CallMaterial) -> Void) {
+        if let i = open.index(forKey: call) {
+            change(&open.values[i])
+            return
+        }
+        callsSeen.insert(call)
+        var material = CallMaterial(callID: call)
+        change(&material)
+        open[call] = material
     }
 
     /// Removes and returns a call's material (when it ended, or at the end of the file).

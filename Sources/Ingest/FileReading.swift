@@ -28,7 +28,6 @@ enum FileReading {
         var ingestor = RecordIngestor(partition: partition)
         let reportsFileIssues = (partition?.index ?? 0) == 0
         var records = 0, skipped = 0, textBytes = 0
-        var callIDs = Set<String>()
         let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)  // for the calls' stored material, reused
         let reader = LogLineReader(path: path)
         reader.forEachLine({ line, n in
@@ -36,7 +35,6 @@ enum FileReading {
             switch ingestor.ingest(line) {
             case .used(let call, let ended):
                 records += 1
-                callIDs.insert(call)
                 // An ended call leaves the reader at once: memory holds open calls only.
                 if ended, let m = ingestor.take(call) { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
             case .agentNote:
@@ -54,7 +52,7 @@ enum FileReading {
         })
         for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
-                                        mtime: fingerprint.mtime, records: records, skipped: skipped, calls: callIDs.count)
+                                        mtime: fingerprint.mtime, records: records, skipped: skipped, calls: ingestor.callsSeen.count)
         queue.put(.fileDone(FileDone(entry: entry, textBytes: reportsFileIssues ? textBytes : 0, parts: partition?.count ?? 1)))
     }
 }

@@ -190,6 +190,25 @@ final class IngestTests: XCTestCase {
                        Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
     }
 
+    /// The ledger counts each file's calls: the distinct call ids of its records, a call that
+    /// ends and comes back in the same file once.
+    func testLedgerCountsEachFilesDistinctCalls() throws {
+        let logs = try simulate(calls: 30, files: 3, seed: 14)
+        _ = try analyze([logs.path], db: dir.appendingPathComponent("ledger.sqlite").path)
+        let ledger = try CallStore(path: dir.appendingPathComponent("ledger.sqlite").path, forWriting: false).db
+            .rows("SELECT path, calls FROM ingested_files")
+        XCTAssertEqual(ledger.count, 3)
+        for row in ledger {
+            let path = try XCTUnwrap(row[0].string)
+            var calls = Set<String>()
+            LogLineReader(path: path).forEachLine({ line, _ in
+                if let r = try? LogRecord(parsing: line), r.kind != .agent { calls.insert(r.call) }
+            }, issue: { _ in })
+            XCTAssertGreaterThan(calls.count, 0, path)
+            XCTAssertEqual(row[1].int64, Int64(calls.count), path)
+        }
+    }
+
     /// The default split: whole files, then the last `count % readers` files shared.
     func testWholeFilesThenSharedTailEqualsOneReader() throws {
         let logs = try simulate(calls: 30, files: 5, seed: 14)  // calls continue across files
