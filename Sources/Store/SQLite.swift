@@ -218,34 +218,53 @@ public final class Statement {
     /// Binds one parameter (1-based `index`).
     @inline(__always)
     public func bind(_ value: SQLValue, at index: Int32) throws {
-        let rc: Int32
-        let isNull: Bool
-        if case .null = value {
-            guard !boundNull[Int(index)] else { return }
-            isNull = true
-        } else {
-            isNull = false
-        }
         switch value {
-        case .null: rc = sqlite3_bind_null(handle, index)
-        case .integer(let n): rc = sqlite3_bind_int64(handle, index, n)
-        case .real(let d): rc = sqlite3_bind_double(handle, index, d)
-        case .text(var s):
-            // With its length, not as a C string: a value from a log may contain NUL, and cut
-            // there two different call ids ("a\0x", "a\0y") would become the same row.
-            // (A nil pointer would bind NULL: the empty string gets a real one.)
-            rc = s.isEmpty ? sqlite3_bind_text(handle, index, "", 0, Statement.transient) : s.withUTF8 { utf8 in
-                if bindingRow, let arenaText = copyToArena(utf8) {
-                    return sqlite3_bind_text(handle, index, arenaText, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
-                }
-                return utf8.withMemoryRebound(to: CChar.self) {
-                    sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient)
-                }
-            }
+        case .null: try bindNull(at: index)
+        case .integer(let n): try bind(integer: n, at: index)
+        case .real(let d): try bind(real: d, at: index)
+        case .text(let s): try bind(text: s, at: index)
         case .blob(let b):
-            rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
+            let rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
+            try bound(rc, isNull: false, at: index)
         }
-        // After a failed bind the parameter's value is unknown: NULL is bound again next time.
+    }
+
+    // Typed binds: the hot inserts bind through these without making an `SQLValue` per value.
+
+    @inline(__always) func bindNull(at index: Int32) throws {
+        guard !boundNull[Int(index)] else { return }
+        try bound(sqlite3_bind_null(handle, index), isNull: true, at: index)
+    }
+
+    @inline(__always) func bind(integer n: Int64, at index: Int32) throws {
+        try bound(sqlite3_bind_int64(handle, index, n), isNull: false, at: index)
+    }
+
+    /// NaN and infinities are not measurements: NULL.
+    @inline(__always) func bind(real d: Double, at index: Int32) throws {
+        guard d.isFinite else { return try bindNull(at: index) }
+        try bound(sqlite3_bind_double(handle, index, d), isNull: false, at: index)
+    }
+
+    @inline(__always) func bind(text: String, at index: Int32) throws {
+        var s = text
+        // With its length, not as a C string: a value from a log may contain NUL, and cut
+        // there two different call ids ("a\0x", "a\0y") would become the same row.
+        // (A nil pointer would bind NULL: the empty string gets a real one.)
+        let rc = s.isEmpty ? sqlite3_bind_text(handle, index, "", 0, Statement.transient) : s.withUTF8 { utf8 in
+            if bindingRow, let arenaText = copyToArena(utf8) {
+                return sqlite3_bind_text(handle, index, arenaText, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
+            }
+            return utf8.withMemoryRebound(to: CChar.self) {
+                sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient)
+            }
+        }
+        try bound(rc, isNull: false, at: index)
+    }
+
+    /// Notes what a bind left. After a failed bind the parameter's value is unknown: NULL is
+    /// bound again next time.
+    @inline(__always) private func bound(_ rc: Int32, isNull: Bool, at index: Int32) throws {
         boundNull[Int(index)] = isNull && rc == SQLITE_OK
         guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
     }
@@ -323,6 +342,48 @@ public struct RowBinder {
     @inline(__always)
     public mutating func add<T: SQLConvertible>(_ value: T) throws {
         try statement.bind(value.sqlValue, at: next)
+        next += 1
+    }
+
+    // The types rows are made of, bound as their `sqlValue` would be, without making one.
+
+    @inline(__always) public mutating func add(_ value: Double) throws {
+        try statement.bind(real: value, at: next)
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: Int64) throws {
+        try statement.bind(integer: value, at: next)
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: Int) throws {
+        try statement.bind(integer: Int64(value), at: next)
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: String) throws {
+        try statement.bind(text: value, at: next)
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: Double?) throws {
+        if let value { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: Int64?) throws {
+        if let value { try statement.bind(integer: value, at: next) } else { try statement.bindNull(at: next) }
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: Int?) throws {
+        if let value { try statement.bind(integer: Int64(value), at: next) } else { try statement.bindNull(at: next) }
+        next += 1
+    }
+
+    @inline(__always) public mutating func add(_ value: String?) throws {
+        if let value { try statement.bind(text: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 }

@@ -27,7 +27,9 @@ final class StoreTests: XCTestCase {
         s.packets = 3000
         var i = IntervalMetrics(callID: id, streamID: s.streamID, startTs: start, endTs: start + 10_000)
         i.mosCQ = mos
-        i.lossPct = .nan  // not a measurement: must be stored as NULL
+        i.lossPct = .nan  // not measurements: must be stored as NULL
+        i.jitterMs = .infinity
+        i.rttMs = -.infinity
         let f = Finding(callID: id, code: "high_loss", severity: .warn, startTs: start, durationMs: 30_000, value: 2.5, detail: "loss 2.5 %")
         return CallAnalysis(call: c, streams: [s], intervals: [i],
                             events: [CallEvent(callID: id, ts: start, kind: "event", action: "callMetric", type: "callCreate")],
@@ -59,6 +61,8 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM intervals")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM findings")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT loss_pct FROM intervals"), .null)
+        XCTAssertEqual(try store.db.scalar("SELECT jitter_ms FROM intervals"), .null)
+        XCTAssertEqual(try store.db.scalar("SELECT rtt_ms FROM intervals"), .null)
         let stored = try store.storedCall("c1")
         XCTAssertEqual(stored?.complete, true)
         XCTAssertEqual(stored?.material, [4])
