@@ -17,6 +17,29 @@ struct StreamNames {
 
     private var ids: [Key: String] = [:]
     private var codecs: [CodecKey: String] = [:]
+    /// The ids each chain (by its place in the scanner) named last: a snapshot names its
+    /// chain's streams again, found here by comparing before a key is hashed (hashing one per
+    /// stream of every snapshot cost about 1 % of the run). An id depends on its key alone, so
+    /// an entry left by a chain that had the place before is still right.
+    private var byChain: [[(key: Key, id: String)]] = []
+
+    /// As `id(pc:inbound:kind:ssrc:)`, for a stream of the chain at place `chain`.
+    mutating func id(chain: Int, pc: String, inbound: Bool, kind: MediaKind, ssrc: UInt32) -> String {
+        if chain < byChain.count {
+            let known = byChain[chain].withUnsafeBufferPointer { entries -> String? in
+                for e in entries.indices where entries[e].key.ssrc == ssrc && entries[e].key.inbound == inbound
+                    && entries[e].key.kind == kind && entries[e].key.pc == pc { return entries[e].id }
+                return nil
+            }
+            if let known { return known }
+        } else {
+            byChain.append(contentsOf: repeatElement([], count: chain + 1 - byChain.count))
+        }
+        let id = id(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc)
+        if byChain[chain].count >= 16 { byChain[chain].removeAll(keepingCapacity: true) }  // bounded
+        byChain[chain].append((Key(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc), id))
+        return id
+    }
 
     /// `pc:direction:kind:ssrc`, the id a stream has in the database.
     mutating func id(pc: String, inbound: Bool, kind: MediaKind, ssrc: UInt32) -> String {
@@ -41,14 +64,15 @@ struct StreamNames {
 
 /// Turns a chain's state after a snapshot into stream readings, per dialect.
 enum Readings {
-    static func snapshot(_ state: ChainState, key: StatsChainKey, ts: Int64, names: inout StreamNames) -> Snapshot {
+    /// `chain`: the chain's place in the scanner (`ScannedStats.chain`).
+    static func snapshot(_ state: ChainState, chain: Int, key: StatsChainKey, ts: Int64, names: inout StreamNames) -> Snapshot {
         let pc = key.peerConnection.isEmpty ? "pc" : key.peerConnection
         if key.format == "goog" {
             return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "goog",
-                            streams: goog(state, pc: pc, names: &names), pair: googPair(state))
+                            streams: goog(state, chain: chain, pc: pc, names: &names), pair: googPair(state))
         }
         return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "w3c",
-                        streams: w3c(state, pc: pc, names: &names), pair: w3cPair(state))
+                        streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state))
     }
 
     private static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
@@ -59,7 +83,7 @@ enum Readings {
         }
     }
 
-    private static func w3c(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
+    private static func w3c(_ s: ChainState, chain: Int, pc: String, names: inout StreamNames) -> [StreamReading] {
         // Objects are read where they lie (by slot), never copied: this runs for every snapshot.
         // A list, not a dictionary: a snapshot has one or two (a dictionary was allocated and
         // hashed into for every snapshot). The last one of an SSRC counts.
@@ -87,7 +111,7 @@ enum Readings {
         for o in rtp {
             guard let k = kind(s, o), let ssrc = UInt32(ssrc: s.num(o, .ssrc)) else { continue }
             let inbound = s.type(o) == .inboundRTP
-            var r = StreamReading(streamID: names.id(pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+            var r = StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
             if let codecID = s.str(o, .codecId), let codec = s.slot(codecID) {
                 r.codec = s.str(codec, .mimeType)
@@ -170,7 +194,7 @@ enum Readings {
         return r
     }
 
-    private static func goog(_ s: ChainState, pc: String, names: inout StreamNames) -> [StreamReading] {
+    private static func goog(_ s: ChainState, chain: Int, pc: String, names: inout StreamNames) -> [StreamReading] {
         var out: [StreamReading] = []
         var ssrcs: [ChainState.Slot] = []
         for i in s.objects.indices where s.type(i) == .googSSRC { ssrcs.append(i) }
@@ -183,7 +207,7 @@ enum Readings {
             guard inbound || id.hasSuffix("_send") else { continue }
             let reported = s.num(o, .ssrc)
             guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
-            var r = StreamReading(streamID: names.id(pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+            var r = StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
                                   direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
             if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: k, name: name) }
             r.lost = s.num(o, .packetsLost)

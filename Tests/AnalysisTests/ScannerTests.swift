@@ -101,6 +101,20 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// A stream's id found through its chain's last ids is the id its key makes, whichever
+    /// chains had the place before (a place is reused by the next call's chain).
+    func testStreamIDsThroughChainsEqualIDsByKey() {
+        var names = StreamNames(), byKey = StreamNames()
+        var generator = SplitMix64(seed: 5)
+        for step in 0..<20_000 {
+            let chain = Int(generator.next() % 4), pc = ["a", "b", "pc"][Int(generator.next() % 3)]
+            let inbound = generator.next() % 2 == 0, kind: MediaKind = generator.next() % 2 == 0 ? .audio : .video
+            let ssrc = UInt32(generator.next() % 24)
+            XCTAssertEqual(names.id(chain: chain, pc: pc, inbound: inbound, kind: kind, ssrc: ssrc),
+                           byKey.id(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc), "step \(step)")
+        }
+    }
+
     /// A report's time is the timestamp most of its objects carry; on a tie, the one that got
     /// there first. Counted in place for two values, in a list beyond.
     func testCommonTimestampIsTheMostFrequent() {
