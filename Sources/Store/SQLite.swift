@@ -240,9 +240,7 @@ public final class Statement {
         try bound(sqlite3_bind_int64(handle, index, n), isNull: false, at: index)
     }
 
-    /// NaN and infinities are not measurements: NULL.
     @inline(__always) func bind(real d: Double, at index: Int32) throws {
-        guard d.isFinite else { return try bindNull(at: index) }
         try bound(sqlite3_bind_double(handle, index, d), isNull: false, at: index)
     }
 
@@ -347,8 +345,9 @@ public struct RowBinder {
 
     // The types rows are made of, bound as their `sqlValue` would be, without making one.
 
+    /// NaN and infinities are not measurements: NULL, as `Double.sqlValue` makes them.
     @inline(__always) public mutating func add(_ value: Double) throws {
-        try statement.bind(real: value, at: next)
+        if value.isFinite { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
@@ -368,7 +367,7 @@ public struct RowBinder {
     }
 
     @inline(__always) public mutating func add(_ value: Double?) throws {
-        if let value { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
+        if let value, value.isFinite { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
