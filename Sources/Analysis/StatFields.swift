@@ -320,11 +320,13 @@ struct StatObject {
     }
 
     /// Becomes a copy of `other` as `StatObject()` followed by `assign` would, in this object's
-    /// storage (a recycled object's, whose delta notes are cleared).
+    /// storage (a recycled object's, whose delta notes are cleared). Every field `assign` does
+    /// not set is listed here: `testRecycledStatesAndObjectsEqualFreshOnes` compares all of them.
     mutating func take(_ other: StatObject, generation: UInt32) {
         assign(other, generation: generation)
-        hasPrevious = false
+        previous.removeAll(keepingCapacity: true)
         previousTimestamp = .nan
+        hasPrevious = false
         stringsWritten = 0
         timestampValue = 0..<0
     }

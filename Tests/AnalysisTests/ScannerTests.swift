@@ -101,6 +101,51 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Every stored field, nested, as text (`Mirror`), leaving out `spares` (storage a recycled
+    /// table keeps on purpose): a field added to the state or its objects later is compared too.
+    func fields(_ value: Any, _ path: String = "") -> [String] {
+        let mirror = Mirror(reflecting: value)
+        guard !mirror.children.isEmpty else { return ["\(path) = \(String(describing: value))"] }
+        return mirror.children.enumerated().flatMap { k, child -> [String] in
+            let label = child.label ?? "\(k)"
+            return label == "spares" ? [] : fields(child.value, path + "." + label)
+        }
+    }
+
+    /// A recycled chain state is a new state but for its storage, and an object taken into a
+    /// recycled object's storage is the fresh copy `StatObject()` and `assign` make.
+    func testRecycledStatesAndObjectsEqualFreshOnes() throws {
+        var scanner = StatsScanner()
+        let full = #"{"v":1,"kind":"stats","call":"x","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"codecId":"CO1","packetsReceived":100}]}"#
+        let delta = #"{"v":1,"kind":"stats","call":"x","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN1":{"packetsReceived":150}}}}"#
+        _ = try scan(&scanner, full)
+        var state = try scan(&scanner, delta)
+        XCTAssertNotEqual(fields(state), fields(ChainState()))
+        state.recycle()
+        XCTAssertEqual(fields(state), fields(ChainState()))
+
+        var used = StatObject()
+        used.type = .inboundRTP
+        used.generation = 9
+        used.num[0] = 1
+        used.rate[0] = 2
+        used.str[0] = "old"
+        used.beforeDelta(keepNumbers: true)
+        used.previousTimestamp = 4
+        used.stringsWritten = 5
+        used.timestampValue = 3..<8
+        used.timestampRate = 6
+        var other = StatObject()
+        other.type = .outboundRTP
+        other.timestamp = 7
+        other.num[1] = 8
+        other.str[1] = "new"
+        var fresh = StatObject()
+        fresh.assign(other, generation: 3)
+        used.take(other, generation: 3)
+        XCTAssertEqual(fields(used), fields(fresh))
+    }
+
     /// A stream's id found through its chain's last ids is the id its key makes, whichever
     /// chains had the place before (a place is reused by the next call's chain).
     func testStreamIDsThroughChainsEqualIDsByKey() {
