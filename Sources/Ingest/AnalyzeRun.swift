@@ -169,7 +169,7 @@ public final class AnalyzeRun {
         // each B-tree page once per batch instead of once per call.
         var unwritten: [PendingCall] = []
         func writeUnwritten() throws {
-            unwritten.sort { $0.material.callID < $1.material.callID }  // stable: a call's parts keep their order
+            unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
             for pending in unwritten {
                 let written = try CallWriting.write(pending, to: store, config: config)
                 touchedStarts.formUnion(written.starts)

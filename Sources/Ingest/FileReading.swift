@@ -2,19 +2,26 @@ import Analysis
 import CallLog
 import Store
 
-/// A call's material from one file, on its way to the writer.
+/// A call's part from one file, analysed and encoded on the reader thread, on its way to the
+/// writer. The material itself stays behind: it is freed by the thread that made it (freed by
+/// the writer, its many small allocations went back across threads), and the rare call that
+/// continues a stored one is decoded again from `stored`, which keeps all of it.
 struct PendingCall {
-    var material: CallMaterial
-    /// Analysis and stored form computed on the reader thread, used as they are when the
-    /// database has nothing of this call yet (the common case), which keeps the single writer
-    /// thread free for SQLite.
-    var precomputed: (analysis: CallAnalysis, stored: [UInt8])
+    var callID: String
+    var hasEnded: Bool
+    /// Used as it is when the database has nothing of this call yet (the common case), which
+    /// keeps the single writer thread free for SQLite.
+    var analysis: CallAnalysis
+    /// The material's stored form (`CallMaterial.encoded`).
+    var stored: [UInt8]
 
     init(material: CallMaterial, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, compressor: ZstdCompressor) {
         var m = pseudonymizer?.apply(to: material) ?? material
         m.normalize()
-        self.material = m
-        precomputed = (CallAnalyzer.analyze(m, config: config), m.encoded(using: compressor))
+        callID = m.callID
+        hasEnded = m.hasEnded
+        analysis = CallAnalyzer.analyze(m, config: config)
+        stored = m.encoded(using: compressor)
     }
 }
 
@@ -60,19 +67,22 @@ enum FileReading {
 /// The writer's work on one call: merge with what the database has, analyse, replace.
 enum CallWriting {
     static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig) throws -> (analysis: CallAnalysis, starts: [Int64]) {
-        guard let stored = try store.storedCall(p.material.callID) else {
-            try store.write(p.precomputed.analysis, complete: p.material.hasEnded, material: p.precomputed.stored, replacing: false)
-            return (p.precomputed.analysis, [p.precomputed.analysis.call.startTs])
+        guard let stored = try store.storedCall(p.callID) else {
+            try store.write(p.analysis, complete: p.hasEnded, material: p.stored, replacing: false)
+            return (p.analysis, [p.analysis.call.startTs])
         }
         // The call continues something stored: merge (duplicates collapse) and analyse again.
         // Without the stored material the merge would replace the stored call with only its new
         // part, so the run stops instead (its transaction rolls back: nothing is lost).
-        var material = p.material
         guard let bytes = stored.material else {
-            throw StoredCallError(callID: p.material.callID, reason: "its stored call material is missing")
+            throw StoredCallError(callID: p.callID, reason: "its stored call material is missing")
         }
-        do { material.merge(try CallMaterial(decoding: bytes)) } catch {
-            throw StoredCallError(callID: p.material.callID, reason: "\(error)")
+        var material: CallMaterial
+        do {
+            material = try CallMaterial(decoding: p.stored)
+            material.merge(try CallMaterial(decoding: bytes))
+        } catch {
+            throw StoredCallError(callID: p.callID, reason: "\(error)")
         }
         let analysis = CallAnalyzer.analyze(material, config: config)
         try store.write(analysis, complete: material.hasEnded, material: material.encoded())
