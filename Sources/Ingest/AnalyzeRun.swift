@@ -120,7 +120,7 @@ public final class AnalyzeRun {
         // Readers take whole files, largest first, while there are enough to go round. The last
         // `count % readers` files (the smallest; all of them when there are fewer files than
         // readers) would leave a core idle, so every reader reads those and takes its share of
-        // their calls, decompressing each once per reader.
+        // their calls, each file decompressed once for all of them (`SharedLines`).
         work.sort { ($0.fingerprint.size, $1.path) > ($1.fingerprint.size, $0.path) }
         let sharedCount = switch options.shareFiles {
         case true?: work.count
@@ -129,6 +129,7 @@ public final class AnalyzeRun {
         }
         let wholeFiles = Array(work[..<(work.count - sharedCount)]), sharedFiles = Array(work[(work.count - sharedCount)...])
         let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
+        let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers) }
         let nextFile = AtomicCounter()
         let config = options.config
         let pseudonymizer = options.pseudonymizer
@@ -145,9 +146,10 @@ public final class AnalyzeRun {
                     FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
                                      pseudonymizer: pseudonymizer, into: queue)
                 }
-                for file in sharedFiles where !queue.isCancelled {
-                    FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), config: config,
-                                     pseudonymizer: pseudonymizer, into: queue)
+                for (file, lines) in zip(sharedFiles, sharedLines) {
+                    guard !queue.isCancelled else { lines.leave(reader: r); continue }
+                    FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), shared: lines,
+                                     config: config, pseudonymizer: pseudonymizer, into: queue)
                 }
             }
         }

@@ -30,14 +30,16 @@ enum FileReading {
     /// Reads the file, or with `partition` only the calls that hash to `partition.index` (the
     /// other readers take the rest of the same file): one large file still uses every core.
     /// Damage found while decompressing or splitting lines is reported by partition 0 only.
+    /// `shared`: the file's lines, decompressed once for every partition (partition `index`
+    /// is its reader number); without it, this reader decompresses the file itself.
     static func read(path: String, fingerprint: FileFingerprint, partition: (index: Int, count: Int)? = nil,
+                     shared: SharedLines? = nil,
                      config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, into queue: HandOffQueue) {
         var ingestor = RecordIngestor(partition: partition)
         let reportsFileIssues = (partition?.index ?? 0) == 0
         var records = 0, skipped = 0, textBytes = 0
         let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)  // for the calls' stored material, reused
-        let reader = LogLineReader(path: path)
-        reader.forEachLine({ line, n in
+        let onLine = { (line: UnsafeBufferPointer<UInt8>, n: Int) in
             textBytes += line.count + 1
             switch ingestor.ingest(line) {
             case .used(let call, let ended):
@@ -52,11 +54,17 @@ enum FileReading {
             case .otherPartition:
                 break
             }
-        }, issue: { issue in
+        }
+        let onIssue = { (issue: LogIssue) in
             guard reportsFileIssues else { return }
             skipped += 1
             queue.put(.issue(issue))
-        })
+        }
+        if let shared {
+            shared.forEachLine(reader: partition?.index ?? 0, onLine, issue: onIssue)
+        } else {
+            LogLineReader(path: path).forEachLine(onLine, issue: onIssue)
+        }
         for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: ingestor.callsSeen.count)

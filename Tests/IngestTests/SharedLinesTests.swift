@@ -1,0 +1,93 @@
+import CallLog
+import Foundation
+@testable import Ingest
+import TestSupport
+import XCTest
+
+/// A shared file's lines, decompressed once, reach every reader as `LogLineReader` gives them to
+/// a reader of the whole file: every line with its number, and the damage (to reader 0 only)
+/// at its place among them.
+final class SharedLinesTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("shared-lines") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// A compressed file with damage inside and at its end: a garbage frame between two good
+    /// ones, and a cut in the last frame.
+    func damagedFile() throws -> String {
+        func frame(_ lines: [String]) -> [UInt8] {
+            var out: [UInt8] = []
+            ZstdCompressor(level: 1).compress(Array(lines.map { $0 + "\n" }.joined().utf8), .end, into: &out)
+            return out
+        }
+        var bytes = frame((0..<300).map { "{\"n\":\($0),\"pad\":\"\(String(repeating: "x", count: $0 % 37))\"}" })
+        bytes += [0x28, 0xB5, 0x2F, 0xFD] + [UInt8](repeating: 0x41, count: 64)
+        bytes += frame(["{\"after\":\"garbage\"}", "{\"n\":\"last whole\"}"])
+        let last = frame((0..<200).map { "{\"tail\":\($0)}" })
+        bytes += last[..<(last.count - 9)]
+        let path = dir.appendingPathComponent("damaged.ndjson.zst").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// What one reader of the whole file sees: lines and issues in order.
+    func events(readingWhole path: String, maximumLineBytes: Int) -> [String] {
+        var seen: [String] = []
+        LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachLine({ line, n in
+            seen.append("\(n): " + String(decoding: line, as: UTF8.self))
+        }, issue: { seen.append("issue: \($0)") })
+        return seen
+    }
+
+    func testEveryReaderGetsEveryLineAndReaderZeroTheIssuesInPlace() throws {
+        let path = try damagedFile()
+        let whole = events(readingWhole: path, maximumLineBytes: 4_096)
+        XCTAssertEqual(whole.filter { $0.hasPrefix("issue: ") }.count, 2, whole.filter { $0.hasPrefix("issue: ") }.description)
+        XCTAssertEqual(whole.count, 304)
+
+        // Small chunks and a small window: the decoder waits for the readers again and again.
+        let readers = 3
+        let shared = SharedLines(path: path, readers: readers, chunkBytes: 200, windowChunks: 2, maximumLineBytes: 4_096)
+        final class Seen: @unchecked Sendable {
+            let lock = NSLock()
+            var byReader: [[String]]
+            init(_ n: Int) { byReader = Array(repeating: [], count: n) }
+        }
+        let results = Seen(readers)
+        // A thread each, as `AnalyzeRun` gives its readers: every reader must be reading for the
+        // window to move (a pool narrower than the readers would wait for ever).
+        let group = DispatchGroup()
+        for r in 0..<readers {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                var mine: [String] = []
+                shared.forEachLine(reader: r, { line, n in
+                    mine.append("\(n): " + String(decoding: line, as: UTF8.self))
+                    if r == 1 && n % 50 == 0 { usleep(1_000) }  // one slow reader
+                }, issue: { mine.append("issue: \($0)") })
+                results.lock.lock()
+                results.byReader[r] = mine
+                results.lock.unlock()
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success, "the readers did not finish")
+        let seen = results.byReader
+        XCTAssertEqual(seen[0], whole)
+        let lines = whole.filter { !$0.hasPrefix("issue: ") }
+        XCTAssertEqual(seen[1], lines)
+        XCTAssertEqual(seen[2], lines)
+    }
+
+    /// A reader that leaves (the run was cancelled) does not hold the others back.
+    func testAReaderThatLeavesDoesNotStopTheOthers() throws {
+        let path = try damagedFile()
+        let lines = events(readingWhole: path, maximumLineBytes: 4_096).filter { !$0.hasPrefix("issue: ") }
+        let shared = SharedLines(path: path, readers: 2, chunkBytes: 100, windowChunks: 1, maximumLineBytes: 4_096)
+        shared.leave(reader: 0)
+        var seen: [String] = []
+        shared.forEachLine(reader: 1, { line, n in seen.append("\(n): " + String(decoding: line, as: UTF8.self)) },
+                           issue: { seen.append("issue: \($0)") })
+        XCTAssertEqual(seen, lines)
+    }
+}
