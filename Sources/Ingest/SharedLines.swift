@@ -109,6 +109,7 @@ final class SharedLines: @unchecked Sendable {
         condition.lock()
         nextChunk[reader] += 1
         dropPassedChunks()
+        if decoded && window.isEmpty { spares = [] }  // the run holds this until it ends
         condition.broadcast()
         condition.unlock()
     }
