@@ -14,7 +14,6 @@ import Foundation
 /// the lines, as `LogLineReader` reports it to a reader of the whole file.
 final class SharedLines: @unchecked Sendable {
     let path: String
-    private let readers: Int
     private let chunkBytes: Int
     private let windowChunks: Int
     private let maximumLineBytes: Int
@@ -50,7 +49,6 @@ final class SharedLines: @unchecked Sendable {
     init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 4, maximumLineBytes: Int = 64 << 20) {
         self.path = path
         self.maximumLineBytes = maximumLineBytes
-        self.readers = readers
         self.chunkBytes = chunkBytes
         self.windowChunks = windowChunks
         nextChunk = Array(repeating: 0, count: readers)
