@@ -9,8 +9,9 @@ import Foundation
 /// about a fifth more work in all.
 ///
 /// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
-/// through a window of `windowChunks`: the decoder waits while the slowest reader is that far
-/// behind, so memory stays bounded. Damage is delivered to reader 0 only, at its place among
+/// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk
+/// of any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader
+/// is that far behind, so memory stays bounded. Damage is delivered to reader 0 only, at its place among
 /// the lines, as `LogLineReader` reports it to a reader of the whole file.
 final class SharedLines: @unchecked Sendable {
     let path: String
@@ -39,6 +40,9 @@ final class SharedLines: @unchecked Sendable {
     /// The chunks some reader still needs; `window[0]` is chunk number `windowStart`.
     private var window: [Chunk] = []
     private var windowStart = 0
+    private var windowBytes = 0
+    /// The most line bytes the window held at once (for tests of the bound).
+    private(set) var mostBytesHeld = 0
     /// Each reader's next chunk number (`Int.max` once it has left).
     private var nextChunk: [Int]
     /// Chunks every reader has passed, kept for their storage.
@@ -116,18 +120,26 @@ final class SharedLines: @unchecked Sendable {
     private func dropPassedChunks() {
         let slowest = nextChunk.min() ?? .max
         while !window.isEmpty, windowStart < slowest {
-            spares.append(window.removeFirst())
+            let passed = window.removeFirst()
+            windowBytes -= passed.bytes.count
             windowStart += 1
+            // A chunk that held a huge line gives its storage back rather than keep it.
+            spares.append(passed.bytes.capacity > 2 * chunkBytes + (64 << 10) ? Chunk() : passed)
         }
     }
 
     /// Hands `chunk` to the readers and gives it back empty; false once every reader has left.
     private func publish(_ chunk: inout Chunk) -> Bool {
         condition.lock()
-        while window.count >= windowChunks && (nextChunk.min() ?? .max) != .max { condition.wait() }
+        while !window.isEmpty, window.count >= windowChunks || windowBytes + chunk.bytes.count > windowChunks * chunkBytes,
+              (nextChunk.min() ?? .max) != .max {
+            condition.wait()
+        }
         let wanted = (nextChunk.min() ?? .max) != .max
         if wanted {
             window.append(chunk)
+            windowBytes += chunk.bytes.count
+            mostBytesHeld = max(mostBytesHeld, windowBytes)
             condition.broadcast()
         }
         var spare = spares.popLast() ?? Chunk()

@@ -79,6 +79,32 @@ final class SharedLinesTests: XCTestCase {
         XCTAssertEqual(seen[2], lines)
     }
 
+    /// Long lines (a line may be 64 MiB) do not let the window hold more than its bytes, or one
+    /// chunk when a single chunk is larger.
+    func testTheWindowHoldsItsBytesWhateverTheLines() throws {
+        var text = ""
+        for k in 0..<60 { text += "{\"k\":\(k),\"pad\":\"\(String(repeating: "z", count: k % 3 == 0 ? 5_000 : 40))\"}\n" }
+        var bytes: [UInt8] = []
+        ZstdCompressor(level: 1).compress(Array(text.utf8), .end, into: &bytes)
+        let path = dir.appendingPathComponent("long.ndjson.zst").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let lines = events(readingWhole: path, maximumLineBytes: 64 << 20)
+        let shared = SharedLines(path: path, readers: 2, chunkBytes: 1_000, windowChunks: 3)
+        let other = DispatchGroup()
+        other.enter()
+        Thread.detachNewThread {
+            shared.forEachLine(reader: 1, { _, _ in usleep(200) }, issue: { _ in })
+            other.leave()
+        }
+        var seen: [String] = []
+        shared.forEachLine(reader: 0, { line, n in seen.append("\(n): " + String(decoding: line, as: UTF8.self)) },
+                           issue: { seen.append("issue: \($0)") })
+        XCTAssertEqual(other.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(seen, lines)
+        XCTAssertGreaterThan(shared.mostBytesHeld, 5_000)
+        XCTAssertLessThanOrEqual(shared.mostBytesHeld, 6_100)  // 3,000, or one chunk: under 1,000 bytes and a line of about 5,020
+    }
+
     /// A reader that leaves (the run was cancelled) does not hold the others back.
     func testAReaderThatLeavesDoesNotStopTheOthers() throws {
         let path = try damagedFile()
