@@ -11,8 +11,9 @@ import Foundation
 /// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
 /// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk
 /// of any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader
-/// is that far behind, so memory stays bounded. Damage is delivered to reader 0 only, at its place among
-/// the lines, as `LogLineReader` reports it to a reader of the whole file.
+/// is that far behind, so memory stays bounded. Every reader gets the lines and the damage in
+/// the order `LogLineReader` gives them to a reader of the whole file; which reader reports
+/// the damage is the caller's rule (`FileReading`: partition 0), as when each decompressed it.
 final class SharedLines: @unchecked Sendable {
     let path: String
     private let chunkBytes: Int
@@ -58,8 +59,8 @@ final class SharedLines: @unchecked Sendable {
         nextChunk = Array(repeating: 0, count: readers)
     }
 
-    /// Calls `line` for every complete line of the file and, for reader 0 only, `issue` for
-    /// damage, in file order. Every reader calls this once, or `leave` instead.
+    /// Calls `line` for every complete line of the file and `issue` for damage, in file order.
+    /// Every reader calls this once, or `leave` instead.
     func forEachLine(reader: Int, _ line: (UnsafeBufferPointer<UInt8>, Int) -> Void, issue: (LogIssue) -> Void) {
         condition.lock()
         if !started {
@@ -74,7 +75,7 @@ final class SharedLines: @unchecked Sendable {
             var issues = chunk.issues[...]
             for k in chunk.ends.indices {
                 while let first = issues.first, first.linesBefore == k {
-                    if reader == 0 { issue(first.issue) }
+                    issue(first.issue)
                     issues = issues.dropFirst()
                 }
                 chunk.bytes.withUnsafeBufferPointer { b in
@@ -82,7 +83,7 @@ final class SharedLines: @unchecked Sendable {
                 }
                 start = chunk.ends[k]
             }
-            if reader == 0 { for rest in issues { issue(rest.issue) } }
+            for rest in issues { issue(rest.issue) }
             passed(reader: reader)
         }
     }
