@@ -68,6 +68,18 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(stored?.material, [4])
     }
 
+    /// A call's rows are found through an index in every table: replacing a call deletes them
+    /// by call id, and drill-downs (the report, the dashboards) select them that way. A full
+    /// scan of intervals per call would make a run over an existing database quadratic.
+    func testACallsRowsAreFoundByIndex() throws {
+        let store = try CallStore(path: path)
+        for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
+            let plan = try store.db.rows("EXPLAIN QUERY PLAN SELECT * FROM \(table) WHERE call_id = ?", [.text("c1")])
+                .compactMap { $0.last?.string }.joined(separator: "; ")
+            XCTAssertTrue(plan.hasPrefix("SEARCH") && !plan.contains("SCAN"), "\(table): \(plan)")
+        }
+    }
+
     /// Row text is bound from a buffer that grows between rows: text longer than it, text after
     /// it grew, NUL bytes and the empty string all come back exactly.
     func testRowTextComesBackExactly() throws {
