@@ -155,6 +155,21 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(different.out.contains("different: ") && different.out.contains("calls"), different.out)
     }
 
+    /// The benchmark times the analysis next to its floors on a small corpus it generates: the
+    /// row copy that times SQLite alone checks that it copied every row, so a broken copy fails
+    /// here instead of printing a floor that means nothing.
+    func testBenchAnalyzePrintsTheAnalysisNextToItsFloors() throws {
+        let corpus = dir.appendingPathComponent("corpus").path
+        let r = try callstats(["bench", "analyze", "--corpus", corpus, "--calls", "20", "--runs", "1"])
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        for row in ["callstats analyze (all metrics, SQLite writes)", "SQLite alone: the result rows copied"] {
+            let line = r.out.split(separator: "\n").first { $0.hasPrefix(row) }
+            let seconds = line.flatMap { $0.dropFirst(row.count).split(separator: " ").compactMap { Double($0) }.first }
+            XCTAssertNotNil(seconds, "\(row): \(r.out)")
+        }
+        XCTAssertTrue(r.out.contains("NDJSON: "), r.out)
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))
