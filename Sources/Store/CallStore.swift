@@ -187,8 +187,10 @@ public final class CallStore {
         try insertCall(analysis.call, complete: complete)
         for s in analysis.streams { try insertStream(s) }
         try insertRows(analysis.intervals, Insert.intervals, most: Insert.intervalsPerStatement, bindInterval)
-        try insertRows(analysis.events, Insert.events, most: Insert.eventsPerStatement) { e, r in
-            try r.add(e.callID); try r.add(e.ts); try r.add(e.kind); try r.add(e.action); try r.add(e.type); try r.add(e.detailJSON)
+        try insertRows(analysis.events, Insert.events, most: Insert.eventsPerStatement) { events, index, r in
+            let e = events.baseAddress! + index
+            try r.add(e.pointee.callID); try r.add(e.pointee.ts); try r.add(e.pointee.kind); try r.add(e.pointee.action)
+            try r.add(e.pointee.type); try r.add(e.pointee.detailJSON)
         }
         for f in analysis.findings {
             try insert(.finding) { r in
@@ -281,25 +283,30 @@ public final class CallStore {
     /// Rows in blocks of `most`, the rest in blocks of halving sizes (a call's last 31 intervals
     /// took up to 31 one-row statements, at 1.4 times a block row's cost each); rows keep their
     /// order either way. `statement(n)`: the insert of `n` rows.
+    /// `bind` binds `rows[i]`, reading it where it lies: handed a row, it got a copy of it (a
+    /// retain and a release for each of its strings).
     private func insertRows<Row>(_ rows: [Row], _ statement: (Int) -> Insert, most: Int,
-                                 _ bind: (Row, inout RowBinder) throws -> Void) throws {
-        var start = rows.startIndex, size = most
-        while start < rows.endIndex {
-            while rows.endIndex - start < size { size /= 2 }
-            try insert(statement(size)) { r in
-                for i in start..<(start + size) { try bind(rows[i], &r) }
+                                 _ bind: (UnsafeBufferPointer<Row>, Int, inout RowBinder) throws -> Void) throws {
+        try rows.withUnsafeBufferPointer { rows in
+            var start = 0, size = most
+            while start < rows.count {
+                while rows.count - start < size { size /= 2 }
+                try insert(statement(size)) { r in
+                    for i in start..<(start + size) { try bind(rows, i, &r) }
+                }
+                start += size
             }
-            start += size
         }
     }
 
-    private func bindInterval(_ i: IntervalMetrics, to r: inout RowBinder) throws {
-        try r.add(i.callID); try r.add(i.streamID); try r.add(i.startTs); try r.add(i.endTs)
-        try r.add(i.packets); try r.add(i.packetsLost); try r.add(i.lossPct); try r.add(i.jitterMs); try r.add(i.rttMs); try r.add(i.iceRttMs)
-        try r.add(i.bitrateKbps); try r.add(i.concealmentPct); try r.add(i.jitterBufferMs); try r.add(i.burstRatio)
-        try r.add(i.rFactor); try r.add(i.mosCQ); try r.add(i.mosLQ)
-        try r.add(i.fps); try r.add(i.width); try r.add(i.height); try r.add(i.freezeCount); try r.add(i.freezeMs)
-        try r.add(i.videoScore); try r.add(i.qualityLimitation)
+    private func bindInterval(_ rows: UnsafeBufferPointer<IntervalMetrics>, _ index: Int, to r: inout RowBinder) throws {
+        let i = rows.baseAddress! + index
+        try r.add(i.pointee.callID); try r.add(i.pointee.streamID); try r.add(i.pointee.startTs); try r.add(i.pointee.endTs)
+        try r.add(i.pointee.packets); try r.add(i.pointee.packetsLost); try r.add(i.pointee.lossPct); try r.add(i.pointee.jitterMs)
+        try r.add(i.pointee.rttMs); try r.add(i.pointee.iceRttMs); try r.add(i.pointee.bitrateKbps); try r.add(i.pointee.concealmentPct)
+        try r.add(i.pointee.jitterBufferMs); try r.add(i.pointee.burstRatio); try r.add(i.pointee.rFactor); try r.add(i.pointee.mosCQ)
+        try r.add(i.pointee.mosLQ); try r.add(i.pointee.fps); try r.add(i.pointee.width); try r.add(i.pointee.height)
+        try r.add(i.pointee.freezeCount); try r.add(i.pointee.freezeMs); try r.add(i.pointee.videoScore); try r.add(i.pointee.qualityLimitation)
     }
 
     // MARK: - Summary figures
