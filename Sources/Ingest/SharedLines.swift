@@ -11,9 +11,12 @@ import Foundation
 /// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
 /// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk
 /// of any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader
-/// is that far behind, so memory stays bounded. Every reader gets the lines and the damage in
-/// the order `LogLineReader` gives them to a reader of the whole file; which reader reports
-/// the damage is the caller's rule (`FileReading`: partition 0), as when each decompressed it.
+/// is that far behind, so memory stays bounded. The default, 16 chunks, absorbs a file written
+/// call by call, where each reader's lines come in runs of a call's size (about 2 MB): with 4,
+/// the reader ahead waited for the other a third of the time. Every reader gets the lines and
+/// the damage in the order `LogLineReader` gives them to a reader of the whole file; which
+/// reader reports the damage is the caller's rule (`FileReading`: partition 0), as when each
+/// decompressed it.
 final class SharedLines: @unchecked Sendable {
     let path: String
     private let chunkBytes: Int
@@ -51,7 +54,7 @@ final class SharedLines: @unchecked Sendable {
     private var started = false
     private var decoded = false
 
-    init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 4, maximumLineBytes: Int = 64 << 20) {
+    init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20) {
         self.path = path
         self.maximumLineBytes = maximumLineBytes
         self.chunkBytes = chunkBytes
