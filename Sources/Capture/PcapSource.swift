@@ -60,11 +60,16 @@ public final class PcapSource: @unchecked Sendable {
         memory?.deallocate()
     }
 
+    /// libpcap's error text: the buffer up to its terminating NUL.
+    private static func message(_ errbuf: [CChar]) -> String {
+        String(decoding: errbuf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Opens a capture file, with timestamps at nanosecond precision whatever the file holds.
     public static func open(file path: String) throws(PcapError) -> PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let h = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
-            throw PcapError(message: "cannot open \(path): \(String(cString: errbuf))")
+            throw PcapError(message: "cannot open \(path): \(PcapSource.message(errbuf))")
         }
         return PcapSource(handle: h, isLive: false)
     }
@@ -81,7 +86,7 @@ public final class PcapSource: @unchecked Sendable {
         guard let h = pcap_fopen_offline_with_tstamp_precision(file, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errbuf) else {
             fclose(file)
             copy.deallocate()
-            throw PcapError(message: "cannot read capture: \(String(cString: errbuf))")
+            throw PcapError(message: "cannot read capture: \(PcapSource.message(errbuf))")
         }
         let source = PcapSource(handle: h, isLive: false)
         source.memory = copy
@@ -94,7 +99,7 @@ public final class PcapSource: @unchecked Sendable {
     public static func open(interface name: String, options: LiveCaptureOptions = LiveCaptureOptions()) throws(PcapError) -> PcapSource {
         var errbuf = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let h = pcap_create(name, &errbuf) else {
-            throw PcapError(message: "cannot open interface \(name): \(String(cString: errbuf))")
+            throw PcapError(message: "cannot open interface \(name): \(PcapSource.message(errbuf))")
         }
         pcap_set_snaplen(h, options.snapLength)
         pcap_set_promisc(h, options.promiscuous ? 1 : 0)

@@ -51,6 +51,20 @@ final class SyntheticCaptureTests: XCTestCase {
     static let keyA = StreamKey(flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000), destination: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000)), ssrc: 0x1111_1111)
     static let keyB = StreamKey(flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000), destination: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000)), ssrc: 0x2222_2222)
 
+    /// libpcap's own words reach the user, whole and without the buffer's trailing NULs.
+    func testUnreadableCaptureSaysWhy() {
+        XCTAssertThrowsError(try PcapSource.open(file: "/nonexistent/capture.pcap")) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.hasPrefix("cannot open /nonexistent/capture.pcap: "), text)
+            XCTAssertTrue(text.contains("No such file or directory"), text)
+            XCTAssertFalse(text.contains("\0"), text)
+        }
+        XCTAssertThrowsError(try PcapSource.open(bytes: Array("not a capture".utf8))) { error in
+            XCTAssertTrue("\(error)".hasPrefix("cannot read capture: "), "\(error)")
+            XCTAssertGreaterThan("\(error)".count, "cannot read capture: ".count + 5, "\(error)")
+        }
+    }
+
     func testLossReorderDuplicateWrapAndJitterByHand() throws {
         let r = try session(buildCapture())
         let a = try XCTUnwrap(r.streams[Self.keyA]).statistics
