@@ -496,6 +496,20 @@ struct StatsScanner {
                                    objectStart: Int, record: inout [MemberSpan],
                                    lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
+        // Through the slice's buffer: every index below is checked against the layout's end
+        // before use, and the slice's own checks on each member cost more than the loop's work.
+        try layout.withUnsafeBufferPointer { layout throws(JSONCursor.ScanError) in
+            try readChangedMembers(&c, into: &o, generation: generation, previous: previous, layout: layout,
+                                   objectStart: objectStart, record: &record, lastTimestamp: &lastTimestamp,
+                                   valuesNeeded: valuesNeeded)
+        }
+    }
+
+    private static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+                                           previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
+                                           objectStart: Int, record: inout [MemberSpan],
+                                           lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
+                                           valuesNeeded: Bool) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
@@ -511,15 +525,17 @@ struct StatsScanner {
                 let same = JSONCursor.commonPrefix(old + first, c.base + c.pos, min(previous.count - first, c.end - c.pos))
                 let shift = Int32(c.pos - objectStart - first)
                 var j = i
-                while j < layout.endIndex, Int(layout[j].end) < first + same, layout[j].entry != .timestamp {
+                // Wrapping sums: a line is at most 64 MiB, so spans and shifts are far from Int32's ends.
+                let sameEnd = first + same
+                while j < layout.endIndex, Int(layout[j].end) < sameEnd, layout[j].entry != .timestamp {
                     var m = layout[j]
-                    m.start += shift
-                    m.end += shift
+                    m.start &+= shift
+                    m.end &+= shift
                     record.append(m)
                     j += 1
                 }
                 if j > i {
-                    c.pos = objectStart + Int(layout[j - 1].end + shift)
+                    c.pos = objectStart + Int(layout[j - 1].end &+ shift)
                     i = j
                     continue
                 }
@@ -623,7 +639,7 @@ struct StatsScanner {
     /// values): the object is read again whole. A member that is only elsewhere in the object
     /// now is read when the cursor reaches it, after this.
     @inline(never)  // rare: kept out of the member loop
-    private static func clear(_ gone: ArraySlice<MemberSpan>, in o: inout StatObject) -> Bool {
+    private static func clear(_ gone: Slice<UnsafeBufferPointer<MemberSpan>>, in o: inout StatObject) -> Bool {
         for m in gone where !clearField(m.entry, in: &o) { return false }
         return true
     }
