@@ -112,6 +112,7 @@ public struct RecordIngestor {
             switch error {
             case .malformed(let e): return .skipped(category: .invalidRecord, message: "invalid JSON: \(e)")
             case .missingTimestamp: return .skipped(category: .invalidRecord, message: RecordError.missingField("ts").description)
+            case .lineTooLong(let bytes): return .skipped(category: .lineTooLong, message: "\(bytes) bytes (limit 1 GiB); skipped")
             case .missingBase(let expected, let have):
                 return .skipped(category: .missingDeltaBase, message: StatsDeltaError.missingBase(expected: expected, have: have).description)
             }

@@ -110,6 +110,8 @@ enum StatsScanError: Error {
     case missingBase(expected: Int64, have: Int64?)
     /// No `ts`: a record must say when it was taken (`LogRecord` rejects it the same way).
     case missingTimestamp
+    /// A line of 1 GiB or more (see `StatsScanner.scan`).
+    case lineTooLong(bytes: Int)
 }
 
 /// A stats record the scanner applied: its chain, its time, and where the chain's state is
@@ -156,6 +158,9 @@ struct StatsScanner {
     /// Applies one stats record (already known to be `kind: stats`): its chain and envelope,
     /// and where the chain's state now is.
     mutating func scan(_ line: UnsafeBufferPointer<UInt8>) throws(StatsScanError) -> ScannedStats {
+        // Member spans are Int32 offsets into a line, shifted with wrapping sums: below 1 GiB no
+        // sum can wrap. Log readers stop lines at 64 MiB; this holds for any other caller too.
+        guard line.count < Int(Int32.max) / 2 else { throw .lineTooLong(bytes: line.count) }
         var c = JSONCursor(line)
         var call = "", pc = "", format = "", ts: Int64?
         var seq: Int64?, base: Int64?

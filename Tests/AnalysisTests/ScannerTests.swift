@@ -39,6 +39,28 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Spans within a line are Int32 offsets shifted with wrapping sums, safe below 1 GiB: a
+    /// longer line is refused before any of it is read (the log readers stop at 64 MiB, but the
+    /// scanner takes lines from any caller). The line is a valid record followed by zeros, in
+    /// memory allocated but never touched past the record.
+    func testALineOfAGibibyteIsRefusedUnread() throws {
+        let count = 1 << 30
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+        defer { memory.deallocate() }
+        let record = Array(report("1700000000000", [inbound]).utf8)
+        memory.copyMemory(from: record, byteCount: record.count)
+        var scanner = StatsScanner()
+        let line = UnsafeBufferPointer(start: memory.assumingMemoryBound(to: UInt8.self), count: count)
+        XCTAssertThrowsError(try scanner.scan(line)) { error in
+            guard case StatsScanError.lineTooLong(let bytes)? = error as? StatsScanError else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertEqual(bytes, count)
+        }
+        let short = UnsafeBufferPointer(start: memory.assumingMemoryBound(to: UInt8.self), count: record.count)
+        XCTAssertNoThrow(try scanner.scan(short))
+    }
+
     /// Ids are kept as decoded Strings (invalid UTF-8 becomes U+FFFD); a delta names objects by
     /// their raw bytes, and must still find an object whose id is not valid UTF-8.
     func testDeltaFindsAnObjectWhoseIdIsNotValidUTF8() throws {
