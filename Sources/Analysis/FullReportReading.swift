@@ -178,8 +178,8 @@ struct FullReportReading {
         }
         let after = Int32(old.timestamp.upperBound - old.start)
         for m in last.members[old.members] {
-            layout.members.append(MemberSpan(start: m.start + (m.start >= after ? longer : 0),
-                                             end: m.end + (m.end >= after ? longer : 0), entry: m.entry,
+            layout.members.append(MemberSpan(start: m.start &+ (m.start >= after ? longer : 0),
+                                             end: m.end &+ (m.end >= after ? longer : 0), entry: m.entry,
                                              valueOffset: m.valueOffset))
         }
     }

@@ -91,7 +91,9 @@ struct ObjectSpan {
 /// analyser. A member whose bytes and following delimiter are the same in the next report has
 /// the same value, which the chain's object already holds. Kept relative to its object, a
 /// member does not move when objects before it change length, so an unchanged object's spans
-/// are copied as they are.
+/// are copied as they are. Offsets are within one line, and `scan` refuses lines of 1 GiB or
+/// more: converting to Int32 truncates nothing, and shifting a span cannot wrap, so neither is
+/// checked on the member loops' hot paths.
 struct MemberSpan {
     var start: Int32
     var end: Int32
@@ -434,7 +436,7 @@ struct StatsScanner {
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
             }
             if comparable {
-                record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
+                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                          valueOffset: valueOffset))
             }
         }
@@ -474,7 +476,7 @@ struct StatsScanner {
             }
             try readMember(&c, entry: entry, into: &o, id: &ignored)
             if comparable {
-                record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
+                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                          valueOffset: innerOffset))
             }
         }
@@ -528,9 +530,9 @@ struct StatsScanner {
                 // members, each with the delimiter after its value (12 is not the start of 123).
                 let first = Int(layout[i].start)
                 let same = JSONCursor.commonPrefix(old + first, c.base + c.pos, min(previous.count - first, c.end - c.pos))
-                let shift = Int32(c.pos - objectStart - first)
+                let shift = Int32(truncatingIfNeeded: c.pos - objectStart - first)
                 var j = i
-                // Wrapping sums: a line is at most 64 MiB, so spans and shifts are far from Int32's ends.
+                // Wrapping sums and truncating conversions: see `MemberSpan`.
                 let sameEnd = first + same
                 while j < layout.endIndex, Int(layout[j].end) < sameEnd, layout[j].entry != .timestamp {
                     var m = layout[j]
@@ -630,7 +632,7 @@ struct StatsScanner {
             } else {
                 try c.skipValue()
             }
-            record.append(MemberSpan(start: Int32(start - objectStart), end: Int32(c.pos - objectStart), entry: entry,
+            record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                      valueOffset: valueOffset))
             if !inserted { i += 1 }
         }
