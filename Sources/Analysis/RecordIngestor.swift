@@ -71,6 +71,11 @@ public struct RecordIngestor {
             addToMaterial(of: event.call) { $0.add(event) }
             return .used(call: event.call, ended: false)
         }
+        if line.count > PlainQuality.prefix.count, line.prefix(PlainQuality.prefix.count).elementsEqual(PlainQuality.prefix),
+           let quality = PlainQuality(line) {
+            addToMaterial(of: quality.call) { $0.add(quality) }
+            return .used(call: quality.call, ended: false)
+        }
         let record: LogRecord
         do throws(RecordError) { record = try LogRecord(parsing: line) } catch {
             return .skipped(category: .invalidRecord, message: error.description)

@@ -14,8 +14,8 @@ enum FuzzEntryPoints {
     ///
     /// The scanner keeps each chain from one full report to the next and reads only what
     /// changed; after every full report its state must equal a fresh scanner's reading of that
-    /// report alone, or the input stops with a failure; so must a plain event (`PlainEvent`) the
-    /// complete parser's.
+    /// report alone, or the input stops with a failure; so must a plain event (`PlainEvent`) and
+    /// a plain quality callback (`PlainQuality`) the complete parser's.
     @discardableResult
     static func records(_ text: UnsafeBufferPointer<UInt8>) -> (parsed: Int, ingested: Int) {
         var deltas = StatsDeltaDecoder()
@@ -48,6 +48,14 @@ enum FuzzEntryPoints {
                 parsedMaterial.add(record)
                 plainMaterial.add(plain)
                 precondition(parsedMaterial == plainMaterial, "plain event read differently: \(plainMaterial) against \(parsedMaterial)")
+            }
+            // So must a plain quality callback.
+            if let plain = PlainQuality(line) {
+                guard let record = try? LogRecord(parsing: line) else { preconditionFailure("plain quality record the parser rejects") }
+                var parsedMaterial = CallMaterial(callID: record.call), plainMaterial = CallMaterial(callID: plain.call)
+                parsedMaterial.add(record)
+                plainMaterial.add(plain)
+                precondition(parsedMaterial == plainMaterial, "plain quality read differently: \(plainMaterial) against \(parsedMaterial)")
             }
             if let scanned = try? kept.scan(line) {
                 var fresh = StatsScanner()

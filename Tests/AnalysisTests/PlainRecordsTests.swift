@@ -2,9 +2,10 @@
 import CallLog
 import XCTest
 
-/// Plain events are read straight from their bytes; every line must give the same call material
-/// (or the same rejection) as the complete parser, and the common shape must take the fast path.
-final class PlainEventTests: XCTestCase {
+/// Plain events and quality callbacks are read straight from their bytes; every line must give
+/// the same call material (or the same rejection) as the complete parser, and the common shapes
+/// must take the fast path.
+final class PlainRecordsTests: XCTestCase {
     /// What the complete parser makes of a line: the call's material, or nil when it rejects it.
     func generic(_ line: String) -> CallMaterial? {
         guard let record = try? LogRecord(parsing: line) else { return nil }
@@ -24,6 +25,10 @@ final class PlainEventTests: XCTestCase {
 
     func fast(_ line: String) -> PlainEvent? {
         Array(line.utf8).withUnsafeBufferPointer { PlainEvent($0) }
+    }
+
+    func fastQuality(_ line: String) -> PlainQuality? {
+        Array(line.utf8).withUnsafeBufferPointer { PlainQuality($0) }
     }
 
     func testTheCommonShapeIsReadFastAndAsTheParserReadsIt() throws {
@@ -67,6 +72,54 @@ final class PlainEventTests: XCTestCase {
         ]
         for line in lines {
             XCTAssertNil(fast(line), line)
+            XCTAssertEqual(ingested(line), generic(line), line)
+        }
+    }
+
+    func testQualityCallbacksAreReadFastAndAsTheParserReadsThem() throws {
+        let lines = [
+            #"{"v":1,"kind":"quality","call":"DA269281-48C9","ts":1794700975860,"score":100,"direction":"inbound","source":"cisco-rem"}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1794700975860,"direction":"outbound","score":0}"#,
+            #"{ "v" : 1 , "kind" : "quality" , "call" : "c" , "ts" : 1 , "score" : 97 , "source" : "a/b" } "#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":"high","n":123456789012345}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1}"#,
+        ]
+        for line in lines {
+            XCTAssertNotNil(fastQuality(line), line)
+            let expected = try XCTUnwrap(generic(line), line)
+            XCTAssertEqual(ingested(line), expected, line)
+            XCTAssertEqual(expected.events.count, 1)
+        }
+        let first = try XCTUnwrap(ingested(lines[0])?.events.first)
+        XCTAssertEqual(first.type, "100")
+        XCTAssertEqual(first.detailJSON, #"{"score":100,"direction":"inbound","source":"cisco-rem"}"#)
+    }
+
+    func testOtherQualityShapesAreLeftToTheParserWithTheSameResult() {
+        let lines = [
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":97.5}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":-1}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":1e2}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":1234567890123456}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":007}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":0.5}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":100,"score":50}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":100,"ts":2}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"source":"a\"b"}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"source":"é"}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"sco\u0072e":100}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"detail":{"a":1}}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"flags":[1]}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"ok":true}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"ok":null}"#,
+            #"{"v":1,"kind":"quality","call":"","ts":1,"score":1}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":"1","score":1}"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":1} x"#,
+            #"{"v":1,"kind":"quality","call":"c","ts":1,"score":1"#,
+            #"{"v":1,"kind":"quality","call":"c","score":1}"#,
+        ]
+        for line in lines {
+            XCTAssertNil(fastQuality(line), line)
             XCTAssertEqual(ingested(line), generic(line), line)
         }
     }

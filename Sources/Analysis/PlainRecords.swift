@@ -1,0 +1,179 @@
+import CallLog
+
+/// The event record as SDK adapters write nearly all of them,
+/// `{"v":1,"kind":"event","call":"…","ts":…,"action":"…","type":"…"}` and nothing more, read
+/// straight from the bytes.
+///
+/// On a day of many short calls these are most of the records, and building a JSON tree for each
+/// cost about a tenth of the analysis. Anything outside that shape (another member, an escape or
+/// a non-ASCII byte in a string, a `ts` that is not a plain integer, a repeated member) is left to
+/// the complete parser, which makes the same event of the records accepted here.
+struct PlainEvent {
+    var call: String
+    var ts: Int64
+    var action: String
+    var type: String
+
+    static let prefix = Array(#"{"v":1,"kind":"event","#.utf8)
+
+    /// The event, or nil when the line is not exactly of that shape.
+    init?(_ line: UnsafeBufferPointer<UInt8>) {
+        var c = JSONCursor(line)
+        var call: UnsafeBufferPointer<UInt8>?, action: UnsafeBufferPointer<UInt8>?, type: UnsafeBufferPointer<UInt8>?
+        var ts: Int64?
+        var seen = 0
+        do throws(JSONCursor.ScanError) {
+            try c.object { cur, key throws(JSONCursor.ScanError) in
+                let member: Int
+                switch key.count {
+                case 1 where key[0] == UInt8(ascii: "v"):
+                    member = 1
+                    guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
+                case 4 where JSONCursor.equals(key, "kind"):
+                    member = 2
+                    guard JSONCursor.equals(try cur.rawString(), "event") else { throw cur.fail("not an event") }
+                case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
+                case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
+                case 6 where JSONCursor.equals(key, "action"): member = 16; action = try cur.rawString()
+                case 4 where JSONCursor.equals(key, "type"): member = 32; type = try cur.rawString()
+                default: throw cur.fail("another member")
+                }
+                guard seen & member == 0 else { throw cur.fail("repeated member") }
+                seen |= member
+            }
+            c.skipSpace()
+        } catch {
+            return nil
+        }
+        guard c.pos == c.end, seen == 63, let call, !call.isEmpty, let action, let type, let ts,
+              PlainEvent.isPlain(call), PlainEvent.isPlain(action), PlainEvent.isPlain(type),
+              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
+        self.call = String(decoding: call, as: UTF8.self)
+        self.ts = time
+        self.action = String(decoding: action, as: UTF8.self)
+        self.type = String(decoding: type, as: UTF8.self)
+    }
+
+    /// A JSON integer without sign, leading zero, fraction or exponent, of up to 16 digits;
+    /// anything else fails (and the complete parser takes the line).
+    static func integer(_ c: inout JSONCursor) throws(JSONCursor.ScanError) -> Int64 {
+        let first = try c.peek()
+        guard first &- 0x31 < 9 else { throw c.fail("not a plain integer") }
+        var value: Int64 = 0
+        var digits = 0
+        while c.pos < c.end, c.base[c.pos] &- 0x30 < 10 {
+            guard digits < 16 else { throw c.fail("too long") }
+            value = value * 10 + Int64(c.base[c.pos] &- 0x30)
+            digits += 1
+            c.pos += 1
+        }
+        guard c.pos == c.end || !JSONCursor.continuesNumber(c.base[c.pos]) else { throw c.fail("not a plain integer") }
+        return value
+    }
+
+    /// Printable ASCII without a backslash: the bytes are the string.
+    static func isPlain(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        s.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }
+    }
+}
+
+/// The quality callback as SDK adapters write it, `{"v":1,"kind":"quality","call":"…","ts":…,`
+/// then members such as `"score":97,"direction":"inbound","source":"…"}`, read straight from the
+/// bytes. On a simulated day they are a third of the records that are not statistics.
+///
+/// Past the envelope every member must have a plain key and a plain string or a non-negative
+/// integer of up to 15 digits (exact as a Double): the event's detail is then those members
+/// written as the complete parser's record writes them. Anything else (a fraction, a sign, an
+/// escape, a nested value, a repeated key) is left to the complete parser.
+struct PlainQuality {
+    var call: String
+    var ts: Int64
+    /// The `score` member when it is an integer (the event's type), else nil.
+    var score: Int64?
+    var detailJSON: String
+
+    static let prefix = Array(#"{"v":1,"kind":"quality","#.utf8)
+
+    /// The record, or nil when the line is not exactly of that shape.
+    init?(_ line: UnsafeBufferPointer<UInt8>) {
+        var c = JSONCursor(line)
+        var call: UnsafeBufferPointer<UInt8>?, ts: Int64?, score: Int64?
+        var envelope = 0
+        var keys: [UnsafeBufferPointer<UInt8>] = []
+        var detail: [UInt8] = [UInt8(ascii: "{")]
+        do throws(JSONCursor.ScanError) {
+            try c.object { cur, key throws(JSONCursor.ScanError) in
+                let member: Int
+                switch key.count {
+                case 1 where key[0] == UInt8(ascii: "v"):
+                    member = 1
+                    guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
+                case 4 where JSONCursor.equals(key, "kind"):
+                    member = 2
+                    guard JSONCursor.equals(try cur.rawString(), "quality") else { throw cur.fail("not quality") }
+                case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
+                case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
+                default:
+                    guard PlainEvent.isPlain(key), !keys.contains(where: { $0.elementsEqual(key) }) else {
+                        throw cur.fail("not a plain member")
+                    }
+                    keys.append(key)
+                    if detail.count > 1 { detail.append(UInt8(ascii: ",")) }
+                    detail.append(UInt8(ascii: "\""))
+                    detail.append(contentsOf: key)
+                    detail.append(contentsOf: #"":"#.utf8)
+                    if try cur.peek() == UInt8(ascii: "\"") {
+                        let value = try cur.rawString()
+                        guard PlainEvent.isPlain(value) else { throw cur.fail("not a plain string") }
+                        detail.append(UInt8(ascii: "\""))
+                        detail.append(contentsOf: value)
+                        detail.append(UInt8(ascii: "\""))
+                    } else {
+                        let start = cur.pos  // past any space: `peek` skipped it
+                        let n: Int64
+                        if cur.base[start] == UInt8(ascii: "0") {  // a score of 0; `integer` takes no leading zero
+                            cur.pos += 1
+                            guard cur.pos == cur.end || !JSONCursor.continuesNumber(cur.base[cur.pos]) else {
+                                throw cur.fail("not a plain integer")
+                            }
+                            n = 0
+                        } else {
+                            n = try PlainEvent.integer(&cur)
+                        }
+                        guard cur.pos - start <= 15 else { throw cur.fail("not exact as a Double") }
+                        detail.append(contentsOf: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start))
+                        if JSONCursor.equals(key, "score") { score = n }
+                    }
+                    return
+                }
+                guard envelope & member == 0 else { throw cur.fail("repeated member") }
+                envelope |= member
+            }
+            c.skipSpace()
+        } catch {
+            return nil
+        }
+        detail.append(UInt8(ascii: "}"))
+        guard c.pos == c.end, envelope == 15, let call, !call.isEmpty, let ts, PlainEvent.isPlain(call),
+              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
+        self.call = String(decoding: call, as: UTF8.self)
+        self.ts = time
+        self.score = score
+        detailJSON = String(decoding: detail, as: UTF8.self)
+    }
+}
+
+extension CallMaterial {
+    /// What `add(_:)` does with the same record read by the complete parser.
+    mutating func add(_ e: PlainEvent) {
+        touch(e.ts)
+        addEvent(at: e.ts, action: e.action, type: e.type, detailJSON: "{}")
+    }
+
+    /// What `add(_:)` does with the same record read by the complete parser.
+    mutating func add(_ q: PlainQuality) {
+        touch(q.ts)
+        events.append(CallEvent(callID: callID, ts: q.ts, kind: "quality", action: "quality",
+                                type: q.score.map { String($0) } ?? "", detailJSON: q.detailJSON))
+    }
+}
