@@ -18,6 +18,9 @@ FLAGS=(-parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$OUT
 module() {
     local name=$1; shift
     echo "  module $name"
+    # A static library is an archive that the linker adds to: an object left from a renamed
+    # source would define its symbols twice.
+    rm -f "$OUT/lib/lib$name.a"
     "$SWIFTC" -emit-library -static -module-name "$name" "${FLAGS[@]}" \
         -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" "$@" -o "$OUT/lib/lib$name.a"
 }
