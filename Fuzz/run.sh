@@ -5,7 +5,7 @@
 # Fuzz/corpus/<target> plus what earlier runs found (.build-fuzz/corpus/<target>). A crash stops
 # its target; the input is saved in .build-fuzz/crashes/ and should be committed to
 # Fuzz/regressions/<target>/ once fixed, where FuzzReplayTests replays it on every test run.
-# Exit status 1 when any target crashed.
+# Exit status 1 when any target crashed, 2 when the targets did not build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-60}
@@ -13,7 +13,7 @@ OUT=.build-fuzz
 # Build when a target is missing or any source changed since the last build.
 if ! [ -x "$OUT/fuzz-capture" ] || ! [ -x "$OUT/fuzz-records" ] || ! [ -x "$OUT/fuzz-zstd" ] ||
    [ -n "$(find Sources Fuzz/targets Tests/FaultTests/FuzzEntryPoints.swift -newer "$OUT/fuzz-capture" -name '*.swift' | head -1)" ]; then
-    Fuzz/build.sh
+    Fuzz/build.sh || { echo "Fuzz/run.sh: the fuzz targets did not build" >&2; exit 2; }
 fi
 mkdir -p "$OUT/crashes"
 
