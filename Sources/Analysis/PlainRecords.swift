@@ -19,23 +19,16 @@ struct PlainEvent {
     /// The event, or nil when the line is not exactly of that shape.
     init?(_ line: UnsafeBufferPointer<UInt8>) {
         var c = JSONCursor(line)
-        var call: UnsafeBufferPointer<UInt8>?, action: UnsafeBufferPointer<UInt8>?, type: UnsafeBufferPointer<UInt8>?
-        var ts: Int64?
+        var envelope = PlainEnvelope(kind: "event")
+        var action: UnsafeBufferPointer<UInt8>?, type: UnsafeBufferPointer<UInt8>?
         var seen = 0
         do throws(JSONCursor.ScanError) {
             try c.object { cur, key throws(JSONCursor.ScanError) in
+                if try envelope.read(&cur, key: key) { return }
                 let member: Int
                 switch key.count {
-                case 1 where key[0] == UInt8(ascii: "v"):
-                    member = 1
-                    guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
-                case 4 where JSONCursor.equals(key, "kind"):
-                    member = 2
-                    guard JSONCursor.equals(try cur.rawString(), "event") else { throw cur.fail("not an event") }
-                case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
-                case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
-                case 6 where JSONCursor.equals(key, "action"): member = 16; action = try cur.rawString()
-                case 4 where JSONCursor.equals(key, "type"): member = 32; type = try cur.rawString()
+                case 6 where JSONCursor.equals(key, "action"): member = 1; action = try cur.rawString()
+                case 4 where JSONCursor.equals(key, "type"): member = 2; type = try cur.rawString()
                 default: throw cur.fail("another member")
                 }
                 guard seen & member == 0 else { throw cur.fail("repeated member") }
@@ -45,10 +38,9 @@ struct PlainEvent {
         } catch {
             return nil
         }
-        guard c.pos == c.end, seen == 63, let call, !call.isEmpty, let action, let type, let ts,
-              PlainEvent.isPlain(call), PlainEvent.isPlain(action), PlainEvent.isPlain(type),
-              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
-        self.call = String(decoding: call, as: UTF8.self)
+        guard c.pos == c.end, seen == 3, let (call, time) = envelope.complete, let action, let type,
+              PlainEvent.isPlain(action), PlainEvent.isPlain(type) else { return nil }
+        self.call = call
         self.ts = time
         self.action = String(decoding: action, as: UTF8.self)
         self.type = String(decoding: type, as: UTF8.self)
@@ -77,6 +69,44 @@ struct PlainEvent {
     }
 }
 
+/// The members every plain record has, `v` (1), `kind`, `call` and `ts`, each once: the reading
+/// that `PlainEvent` and `PlainQuality` share.
+struct PlainEnvelope {
+    let kind: StaticString
+    private var seen = 0
+    private var call: UnsafeBufferPointer<UInt8>?
+    private var ts: Int64?
+
+    init(kind: StaticString) { self.kind = kind }
+
+    /// Reads the member `key` when it is one of the envelope's (true), or leaves it (false).
+    mutating func read(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>) throws(JSONCursor.ScanError) -> Bool {
+        let member: Int
+        switch key.count {
+        case 1 where key[0] == UInt8(ascii: "v"):
+            member = 1
+            guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
+        case 4 where JSONCursor.equals(key, "kind"):
+            member = 2
+            guard JSONCursor.equals(try cur.rawString(), kind) else { throw cur.fail("another kind") }
+        case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
+        case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
+        default: return false
+        }
+        guard seen & member == 0 else { throw cur.fail("repeated member") }
+        seen |= member
+        return true
+    }
+
+    /// The call and time, once all four members were read and the call is a plain, non-empty
+    /// string and the time is epoch milliseconds.
+    var complete: (call: String, ts: Int64)? {
+        guard seen == 15, let call, !call.isEmpty, PlainEvent.isPlain(call), let ts,
+              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
+        return (String(decoding: call, as: UTF8.self), time)
+    }
+}
+
 /// The quality callback as SDK adapters write it, `{"v":1,"kind":"quality","call":"…","ts":…,`
 /// then members such as `"score":97,"direction":"inbound","source":"…"}`, read straight from the
 /// bytes. On a simulated day they are a third of the records that are not statistics.
@@ -97,66 +127,51 @@ struct PlainQuality {
     /// The record, or nil when the line is not exactly of that shape.
     init?(_ line: UnsafeBufferPointer<UInt8>) {
         var c = JSONCursor(line)
-        var call: UnsafeBufferPointer<UInt8>?, ts: Int64?, score: Int64?
-        var envelope = 0
+        var envelope = PlainEnvelope(kind: "quality")
+        var score: Int64?
         var keys: [UnsafeBufferPointer<UInt8>] = []
         var detail: [UInt8] = [UInt8(ascii: "{")]
         do throws(JSONCursor.ScanError) {
             try c.object { cur, key throws(JSONCursor.ScanError) in
-                let member: Int
-                switch key.count {
-                case 1 where key[0] == UInt8(ascii: "v"):
-                    member = 1
-                    guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
-                case 4 where JSONCursor.equals(key, "kind"):
-                    member = 2
-                    guard JSONCursor.equals(try cur.rawString(), "quality") else { throw cur.fail("not quality") }
-                case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
-                case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
-                default:
-                    guard PlainEvent.isPlain(key), !keys.contains(where: { $0.elementsEqual(key) }) else {
-                        throw cur.fail("not a plain member")
-                    }
-                    keys.append(key)
-                    if detail.count > 1 { detail.append(UInt8(ascii: ",")) }
-                    detail.append(UInt8(ascii: "\""))
-                    detail.append(contentsOf: key)
-                    detail.append(contentsOf: #"":"#.utf8)
-                    if try cur.peek() == UInt8(ascii: "\"") {
-                        let value = try cur.rawString()
-                        guard PlainEvent.isPlain(value) else { throw cur.fail("not a plain string") }
-                        detail.append(UInt8(ascii: "\""))
-                        detail.append(contentsOf: value)
-                        detail.append(UInt8(ascii: "\""))
-                    } else {
-                        let start = cur.pos  // past any space: `peek` skipped it
-                        let n: Int64
-                        if cur.base[start] == UInt8(ascii: "0") {  // a score of 0; `integer` takes no leading zero
-                            cur.pos += 1
-                            guard cur.pos == cur.end || !JSONCursor.continuesNumber(cur.base[cur.pos]) else {
-                                throw cur.fail("not a plain integer")
-                            }
-                            n = 0
-                        } else {
-                            n = try PlainEvent.integer(&cur)
-                        }
-                        guard cur.pos - start <= 15 else { throw cur.fail("not exact as a Double") }
-                        detail.append(contentsOf: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start))
-                        if JSONCursor.equals(key, "score") { score = n }
-                    }
-                    return
+                if try envelope.read(&cur, key: key) { return }
+                guard PlainEvent.isPlain(key), !keys.contains(where: { $0.elementsEqual(key) }) else {
+                    throw cur.fail("not a plain member")
                 }
-                guard envelope & member == 0 else { throw cur.fail("repeated member") }
-                envelope |= member
+                keys.append(key)
+                if detail.count > 1 { detail.append(UInt8(ascii: ",")) }
+                detail.append(UInt8(ascii: "\""))
+                detail.append(contentsOf: key)
+                detail.append(contentsOf: #"":"#.utf8)
+                if try cur.peek() == UInt8(ascii: "\"") {
+                    let value = try cur.rawString()
+                    guard PlainEvent.isPlain(value) else { throw cur.fail("not a plain string") }
+                    detail.append(UInt8(ascii: "\""))
+                    detail.append(contentsOf: value)
+                    detail.append(UInt8(ascii: "\""))
+                } else {
+                    let start = cur.pos  // past any space: `peek` skipped it
+                    let n: Int64
+                    if cur.base[start] == UInt8(ascii: "0") {  // 0 itself: `integer` takes no leading zero
+                        cur.pos += 1
+                        guard cur.pos == cur.end || !JSONCursor.continuesNumber(cur.base[cur.pos]) else {
+                            throw cur.fail("not a plain integer")
+                        }
+                        n = 0
+                    } else {
+                        n = try PlainEvent.integer(&cur)
+                    }
+                    guard cur.pos - start <= 15 else { throw cur.fail("not exact as a Double") }
+                    detail.append(contentsOf: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start))
+                    if JSONCursor.equals(key, "score") { score = n }
+                }
             }
             c.skipSpace()
         } catch {
             return nil
         }
         detail.append(UInt8(ascii: "}"))
-        guard c.pos == c.end, envelope == 15, let call, !call.isEmpty, let ts, PlainEvent.isPlain(call),
-              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
-        self.call = String(decoding: call, as: UTF8.self)
+        guard c.pos == c.end, let (call, time) = envelope.complete else { return nil }
+        self.call = call
         self.ts = time
         self.score = score
         detailJSON = String(decoding: detail, as: UTF8.self)

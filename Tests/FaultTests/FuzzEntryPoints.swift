@@ -41,22 +41,10 @@ enum FuzzEntryPoints {
             case .skipped, .otherPartition: break
             }
             _ = half.owns(line)
-            // A plain event read from its bytes must be the event the complete parser reads.
-            if let plain = PlainEvent(line) {
-                guard let record = try? LogRecord(parsing: line) else { preconditionFailure("plain event the parser rejects") }
-                var parsedMaterial = CallMaterial(callID: record.call), plainMaterial = CallMaterial(callID: plain.call)
-                parsedMaterial.add(record)
-                plainMaterial.add(plain)
-                precondition(parsedMaterial == plainMaterial, "plain event read differently: \(plainMaterial) against \(parsedMaterial)")
-            }
-            // So must a plain quality callback.
-            if let plain = PlainQuality(line) {
-                guard let record = try? LogRecord(parsing: line) else { preconditionFailure("plain quality record the parser rejects") }
-                var parsedMaterial = CallMaterial(callID: record.call), plainMaterial = CallMaterial(callID: plain.call)
-                parsedMaterial.add(record)
-                plainMaterial.add(plain)
-                precondition(parsedMaterial == plainMaterial, "plain quality read differently: \(plainMaterial) against \(parsedMaterial)")
-            }
+            // A plain event or quality callback read from its bytes must be what the complete
+            // parser reads.
+            if let plain = PlainEvent(line) { sameAsParser(line, "plain event", call: plain.call) { $0.add(plain) } }
+            if let plain = PlainQuality(line) { sameAsParser(line, "plain quality", call: plain.call) { $0.add(plain) } }
             if let scanned = try? kept.scan(line) {
                 var fresh = StatsScanner()
                 if let alone = try? fresh.scan(line) {  // a full report (a delta needs its base)
@@ -69,6 +57,16 @@ enum FuzzEntryPoints {
         }
         for m in ingestor.takeAll() { analyse(m) }
         return (parsed, ingested)
+    }
+
+    /// Stops the input unless the complete parser accepts `line` and makes of it the material
+    /// that `add` made of the record read straight from the bytes.
+    static func sameAsParser(_ line: UnsafeBufferPointer<UInt8>, _ what: String, call: String, add: (inout CallMaterial) -> Void) {
+        guard let record = try? LogRecord(parsing: line) else { preconditionFailure("\(what) the parser rejects") }
+        var parsedMaterial = CallMaterial(callID: record.call), plainMaterial = CallMaterial(callID: call)
+        parsedMaterial.add(record)
+        add(&plainMaterial)
+        precondition(parsedMaterial == plainMaterial, "\(what) read differently: \(plainMaterial) against \(parsedMaterial)")
     }
 
     /// What differs between two chain states' objects, or nil when they are the same.
