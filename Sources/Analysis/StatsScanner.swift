@@ -436,7 +436,8 @@ struct StatsScanner {
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
             }
             if comparable {
-                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
+                                         end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                          valueOffset: valueOffset))
             }
         }
@@ -476,7 +477,8 @@ struct StatsScanner {
             }
             try readMember(&c, entry: entry, into: &o, id: &ignored)
             if comparable {
-                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
+                                         end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                          valueOffset: innerOffset))
             }
         }
@@ -632,7 +634,8 @@ struct StatsScanner {
             } else {
                 try c.skipValue()
             }
-            record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart), end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+            record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
+                                     end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
                                      valueOffset: valueOffset))
             if !inserted { i += 1 }
         }
