@@ -39,22 +39,26 @@ struct PlainEvent {
             return nil
         }
         guard c.pos == c.end, seen == 3, let (call, time) = envelope.complete, let action, let type,
-              PlainEvent.isPlain(action), PlainEvent.isPlain(type) else { return nil }
+              PlainJSON.isPlain(action), PlainJSON.isPlain(type) else { return nil }
         self.call = call
         self.ts = time
         self.action = String(decoding: action, as: UTF8.self)
         self.type = String(decoding: type, as: UTF8.self)
     }
+}
 
-    /// A JSON integer without sign, leading zero, fraction or exponent, of up to 16 digits;
-    /// anything else fails (and the complete parser takes the line).
+/// The pieces of JSON that plain records are made of, read so that their bytes are also what
+/// the complete parser's writer writes for them.
+enum PlainJSON {
+    /// A JSON integer without sign, fraction or exponent, 0 or without a leading zero, of up to
+    /// 16 digits; anything else fails (and the complete parser takes the line).
     static func integer(_ c: inout JSONCursor) throws(JSONCursor.ScanError) -> Int64 {
         let first = try c.peek()
-        guard first &- 0x31 < 9 else { throw c.fail("not a plain integer") }
+        guard first &- 0x30 < 10 else { throw c.fail("not a plain integer") }
         var value: Int64 = 0
         var digits = 0
         while c.pos < c.end, c.base[c.pos] &- 0x30 < 10 {
-            guard digits < 16 else { throw c.fail("too long") }
+            guard digits < 16, digits == 0 || first != 0x30 else { throw c.fail("not a plain integer") }
             value = value * 10 + Int64(c.base[c.pos] &- 0x30)
             digits += 1
             c.pos += 1
@@ -85,12 +89,12 @@ struct PlainEnvelope {
         switch key.count {
         case 1 where key[0] == UInt8(ascii: "v"):
             member = 1
-            guard try PlainEvent.integer(&cur) == 1 else { throw cur.fail("not version 1") }
+            guard try PlainJSON.integer(&cur) == 1 else { throw cur.fail("not version 1") }
         case 4 where JSONCursor.equals(key, "kind"):
             member = 2
             guard JSONCursor.equals(try cur.rawString(), kind) else { throw cur.fail("another kind") }
         case 4 where JSONCursor.equals(key, "call"): member = 4; call = try cur.rawString()
-        case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainEvent.integer(&cur)
+        case 2 where JSONCursor.equals(key, "ts"): member = 8; ts = try PlainJSON.integer(&cur)
         default: return false
         }
         guard seen & member == 0 else { throw cur.fail("repeated member") }
@@ -101,7 +105,7 @@ struct PlainEnvelope {
     /// The call and time, once all four members were read and the call is a plain, non-empty
     /// string and the time is epoch milliseconds.
     var complete: (call: String, ts: Int64)? {
-        guard seen == 15, let call, !call.isEmpty, PlainEvent.isPlain(call), let ts,
+        guard seen == 15, let call, !call.isEmpty, PlainJSON.isPlain(call), let ts,
               let time = EpochMilliseconds.from(Double(ts)) else { return nil }
         return (String(decoding: call, as: UTF8.self), time)
     }
@@ -134,7 +138,7 @@ struct PlainQuality {
         do throws(JSONCursor.ScanError) {
             try c.object { cur, key throws(JSONCursor.ScanError) in
                 if try envelope.read(&cur, key: key) { return }
-                guard PlainEvent.isPlain(key), !keys.contains(where: { $0.elementsEqual(key) }) else {
+                guard PlainJSON.isPlain(key), !keys.contains(where: { $0.elementsEqual(key) }) else {
                     throw cur.fail("not a plain member")
                 }
                 keys.append(key)
@@ -144,22 +148,13 @@ struct PlainQuality {
                 detail.append(contentsOf: #"":"#.utf8)
                 if try cur.peek() == UInt8(ascii: "\"") {
                     let value = try cur.rawString()
-                    guard PlainEvent.isPlain(value) else { throw cur.fail("not a plain string") }
+                    guard PlainJSON.isPlain(value) else { throw cur.fail("not a plain string") }
                     detail.append(UInt8(ascii: "\""))
                     detail.append(contentsOf: value)
                     detail.append(UInt8(ascii: "\""))
                 } else {
                     let start = cur.pos  // past any space: `peek` skipped it
-                    let n: Int64
-                    if cur.base[start] == UInt8(ascii: "0") {  // 0 itself: `integer` takes no leading zero
-                        cur.pos += 1
-                        guard cur.pos == cur.end || !JSONCursor.continuesNumber(cur.base[cur.pos]) else {
-                            throw cur.fail("not a plain integer")
-                        }
-                        n = 0
-                    } else {
-                        n = try PlainEvent.integer(&cur)
-                    }
+                    let n = try PlainJSON.integer(&cur)
                     guard cur.pos - start <= 15 else { throw cur.fail("not exact as a Double") }
                     detail.append(contentsOf: UnsafeBufferPointer(start: cur.base + start, count: cur.pos - start))
                     if JSONCursor.equals(key, "score") { score = n }
