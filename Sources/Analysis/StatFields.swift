@@ -252,7 +252,12 @@ struct StatObject {
     mutating func beforeDelta(keepNumbers: Bool) {
         hasPrevious = true
         previousTimestamp = timestamp
-        guard keepNumbers else { return }
+        guard keepNumbers else {
+            // None kept, so none to compare with should the delta make the object another type
+            // (`StatsScanner.updateRates` compares numbers only when they were kept).
+            if !previous.isEmpty { previous.removeAll(keepingCapacity: true) }
+            return
+        }
         if previous.count != num.count { previous = num; return }
         _ = previous.withUnsafeMutableBufferPointer { d in num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
     }

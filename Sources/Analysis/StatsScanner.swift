@@ -839,7 +839,8 @@ struct StatsScanner {
 
     private static func updateRates(_ o: inout StatObject) {
         guard o.hasPrevious else { return }  // new or replaced in this delta
-        if !o.type.isLegacy {
+        // A delta may change an object's type: legacy before it, its numbers were not kept.
+        if !o.type.isLegacy, o.previous.count == o.num.count {
             for f in NumField.predictable {
                 let r = o.num[f.rawValue] - o.previous[f.rawValue]
                 o.rate[f.rawValue] = (r.isFinite && r != 0) ? r : 0

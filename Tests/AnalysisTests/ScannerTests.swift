@@ -39,6 +39,18 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// A delta can make a legacy object another type (a `type` among its values). Legacy numbers
+    /// are not kept before a delta, so there is nothing to predict the next change from: the
+    /// scanner must not read them (it trapped on such input, found by the records fuzzer).
+    func testADeltaThatMakesALegacyObjectAnotherTypeIsApplied() throws {
+        var scanner = StatsScanner()
+        let envelope = #""v":1,"kind":"stats","call":"c","format":"goog""#
+        _ = try scan(&scanner, "{" + envelope + #","ts":1000,"seq":0,"report":[{"id":"ssrc_1_recv","type":"ssrc","timestamp":1000,"values":{"ssrc":"1","bytesReceived":"10"}}]}"#)
+        let state = try scan(&scanner, "{" + envelope + #","ts":2000,"seq":1,"base":0,"delta":{"t":2000,"set":{"ssrc_1_recv":{"values":{"bytesReceived":"20","type":"inbound-rtp"}}}}}"#)
+        XCTAssertEqual(state.t, 2000)
+        _ = try scan(&scanner, "{" + envelope + #","ts":3000,"seq":2,"base":1,"delta":{"t":3000,"set":{"ssrc_1_recv":{"values":{"bytesReceived":"30"}}}}}"#)
+    }
+
     /// Spans within a line are Int32 offsets shifted with wrapping sums, safe below 1 GiB: a
     /// longer line is refused before any of it is read (the log readers stop at 64 MiB, but the
     /// scanner takes lines from any caller). The line is a valid record followed by zeros, in
