@@ -126,15 +126,19 @@ public final class ZstdDecoder {
         emit: (UnsafeRawBufferPointer) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
+        // Offsets are `start + inBuf.pos`: zstd also consumes input while it empties a full
+        // output buffer, and a running sum that missed that, or counted a position twice,
+        // reported damage past the end of the file.
+        let start = compressedOffset
         var inBuf = ZSTD_inBuffer(src: src.baseAddress, size: src.count, pos: 0)
+        defer { if !resyncing { compressedOffset = start + inBuf.pos } }
         let outSize = ZSTD_DStreamOutSize()
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: outSize) { tmp in
             while inBuf.pos < inBuf.size {
-                let before = inBuf.pos
                 var outBuf = ZSTD_outBuffer(dst: tmp.baseAddress, size: outSize, pos: 0)
                 let r = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
                 if ZSTD_isError(r) != 0 {
-                    let errorAt = compressedOffset + inBuf.pos
+                    let errorAt = start + inBuf.pos
                     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)
                     insideFrame = false
                     // Resume at the next frame start after the failing position.
@@ -142,20 +146,18 @@ public final class ZstdDecoder {
                     if let at = ZstdDecoder.findMagic(rest) {
                         let skip = at + (inBuf.pos + 1 <= src.count ? 1 : 0)
                         damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: skip))
-                        compressedOffset += inBuf.pos + skip
                         inBuf.pos = min(inBuf.pos + skip, inBuf.size)
                         continue
                     } else {
                         damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: src.count - inBuf.pos))
                         resyncing = true
                         carry = Array(rest.suffix(3))
-                        compressedOffset += src.count
+                        compressedOffset = start + src.count
                         return
                     }
                 }
                 insideFrame = r != 0
                 if outBuf.pos > 0 { try emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(tmp)[0..<outBuf.pos])) }
-                compressedOffset += inBuf.pos - before
                 // Output buffer full: more may be pending inside zstd with no more input needed.
                 while outBuf.pos == outSize {
                     outBuf.pos = 0

@@ -125,6 +125,52 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(issues.filter { $0.category == .damagedFrame }.count, 1, "\(issues)")
     }
 
+    /// Damage is reported at a byte of the frame it is in, however the file is fed: whole, or
+    /// in chunks that end inside frames. Frames 2 and 4 of four end with a wrong checksum (their
+    /// content is intact).
+    func testDamageIsReportedWithinItsFrame() {
+        // Each frame several output buffers long, so that zstd consumes input while the decoder
+        // empties a full buffer.
+        let contents: [[UInt8]] = (0..<4).map { f in
+            Array((0..<12_000).map { #"{"frame":\#(f),"n":\#($0),"h":"\#(($0 &* 2_654_435_761) % 1_000_003)"}"# + "\n" }.joined().utf8)
+        }
+        var frames = contents.map { ZstdCompressor.compressFrame($0) }
+        for f in [1, 3] { frames[f][frames[f].count - 1] ^= 0x01 }  // the checksum's last byte
+        let file = frames.flatMap { $0 }
+        var starts: [Int] = []
+        var offset = 0
+        for f in frames { starts.append(offset); offset += f.count }
+        for chunk in [file.count, 65_536, 1_000, 7] {
+            let decoder = ZstdDecoder()
+            var output: [UInt8] = []
+            var damage: [ZstdDecoder.Damage] = []
+            var at = 0
+            while at < file.count {
+                let end = min(at + chunk, file.count)
+                file[at..<end].withUnsafeBytes { decoder.decompress($0, emit: { output.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
+                at = end
+            }
+            XCTAssertEqual(damage.count, 2, "chunks of \(chunk): \(damage)")
+            for (d, f) in zip(damage, [1, 3]) {
+                XCTAssertTrue((starts[f]...(starts[f] + frames[f].count)).contains(d.offset),
+                              "chunks of \(chunk): damage at \(d.offset), frame \(f + 1) is \(starts[f])..<\(starts[f] + frames[f].count)")
+            }
+            XCTAssertEqual(decoder.compressedOffset, file.count, "chunks of \(chunk)")
+            // The intact frames whole; of a damaged one, what zstd emitted before its checksum
+            // (its last block may be held back), and nothing else.
+            let third = Array(#"{"frame":2,"n":0,"#.utf8)
+            guard let split = Data(output).range(of: Data(third))?.lowerBound else {
+                return XCTFail("chunks of \(chunk): the third frame is missing")
+            }
+            let secondPart = output[contents[0].count..<split], fourthPart = output[(split + contents[2].count)...]
+            XCTAssertTrue(output.starts(with: contents[0]), "chunks of \(chunk)")
+            XCTAssertTrue(contents[1].starts(with: secondPart), "chunks of \(chunk)")
+            XCTAssertTrue(output[split...].starts(with: contents[2]), "chunks of \(chunk)")
+            XCTAssertTrue(contents[3].starts(with: fourthPart), "chunks of \(chunk)")
+            XCTAssertTrue(damage.allSatisfy { $0.message.contains("checksum") }, "chunks of \(chunk): \(damage)")
+        }
+    }
+
     func testMalformedLinesAreReportedWithLineNumbersAndSkipped() throws {
         let good = sampleRecords(snapshots: 3).map(\.jsonLine)
         var lines = good
