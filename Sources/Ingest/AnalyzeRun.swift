@@ -95,6 +95,8 @@ public final class AnalyzeRun {
     public func run() throws -> Report {
         let started = Date()
         let store = try CallStore(path: options.database, forWriting: true)
+        // Into a database without calls, a call this run has not written yet is not stored.
+        let startedWithoutCalls = try store.hasNoCalls()
         let (found, missing) = LogFiles.find(options.paths)
 
         // Ledger check before any reading: already-ingested content is skipped whole.
@@ -173,7 +175,8 @@ public final class AnalyzeRun {
         func writeUnwritten() throws {
             unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
             for pending in unwritten {
-                let written = try CallWriting.write(pending, to: store, config: config)
+                let written = try CallWriting.write(pending, to: store, config: config,
+                                                    knownNew: startedWithoutCalls && gradeByCall[pending.callID] == nil)
                 touchedStarts.formUnion(written.starts)
                 let grade = written.analysis.call.grade
                 if let earlier = gradeByCall.updateValue(grade, forKey: written.analysis.call.callID) {

@@ -74,8 +74,10 @@ enum FileReading {
 
 /// The writer's work on one call: merge with what the database has, analyse, replace.
 enum CallWriting {
-    static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig) throws -> (analysis: CallAnalysis, starts: [Int64]) {
-        guard let stored = try store.storedCall(p.callID) else {
+    /// `knownNew`: the caller knows the database holds nothing of this call (not looked up).
+    static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig,
+                      knownNew: Bool = false) throws -> (analysis: CallAnalysis, starts: [Int64]) {
+        guard !knownNew, let stored = try store.storedCall(p.callID) else {
             try store.write(p.analysis, complete: p.hasEnded, material: p.stored, replacing: false)
             return (p.analysis, [p.analysis.call.startTs])
         }

@@ -159,6 +159,12 @@ public final class CallStore {
         public var material: [UInt8]?
     }
 
+    /// Whether no call (nor any call's material) is stored. A run into such a database knows a
+    /// call is new until it has written it, and skips `storedCall`'s two lookups for it.
+    public func hasNoCalls() throws -> Bool {
+        try db.scalar("SELECT EXISTS (SELECT 1 FROM calls) OR EXISTS (SELECT 1 FROM call_material)")?.int64 == 0
+    }
+
     public func storedCall(_ callID: String) throws -> StoredCall? {
         guard let row = try db.rows("SELECT complete, start_ts, end_ts FROM calls WHERE call_id = ?", [.text(callID)], cached: true).first else {
             if case .blob(let m)? = try db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(callID)], cached: true) {

@@ -68,6 +68,19 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(stored?.material, [4])
     }
 
+    /// A run into a database without calls skips looking its calls up: a call's material alone
+    /// (as stored for a call without a summary) counts as a call.
+    func testADatabaseWithoutCallsSaysSo() throws {
+        let store = try CallStore(path: path)
+        XCTAssertTrue(try store.hasNoCalls())
+        try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: false, material: [1, 2, 3])
+        XCTAssertFalse(try store.hasNoCalls())
+        try store.db.execute("DELETE FROM calls")
+        XCTAssertFalse(try store.hasNoCalls(), "the material is still there")
+        try store.db.execute("DELETE FROM call_material")
+        XCTAssertTrue(try store.hasNoCalls())
+    }
+
     /// A call's rows are found through an index in every table: replacing a call deletes them
     /// by call id, and drill-downs (the report, the dashboards) select them that way. A full
     /// scan of intervals per call would make a run over an existing database quadratic.
