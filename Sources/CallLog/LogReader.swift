@@ -85,8 +85,9 @@ public struct LogLineReader {
                 try decoder.decompress(chunk, emit: { try splitter.feed($0, path: path, line: line, issue: issue) }, damaged: { d in
                     // Text decoded so far from the damaged frame may end mid-line: drop that tail.
                     splitter.discardPartial()
+                    let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
                     issue(LogIssue(file: path, line: splitter.lineNumber + 1, category: .damagedFrame,
-                                   message: "\(d.message) at compressed byte \(d.offset); skipped \(d.skipped) bytes to the next frame"))
+                                   message: "\(d.message) at compressed byte \(d.offset); \(resumed)"))
                 })
             } else {
                 try splitter.feed(chunk, path: path, line: line, issue: issue)

@@ -87,8 +87,9 @@ public final class ZstdDecoder {
         /// Offset in the compressed file where the damage was detected.
         public var offset: Int
         public var message: String
-        /// Compressed bytes skipped before decoding resumed.
-        public var skipped: Int
+        /// Compressed bytes skipped before decoding resumed at the next frame; nil when no frame
+        /// starts in the input at hand (decoding resumes at the next one, if one follows).
+        public var skipped: Int?
     }
 
     public init() {
@@ -149,7 +150,7 @@ public final class ZstdDecoder {
                         inBuf.pos = min(inBuf.pos + skip, inBuf.size)
                         continue
                     } else {
-                        damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: src.count - inBuf.pos))
+                        damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: nil))
                         resyncing = true
                         carry = Array(rest.suffix(3))
                         compressedOffset = start + src.count

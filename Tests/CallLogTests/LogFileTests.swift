@@ -156,6 +156,11 @@ final class LogFileTests: XCTestCase {
                               "chunks of \(chunk): damage at \(d.offset), frame \(f + 1) is \(starts[f])..<\(starts[f] + frames[f].count)")
             }
             XCTAssertEqual(decoder.compressedOffset, file.count, "chunks of \(chunk)")
+            if chunk == file.count {
+                // The third frame follows the second's checksum; nothing follows the fourth's.
+                XCTAssertEqual(damage.first?.skipped, 4)
+                XCTAssertNil(damage.last?.skipped)
+            }
             // The intact frames whole; of a damaged one, what zstd emitted before its checksum
             // (its last block may be held back), and nothing else.
             let third = Array(#"{"frame":2,"n":0,"#.utf8)
