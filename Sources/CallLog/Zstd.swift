@@ -135,10 +135,13 @@ public final class ZstdDecoder {
         defer { if !resyncing { compressedOffset = start + inBuf.pos } }
         let outSize = ZSTD_DStreamOutSize()
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: outSize) { tmp in
-            while inBuf.pos < inBuf.size {
+            // A full output buffer may leave more output inside zstd, with no more input needed.
+            var outputFull = false
+            while inBuf.pos < inBuf.size || outputFull {
                 var outBuf = ZSTD_outBuffer(dst: tmp.baseAddress, size: outSize, pos: 0)
                 let r = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
                 if ZSTD_isError(r) != 0 {
+                    outputFull = false
                     let errorAt = start + inBuf.pos
                     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)
                     insideFrame = false
@@ -159,14 +162,7 @@ public final class ZstdDecoder {
                 }
                 insideFrame = r != 0
                 if outBuf.pos > 0 { try emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(tmp)[0..<outBuf.pos])) }
-                // Output buffer full: more may be pending inside zstd with no more input needed.
-                while outBuf.pos == outSize {
-                    outBuf.pos = 0
-                    let r2 = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
-                    if ZSTD_isError(r2) != 0 { break }
-                    insideFrame = r2 != 0
-                    if outBuf.pos > 0 { try emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(tmp)[0..<outBuf.pos])) }
-                }
+                outputFull = outBuf.pos == outSize
             }
         }
     }

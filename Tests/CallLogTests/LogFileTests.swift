@@ -167,12 +167,51 @@ final class LogFileTests: XCTestCase {
             guard let split = Data(output).range(of: Data(third))?.lowerBound else {
                 return XCTFail("chunks of \(chunk): the third frame is missing")
             }
-            let secondPart = output[contents[0].count..<split], fourthPart = output[(split + contents[2].count)...]
-            XCTAssertTrue(output.starts(with: contents[0]), "chunks of \(chunk)")
-            XCTAssertTrue(contents[1].starts(with: secondPart), "chunks of \(chunk)")
-            XCTAssertTrue(output[split...].starts(with: contents[2]), "chunks of \(chunk)")
-            XCTAssertTrue(contents[3].starts(with: fourthPart), "chunks of \(chunk)")
+            guard output.starts(with: contents[0]), output[split...].starts(with: contents[2]) else {
+                return XCTFail("chunks of \(chunk): an intact frame did not come out whole")
+            }
+            XCTAssertTrue(contents[1].starts(with: output[contents[0].count..<split]), "chunks of \(chunk)")
+            XCTAssertTrue(contents[3].starts(with: output[(split + contents[2].count)...]), "chunks of \(chunk)")
             XCTAssertTrue(damage.allSatisfy { $0.message.contains("checksum") }, "chunks of \(chunk): \(damage)")
+        }
+    }
+
+    /// Bytes changed inside a frame's blocks, wherever zstd notices (while it still has output
+    /// to hand over, or reading the next block), in the middle frame or the last: one damage, in
+    /// that frame, and the frames before and after it whole, however the file is fed.
+    func testDamageInsideAFrameIsReportedOnceWithinIt() {
+        let contents: [[UInt8]] = (0..<3).map { f in
+            Array((0..<12_000).map { #"{"frame":\#(f),"n":\#($0),"h":"\#(($0 &* 2_654_435_761) % 1_000_003)"}"# + "\n" }.joined().utf8)
+        }
+        let clean = contents.map { ZstdCompressor.compressFrame($0) }
+        for damaged in [1, 2] {
+            for place in stride(from: 0.2, through: 0.9, by: 0.1) {
+                var frames = clean
+                let at = Int(Double(frames[damaged].count) * place)
+                for i in at..<(at + 16) { frames[damaged][i] ^= 0xA5 }
+                let file = frames.flatMap { $0 }
+                let start = clean[..<damaged].reduce(0) { $0 + $1.count }
+                let frame = start..<(start + clean[damaged].count)
+                for chunk in [file.count, 131_075, 4_096, 7] {
+                    let decoder = ZstdDecoder()
+                    var output: [UInt8] = []
+                    var damage: [ZstdDecoder.Damage] = []
+                    var from = 0
+                    while from < file.count {
+                        let end = min(from + chunk, file.count)
+                        file[from..<end].withUnsafeBytes { decoder.decompress($0, emit: { output.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
+                        from = end
+                    }
+                    let what = "bytes changed at \(at) of frame \(damaged + 1), chunks of \(chunk)"
+                    XCTAssertEqual(damage.count, 1, "\(what): \(damage)")
+                    XCTAssertTrue(damage.allSatisfy { frame.contains($0.offset) }, "\(what): \(damage), the frame is \(frame)")
+                    XCTAssertFalse(decoder.insideFrame, "\(what): a damaged frame is not a cut one")
+                    XCTAssertTrue(output.starts(with: contents[0]), what)
+                    if damaged == 1 {
+                        XCTAssertTrue(output.count >= contents[2].count && output.suffix(contents[2].count).elementsEqual(contents[2]), what)
+                    }
+                }
+            }
         }
     }
 
