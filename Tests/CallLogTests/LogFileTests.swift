@@ -125,15 +125,34 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(issues.filter { $0.category == .damagedFrame }.count, 1, "\(issues)")
     }
 
+    /// `count` frames' texts of NDJSON-like lines, each several of the decoder's output buffers
+    /// long (so that zstd also consumes input while the decoder empties a full buffer), and
+    /// each line naming its frame (`{"frame":2,"n":0,` starts the third).
+    static func frameTexts(_ count: Int) -> [[UInt8]] {
+        (0..<count).map { f in
+            Array((0..<12_000).map { #"{"frame":\#(f),"n":\#($0),"h":"\#(($0 &* 2_654_435_761) % 1_000_003)"}"# + "\n" }.joined().utf8)
+        }
+    }
+
+    /// `file` through one decoder, fed `chunk` bytes at a time.
+    static func decode(_ file: [UInt8], inChunksOf chunk: Int) -> (ZstdDecoder, output: [UInt8], damage: [ZstdDecoder.Damage]) {
+        let decoder = ZstdDecoder()
+        var output: [UInt8] = []
+        var damage: [ZstdDecoder.Damage] = []
+        var at = 0
+        while at < file.count {
+            let end = min(at + chunk, file.count)
+            file[at..<end].withUnsafeBytes { decoder.decompress($0, emit: { output.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
+            at = end
+        }
+        return (decoder, output, damage)
+    }
+
     /// Damage is reported at a byte of the frame it is in, however the file is fed: whole, or
     /// in chunks that end inside frames. Frames 2 and 4 of four end with a wrong checksum (their
     /// content is intact).
     func testDamageIsReportedWithinItsFrame() {
-        // Each frame several output buffers long, so that zstd consumes input while the decoder
-        // empties a full buffer.
-        let contents: [[UInt8]] = (0..<4).map { f in
-            Array((0..<12_000).map { #"{"frame":\#(f),"n":\#($0),"h":"\#(($0 &* 2_654_435_761) % 1_000_003)"}"# + "\n" }.joined().utf8)
-        }
+        let contents = Self.frameTexts(4)
         var frames = contents.map { ZstdCompressor.compressFrame($0) }
         for f in [1, 3] { frames[f][frames[f].count - 1] ^= 0x01 }  // the checksum's last byte
         let file = frames.flatMap { $0 }
@@ -141,15 +160,7 @@ final class LogFileTests: XCTestCase {
         var offset = 0
         for f in frames { starts.append(offset); offset += f.count }
         for chunk in [file.count, 65_536, 1_000, 7] {
-            let decoder = ZstdDecoder()
-            var output: [UInt8] = []
-            var damage: [ZstdDecoder.Damage] = []
-            var at = 0
-            while at < file.count {
-                let end = min(at + chunk, file.count)
-                file[at..<end].withUnsafeBytes { decoder.decompress($0, emit: { output.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
-                at = end
-            }
+            let (decoder, output, damage) = Self.decode(file, inChunksOf: chunk)
             XCTAssertEqual(damage.count, 2, "chunks of \(chunk): \(damage)")
             for (d, f) in zip(damage, [1, 3]) {
                 XCTAssertTrue((starts[f]...(starts[f] + frames[f].count)).contains(d.offset),
@@ -180,9 +191,7 @@ final class LogFileTests: XCTestCase {
     /// to hand over, or reading the next block), in the middle frame or the last: one damage, in
     /// that frame, and the frames before and after it whole, however the file is fed.
     func testDamageInsideAFrameIsReportedOnceWithinIt() {
-        let contents: [[UInt8]] = (0..<3).map { f in
-            Array((0..<12_000).map { #"{"frame":\#(f),"n":\#($0),"h":"\#(($0 &* 2_654_435_761) % 1_000_003)"}"# + "\n" }.joined().utf8)
-        }
+        let contents = Self.frameTexts(3)
         let clean = contents.map { ZstdCompressor.compressFrame($0) }
         for damaged in [1, 2] {
             for place in stride(from: 0.2, through: 0.9, by: 0.1) {
@@ -193,15 +202,7 @@ final class LogFileTests: XCTestCase {
                 let start = clean[..<damaged].reduce(0) { $0 + $1.count }
                 let frame = start..<(start + clean[damaged].count)
                 for chunk in [file.count, 131_075, 4_096, 7] {
-                    let decoder = ZstdDecoder()
-                    var output: [UInt8] = []
-                    var damage: [ZstdDecoder.Damage] = []
-                    var from = 0
-                    while from < file.count {
-                        let end = min(from + chunk, file.count)
-                        file[from..<end].withUnsafeBytes { decoder.decompress($0, emit: { output.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
-                        from = end
-                    }
+                    let (decoder, output, damage) = Self.decode(file, inChunksOf: chunk)
                     let what = "bytes changed at \(at) of frame \(damaged + 1), chunks of \(chunk)"
                     XCTAssertEqual(damage.count, 1, "\(what): \(damage)")
                     XCTAssertTrue(damage.allSatisfy { frame.contains($0.offset) }, "\(what): \(damage), the frame is \(frame)")
