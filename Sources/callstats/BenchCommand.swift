@@ -99,7 +99,7 @@ struct AnalyzeBench: ParsableCommand {
     @Option(help: "Make the corpus from this Chromium getStats recording (.jsonl[.zst]) instead of simulating it.")
     var recording: String?
 
-    @Option(help: "Runs of each measurement; the best is printed.")
+    @Option(help: "Rounds of every measurement, one after the other in each round; the best of each is printed.")
     var runs = 2
 
     func run() throws {
@@ -109,30 +109,8 @@ struct AnalyzeBench: ParsableCommand {
         let compressed = files.reduce(0) { $0 + BenchCorpus.size($1) }
         print("corpus: \(files.count) files, \(String(format: "%.1f", Double(compressed) / 1e6)) MB compressed; measuring…")
 
-        var best = Double.infinity, copy = Double.infinity
-        var text = 0, records = 0
-        for _ in 0..<runs {
-            let db = NSTemporaryDirectory() + "callstats-bench-\(getpid()).sqlite"
-            let copied = NSTemporaryDirectory() + "callstats-bench-copy-\(getpid()).sqlite"
-            AnalyzeBench.remove(db)
-            let run = AnalyzeRun(options: AnalyzeRun.Options(paths: [corpus], database: db))
-            let report = try run.run()
-            best = min(best, report.progress.seconds)
-            text = report.progress.textBytes
-            records = report.progress.records
-            copy = min(copy, try AnalyzeBench.copyRows(from: db, into: copied))
-            AnalyzeBench.remove(db)
-            AnalyzeBench.remove(copied)
-        }
-        let mb = Double(text) / 1e6
-        var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
-        table.rows.append(["callstats analyze (all metrics, SQLite writes)", fmt(best), fmt(mb / best, 0), fmt(Double(records) / best, 0), "1.00x"])
-
         let list = files.map { "'\($0)'" }.joined(separator: " ")
-        if let z = bestOf(runs, "zstd -d -c -T1 \(list) > /dev/null") {
-            table.rows.append(["zstd -d (decompress only, 1 thread)", fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
-        }
-        table.rows.append(["SQLite alone: the result rows copied (INSERT … SELECT)", fmt(copy), fmt(mb / copy, 0), "-", fmt(best / copy) + "x"])
+        let zstd = "zstd -d -c -T1 \(list) > /dev/null"
         let duck = """
             python3 -c "import duckdb; c = duckdb.connect(); c.execute('SET threads TO 2'); print(c.execute(\\"\\"\\"
             SELECT call, avg(s.jitter) * 1000 AS mean_jitter_ms, max(s.packetsLost) AS max_lost FROM (
@@ -142,13 +120,57 @@ struct AnalyzeBench: ParsableCommand {
               WHERE kind = 'stats')
             WHERE s.type = 'inbound-rtp' AND s.kind = 'audio' GROUP BY call\\"\\"\\").fetchall().__len__())"
             """
-        if let d = bestOf(runs, duck) {
+        // One round is every measurement once, so that the host's load, which drifts within
+        // minutes, weighs on all of them alike; the best of each over the rounds is printed.
+        var best = Double.infinity, copy = Double.infinity
+        var z: Double? = .infinity, d: Double? = .infinity  // nil: the tool is missing
+        var text = 0, records = 0
+        for round in 1...max(1, runs) {
+            let db = NSTemporaryDirectory() + "callstats-bench-\(getpid()).sqlite"
+            let copied = NSTemporaryDirectory() + "callstats-bench-copy-\(getpid()).sqlite"
+            AnalyzeBench.remove(db)
+            let run = AnalyzeRun(options: AnalyzeRun.Options(paths: [corpus], database: db))
+            let report = try run.run()
+            let seconds = report.progress.seconds
+            best = min(best, seconds)
+            text = report.progress.textBytes
+            records = report.progress.records
+            let copySeconds = try AnalyzeBench.copyRows(from: db, into: copied)
+            copy = min(copy, copySeconds)
+            AnalyzeBench.remove(db)
+            AnalyzeBench.remove(copied)
+            let zSeconds = measure(zstd, best: &z), dSeconds = measure(duck, best: &d)
+            let others = [("zstd -d", zSeconds), ("SQLite alone", copySeconds), ("DuckDB", dSeconds)]
+                .compactMap { name, s in s.map { "\(name) \(fmt($0)) s" } }
+            print("round \(round) of \(max(1, runs)): callstats analyze \(fmt(seconds)) s, " + others.joined(separator: ", "))
+        }
+        let mb = Double(text) / 1e6
+        var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
+        table.rows.append(["callstats analyze (all metrics, SQLite writes)", fmt(best), fmt(mb / best, 0), fmt(Double(records) / best, 0), "1.00x"])
+        if let z {
+            table.rows.append(["zstd -d (decompress only, 1 thread)", fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
+        } else {
+            table.rows.append(["zstd -d", "-", "-", "-", "not installed"])
+        }
+        table.rows.append(["SQLite alone: the result rows copied (INSERT … SELECT)", fmt(copy), fmt(mb / copy, 0), "-", fmt(best / copy) + "x"])
+        if let d {
             table.rows.append(["DuckDB read_json per-call aggregate (2 threads)", fmt(d), fmt(mb / d, 0), "-", fmt(best / d) + "x"])
         } else {
             table.rows.append(["DuckDB", "-", "-", "-", "not installed (pip install duckdb)"])
         }
         print(table.render())
         print("NDJSON: \(fmt(mb, 1)) MB, \(records) records; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    }
+
+    /// This round's seconds for `command`, lowering `best`; nil, and `best` nil for good, once
+    /// the command fails (the tool is not installed).
+    func measure(_ command: String, best: inout Double?) -> Double? {
+        guard let current = best, let r = Stopwatch.shell(command) else {
+            best = nil
+            return nil
+        }
+        best = min(current, r.seconds)
+        return r.seconds
     }
 
     static func remove(_ db: String) {
@@ -189,15 +211,6 @@ struct AnalyzeBench: ParsableCommand {
             }
         }
         return seconds
-    }
-
-    func bestOf(_ n: Int, _ command: String) -> Double? {
-        var best: Double?
-        for _ in 0..<n {
-            guard let r = Stopwatch.shell(command) else { return nil }
-            best = min(best ?? .infinity, r.seconds)
-        }
-        return best
     }
 }
 

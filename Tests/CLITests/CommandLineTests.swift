@@ -18,12 +18,13 @@ final class CommandLineTests: XCTestCase {
 
     /// Runs the built binary; returns exit status, stdout and stderr.
     @discardableResult
-    func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+    func callstats(_ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
         let bin = CommandLineTests.binary
         let p = Process()
         p.executableURL = bin
         p.arguments = args
         p.currentDirectoryURL = dir
+        if let environment { p.environment = environment }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -168,6 +169,25 @@ final class CommandLineTests: XCTestCase {
             XCTAssertNotNil(seconds, "\(row): \(r.out)")
         }
         XCTAssertTrue(r.out.contains("NDJSON: "), r.out)
+        XCTAssertTrue(r.out.contains("round 1 of 1: callstats analyze "), r.out)
+    }
+
+    /// Without zstd and DuckDB on the path, every round still measures the analysis and SQLite,
+    /// and the table says the tools are missing instead of printing a time.
+    func testBenchAnalyzeSaysWhichToolsAreMissing() throws {
+        let corpus = dir.appendingPathComponent("corpus").path
+        let r = try callstats(["bench", "analyze", "--corpus", corpus, "--calls", "10", "--runs", "2"],
+                              environment: ["PATH": dir.appendingPathComponent("no-tools").path])
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        let lines = r.out.split(separator: "\n").map(String.init)
+        for round in 1...2 {
+            let line = lines.first { $0.hasPrefix("round \(round) of 2: callstats analyze ") }
+            XCTAssertNotNil(line, r.out)
+            XCTAssertTrue(line?.contains("SQLite alone") == true && line?.contains("zstd") == false && line?.contains("DuckDB") == false, r.out)
+        }
+        XCTAssertTrue(lines.contains { $0.hasPrefix("zstd -d ") && $0.hasSuffix("not installed") }, r.out)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("DuckDB ") && $0.hasSuffix("not installed (pip install duckdb)") }, r.out)
+        XCTAssertFalse(r.out.contains("inf"), r.out)
     }
 
     func testHelpIsUseful() throws {
