@@ -31,6 +31,8 @@ public final class CallStore {
     private var inserts: [Insert: Statement] = [:]
     /// The same for rollup rows (`Rollups.swift`).
     var rollupInsertStatement: Statement?
+    /// The `call_key` the next call written gets: one more than any stored (see `Schema`).
+    private var nextCallKey: Int64 = 1
 
     public init(path: String, forWriting: Bool = true) throws {
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
@@ -41,7 +43,10 @@ public final class CallStore {
             throw error
         }
         lockFD = lock
-        if forWriting { bulkLoading = try db.scalar("PRAGMA journal_mode")?.string != "wal" }
+        if forWriting {
+            bulkLoading = try db.scalar("PRAGMA journal_mode")?.string != "wal"
+            nextCallKey = (try db.scalar("SELECT max(call_key) FROM calls")?.int64 ?? 0) + 1
+        }
     }
 
     private static func openDatabase(path: String, forWriting: Bool) throws -> Database {
@@ -186,16 +191,24 @@ public final class CallStore {
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool = true) throws {
         let id = analysis.call.callID
         if replacing {
-            for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
+            // The keyed rows first, while the call's row still gives their key.
+            for table in ["interval_rows", "event_rows"] {
+                try db.run("DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)", [.text(id)])
+            }
+            for table in ["calls", "streams", "findings", "call_material"] {
                 try db.run("DELETE FROM \(table) WHERE call_id = ?", [.text(id)])
             }
         }
-        try insertCall(analysis.call, complete: complete)
+        let key = nextCallKey
+        try insertCall(analysis.call, complete: complete, key: key)
+        nextCallKey += 1
         for s in analysis.streams { try insertStream(s) }
-        try insertRows(analysis.intervals, Insert.intervals, most: Insert.intervalsPerStatement, bindInterval)
+        try insertRows(analysis.intervals, Insert.intervals, most: Insert.intervalsPerStatement) { rows, index, r in
+            try Self.bindInterval(rows, index, key: key, to: &r)
+        }
         try insertRows(analysis.events, Insert.events, most: Insert.eventsPerStatement) { events, index, r in
             let e = events.baseAddress! + index
-            try r.add(e.pointee.callID); try r.add(e.pointee.ts); try r.add(e.pointee.kind); try r.add(e.pointee.action)
+            try r.add(key); try r.add(e.pointee.ts); try r.add(e.pointee.kind); try r.add(e.pointee.action)
             try r.add(e.pointee.type); try r.add(e.pointee.detailJSON)
         }
         for f in analysis.findings {
@@ -220,10 +233,10 @@ public final class CallStore {
         /// Full-row inserts list every column in table order.
         var sql: String {
             switch self {
-            case .call: Insert.values("calls", 52)
+            case .call: Insert.values("calls", 53)
             case .stream: Insert.values("streams", 29)
-            case .intervals(let rows): Insert.values("intervals", 24, rows: rows)
-            case .events(let rows): Insert.values("events", 6, rows: rows)
+            case .intervals(let rows): Insert.values("interval_rows", 24, rows: rows)
+            case .events(let rows): Insert.values("event_rows", 6, rows: rows)
             case .finding: """
                 INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -256,7 +269,7 @@ public final class CallStore {
         try statement.insertRow(row)
     }
 
-    private func insertCall(_ c: CallSummary, complete: Bool) throws {
+    private func insertCall(_ c: CallSummary, complete: Bool, key: Int64) throws {
         try insert(.call) { r in
             try r.add(c.callID); try r.add(c.startTs); try r.add(c.endTs); try r.add(c.durationMs)
             try r.add(c.direction); try r.add(c.sdk); try r.add(c.sdkVersion); try r.add(c.app); try r.add(c.appVersion)
@@ -271,6 +284,7 @@ public final class CallStore {
             try r.add(c.lossPct); try r.add(c.jitterMs); try r.add(c.rttMs); try r.add(c.iceRttMs); try r.add(c.concealmentPct)
             try r.add(c.sdkQualityMean); try r.add(c.sdkQualityMin); try r.add(c.clockSkewMs)
             try r.add(c.grade.rawValue); try r.add(c.gradeReason); try r.add(c.findingCount); try r.add(complete)
+            try r.add(key)
         }
     }
 
@@ -305,9 +319,9 @@ public final class CallStore {
         }
     }
 
-    private func bindInterval(_ rows: UnsafeBufferPointer<IntervalMetrics>, _ index: Int, to r: inout RowBinder) throws {
+    private static func bindInterval(_ rows: UnsafeBufferPointer<IntervalMetrics>, _ index: Int, key: Int64, to r: inout RowBinder) throws {
         let i = rows.baseAddress! + index
-        try r.add(i.pointee.callID); try r.add(i.pointee.streamID); try r.add(i.pointee.startTs); try r.add(i.pointee.endTs)
+        try r.add(key); try r.add(i.pointee.streamID); try r.add(i.pointee.startTs); try r.add(i.pointee.endTs)
         try r.add(i.pointee.packets); try r.add(i.pointee.packetsLost); try r.add(i.pointee.lossPct); try r.add(i.pointee.jitterMs)
         try r.add(i.pointee.rttMs); try r.add(i.pointee.iceRttMs); try r.add(i.pointee.bitrateKbps); try r.add(i.pointee.concealmentPct)
         try r.add(i.pointee.jitterBufferMs); try r.add(i.pointee.burstRatio); try r.add(i.pointee.rFactor); try r.add(i.pointee.mosCQ)

@@ -3,7 +3,7 @@
 /// `Data/SCHEMA.md` documents every table, column and view; a test checks that each column
 /// here is documented there. Changing a column means a new `version` and a migration step.
 public enum Schema {
-    public static let version = 1
+    public static let version = 2
 
     /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in `calls`).
     public static let rollupDimensions: [(name: String, column: String)] = [
@@ -34,6 +34,28 @@ public enum Schema {
     static var rollupMetricColumns: [String] {
         rollupMetrics.flatMap { m in ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" } }
     }
+
+    /// A call's intervals and events, filed under its `call_key` (version 2).
+    static let keyedRowTables = """
+    -- Read through the views `intervals` and `events`, which name the call by its id.
+    CREATE TABLE IF NOT EXISTS interval_rows (
+        call_key INTEGER NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
+        packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
+        bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
+        r_factor REAL, mos_cq REAL, mos_lq REAL,
+        fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
+        video_score REAL, quality_limitation TEXT
+    );
+    -- By call only: every query by call (a replaced call's delete, drill-downs) wants all of a
+    -- call's rows, and sorting a call's few intervals costs nothing.
+    CREATE INDEX IF NOT EXISTS interval_rows_call ON interval_rows(call_key);
+
+    CREATE TABLE IF NOT EXISTS event_rows (
+        call_key INTEGER NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
+        action TEXT, type TEXT, detail TEXT
+    );
+    CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
+    """
 
     static let tables = """
     CREATE TABLE IF NOT EXISTS meta (
@@ -67,9 +89,14 @@ public enum Schema {
         loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL, concealment_pct REAL,
         sdk_quality_mean REAL, sdk_quality_min REAL, clock_skew_ms INTEGER,
         grade TEXT NOT NULL, grade_reason TEXT, finding_count INTEGER NOT NULL,
-        complete INTEGER NOT NULL
+        complete INTEGER NOT NULL,
+        call_key INTEGER
     );
     CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
+    -- The number the call's intervals and events are filed under (version 2): given in the
+    -- order calls are written, so that their rows and index entries are appended, where call ids
+    -- (random) put them on random pages. Its own column, not the rowid, which VACUUM may change.
+    CREATE UNIQUE INDEX IF NOT EXISTS calls_key ON calls(call_key);
 
     CREATE TABLE IF NOT EXISTS streams (
         call_id TEXT NOT NULL, stream_id TEXT NOT NULL, ssrc INTEGER, direction TEXT, kind TEXT,
@@ -82,24 +109,7 @@ public enum Schema {
         PRIMARY KEY (call_id, stream_id)
     ) WITHOUT ROWID;
 
-    CREATE TABLE IF NOT EXISTS intervals (
-        call_id TEXT NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
-        packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
-        bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
-        r_factor REAL, mos_cq REAL, mos_lq REAL,
-        fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
-        video_score REAL, quality_limitation TEXT
-    );
-    -- By call only: every query by call (a replaced call's delete, drill-downs) wants all of a
-    -- call's rows, and sorting a call's few intervals costs nothing. Stream and start in the key
-    -- doubled the index, whose pages call ids hit at random.
-    CREATE INDEX IF NOT EXISTS intervals_call ON intervals(call_id);
-
-    CREATE TABLE IF NOT EXISTS events (
-        call_id TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
-        action TEXT, type TEXT, detail TEXT
-    );
-    CREATE INDEX IF NOT EXISTS events_call ON events(call_id, ts);
+    \(keyedRowTables)
 
     CREATE TABLE IF NOT EXISTS findings (
         call_id TEXT NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL,
@@ -132,8 +142,22 @@ public enum Schema {
         """
     }
 
-    /// The questions people ask first, as views.
+    /// The columns of `intervals` and `events` after the call id, as their rows hold them.
+    static let intervalColumns = """
+        stream_id, start_ts, end_ts, packets, packets_lost, loss_pct, jitter_ms, rtt_ms, ice_rtt_ms,
+        bitrate_kbps, concealment_pct, jitter_buffer_ms, burst_ratio, r_factor, mos_cq, mos_lq,
+        fps, width, height, freeze_count, freeze_ms, video_score, quality_limitation
+        """
+    static let eventColumns = "ts, kind, action, type, detail"
+
+    /// The questions people ask first, as views; and the call's intervals and events by call id.
     static let views = """
+    CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
+        SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
+
+    CREATE VIEW IF NOT EXISTS events (call_id, \(eventColumns)) AS
+        SELECT c.call_id, \(prefixed("e", eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
+
     CREATE VIEW IF NOT EXISTS worst_calls AS
         SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
                grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
@@ -175,7 +199,28 @@ public enum Schema {
         FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
     """
 
-    /// Creates the schema in a new database, or checks an existing one.
+    /// `columns` (comma-separated) each qualified with `table`.
+    static func prefixed(_ table: String, _ columns: String) -> String {
+        columns.split(separator: ",").map { "\(table).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(separator: ", ")
+    }
+
+    /// Version 1 filed intervals and events under the call id itself, in tables of those names.
+    /// Its calls get their keys in the order they were written, their rows move to the keyed
+    /// tables, and the views take the old names. In the same transaction as the rest: a run
+    /// stopped part way leaves version 1 as it was.
+    static let upgradeFrom1 = """
+    ALTER TABLE calls ADD COLUMN call_key INTEGER;
+    UPDATE calls SET call_key = rowid;
+    \(keyedRowTables)
+    INSERT INTO interval_rows SELECT c.call_key, \(prefixed("i", intervalColumns))
+        FROM intervals i JOIN calls c USING (call_id) ORDER BY i.rowid;
+    INSERT INTO event_rows SELECT c.call_key, \(prefixed("e", eventColumns))
+        FROM events e JOIN calls c USING (call_id) ORDER BY e.rowid;
+    DROP TABLE intervals;
+    DROP TABLE events;
+    """
+
+    /// Creates the schema in a new database, upgrades an older one, or checks a current one.
     ///
     /// Refused, with a message that says what to do (see `check`): a newer schema, an older one
     /// with no upgrade step, and an SQLite database that callstats did not create. A new schema
@@ -183,7 +228,9 @@ public enum Schema {
     static func migrate(_ db: Database) throws {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
         try db.transaction {
+            if current == 1 { try db.execute(upgradeFrom1) }
             try db.execute(tables)
             try db.execute(rollupTable)
             try db.execute(views)
@@ -193,7 +240,7 @@ public enum Schema {
 
     /// The refusals of `migrate`, changing nothing (run before anything is written):
     /// - a newer schema: a newer callstats wrote it;
-    /// - an older schema: there is no upgrade step (version 1 is the first);
+    /// - an older schema without an upgrade step (before version 1);
     /// - tables but no schema version: someone else's SQLite database. Adding our tables to
     ///   it, or writing into a same-named table of another shape, would damage it.
     static func check(_ db: Database) throws {
@@ -202,7 +249,7 @@ public enum Schema {
         if let current, current > version {
             throw StoreError.newerSchema(path: db.path, found: current, supported: version)
         }
-        if let current, current < version {
+        if let current, current < 1 {
             throw StoreError.olderSchema(path: db.path, found: current, supported: version)
         }
         if current == nil {

@@ -183,7 +183,7 @@ struct AnalyzeBench: ParsableCommand {
     /// analyses the logs, writing these rows takes at least about this long.
     static func copyRows(from source: String, into target: String) throws -> Double {
         remove(target)
-        let tables = ["ingested_files", "calls", "streams", "intervals", "events", "findings", "call_material", "rollups"]
+        let tables = ["ingested_files", "calls", "streams", "interval_rows", "event_rows", "findings", "call_material", "rollups"]
         let seconds = try Stopwatch.time {
             let store = try CallStore(path: target)
             try store.db.run("ATTACH DATABASE ? AS source", [.text(source)])

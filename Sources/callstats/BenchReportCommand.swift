@@ -66,10 +66,13 @@ struct ReportBench: ParsableCommand {
         let copies = (calls + base - 1) / base - 1
         print("copying to \(calls) calls (\(copies) copies)…")
         let columns = try store.db.rows("SELECT name FROM pragma_table_info('calls')").compactMap { $0[0].string }
-        // Copy k of a call starts k seconds after it (within the original's hour, mostly).
+        let keys = try store.db.scalar("SELECT max(call_key) FROM calls")?.int64 ?? 0
+        // Copy k of a call starts k seconds after it (within the original's hour, mostly), and
+        // has a key of its own past the originals'.
         func copied(_ c: String) -> String {
             switch c {
             case "call_id": "call_id || '#' || k.n"
+            case "call_key": "call_key + k.n * \(keys)"
             case "start_ts", "end_ts": "\(c) + k.n * 1000"
             default: c
             }
@@ -109,12 +112,17 @@ struct ReportBench: ParsableCommand {
                       mos_mean, mos_min, fps_mean, width_max, height_max, freeze_count, freeze_ms, video_score_mean, quality_limitation,
                       counter_resets FROM streams WHERE call_id = ?3
                     """, values)
+                // Filed under the copy's key; read by call id through the views.
                 try store.db.run("""
-                    INSERT INTO intervals SELECT ?1, stream_id, start_ts + ?2, end_ts + ?2, packets, packets_lost, loss_pct, jitter_ms, rtt_ms,
-                      ice_rtt_ms, bitrate_kbps, concealment_pct, jitter_buffer_ms, burst_ratio, r_factor, mos_cq, mos_lq, fps, width, height,
-                      freeze_count, freeze_ms, video_score, quality_limitation FROM intervals WHERE call_id = ?3
+                    INSERT INTO interval_rows SELECT (SELECT call_key FROM calls WHERE call_id = ?1), stream_id, start_ts + ?2, end_ts + ?2,
+                      packets, packets_lost, loss_pct, jitter_ms, rtt_ms, ice_rtt_ms, bitrate_kbps, concealment_pct, jitter_buffer_ms,
+                      burst_ratio, r_factor, mos_cq, mos_lq, fps, width, height, freeze_count, freeze_ms, video_score, quality_limitation
+                    FROM intervals WHERE call_id = ?3
                     """, values)
-                try store.db.run("INSERT INTO events SELECT ?1, ts + ?2, kind, action, type, detail FROM events WHERE call_id = ?3", values)
+                try store.db.run("""
+                    INSERT INTO event_rows SELECT (SELECT call_key FROM calls WHERE call_id = ?1), ts + ?2, kind, action, type, detail
+                    FROM events WHERE call_id = ?3
+                    """, values)
             }
         }
         print("built \(db) in \(fmt(Date().timeIntervalSince(started), 1)) s")

@@ -109,14 +109,17 @@ enum Corpus {
 
 /// The analysis database as a user sees it, as text: equal text means equal results.
 ///
-/// Run timestamps (`ingested_files.ingested_at`) are left out; everything else is compared.
+/// Run timestamps (`ingested_files.ingested_at`) and the calls' filing numbers (`call_key`,
+/// which follow the order calls were written) are left out; everything else is compared.
 /// `calls` restricts the call tables to those ids (rollups are then left out: they depend on
 /// every call).
 func dumpDatabase(_ path: String, calls: Set<String>? = nil) throws -> String {
     let store = try CallStore(path: path, forWriting: false)
     let filter = calls.map { ids in " WHERE call_id IN (" + ids.sorted().map { "'\($0)'" }.joined(separator: ",") + ")" } ?? ""
+    let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
+        .compactMap { $0[0].string }.joined(separator: ", ")
     var queries = [
-        "SELECT * FROM calls\(filter) ORDER BY call_id",
+        "SELECT \(callColumns) FROM calls\(filter) ORDER BY call_id",
         "SELECT * FROM streams\(filter) ORDER BY call_id, stream_id",
         "SELECT call_id, stream_id, count(*), sum(packets), round(sum(mos_cq), 6), round(sum(jitter_ms), 6) FROM intervals\(filter) GROUP BY 1, 2 ORDER BY 1, 2",
         "SELECT * FROM findings\(filter) ORDER BY call_id, code, start_ts, stream_id",

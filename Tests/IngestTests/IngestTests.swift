@@ -26,11 +26,14 @@ final class IngestTests: XCTestCase {
         return try AnalyzeRun(options: o).run()
     }
 
-    /// Everything a user sees, as text, to compare databases.
+    /// Everything a user sees, as text, to compare databases (not the calls' filing numbers,
+    /// `call_key`, which follow the order calls were written).
     func dump(_ db: String) throws -> String {
         let store = try CallStore(path: db, forWriting: false)
+        let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
+            .compactMap { $0[0].string }.joined(separator: ", ")
         var out = ""
-        for sql in ["SELECT * FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
+        for sql in ["SELECT \(callColumns) FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
                     "SELECT count(*), sum(packets), round(sum(mos_cq), 6) FROM intervals", "SELECT * FROM findings ORDER BY call_id, code, start_ts",
                     "SELECT * FROM events ORDER BY call_id, ts, kind, action, type", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"] {
             for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
@@ -62,6 +65,71 @@ final class IngestTests: XCTestCase {
         o.force = true
         _ = try AnalyzeRun(options: o).run()
         XCTAssertEqual(try dump(db), before)
+    }
+
+    /// A database of schema version 1 (intervals and events filed under the call id, in tables
+    /// of those names) is read as it is, and upgraded by the next run that writes to it: the
+    /// same rows through the views, every row under its call's key, and runs after that write
+    /// into it as into a new one.
+    func testAVersion1DatabaseIsReadAndUpgraded() throws {
+        let logs = try simulate(calls: 24, files: 3, seed: 21)
+        let current = dir.appendingPathComponent("v2.sqlite").path
+        _ = try analyze([logs.path], db: current)
+        let expected = try dump(current)
+
+        // The same database as version 1 wrote it.
+        let old = dir.appendingPathComponent("v1.sqlite").path
+        try FileManager.default.copyItem(atPath: current, toPath: old)
+        do {
+            let db = try Database(path: old)
+            try db.execute("""
+                PRAGMA journal_mode = DELETE;
+                CREATE TABLE v1_intervals (
+                    call_id TEXT NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
+                    packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
+                    bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
+                    r_factor REAL, mos_cq REAL, mos_lq REAL,
+                    fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
+                    video_score REAL, quality_limitation TEXT
+                );
+                CREATE TABLE v1_events (
+                    call_id TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
+                    action TEXT, type TEXT, detail TEXT
+                );
+                INSERT INTO v1_intervals SELECT * FROM intervals;
+                INSERT INTO v1_events SELECT * FROM events;
+                DROP VIEW intervals; DROP VIEW events; DROP TABLE interval_rows; DROP TABLE event_rows;
+                ALTER TABLE v1_intervals RENAME TO intervals; ALTER TABLE v1_events RENAME TO events;
+                CREATE INDEX intervals_call ON intervals(call_id);
+                CREATE INDEX events_call ON events(call_id, ts);
+                DROP INDEX calls_key; ALTER TABLE calls DROP COLUMN call_key;
+                UPDATE meta SET value = '1' WHERE key = 'schema_version';
+                """)
+        }
+        XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
+
+        // Upgraded by a run that has nothing new to read.
+        XCTAssertEqual(try analyze([logs.path], db: old).callsInRun, 0)
+        let store = try CallStore(path: old, forWriting: false)
+        let kinds = try store.db.rows("SELECT name, type FROM sqlite_master WHERE name IN ('intervals', 'events', 'interval_rows', 'event_rows') ORDER BY name")
+            .map { "\(($0[0].string ?? "")):\(($0[1].string ?? ""))" }
+        XCTAssertEqual(kinds, ["event_rows:table", "events:view", "interval_rows:table", "intervals:view"])
+        XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "2")
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_key IS NULL")?.int64, 0)
+        XCTAssertEqual(try store.db.scalar("""
+            SELECT (SELECT count(*) FROM interval_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
+                 + (SELECT count(*) FROM event_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
+            """)?.int64, 0)
+        XCTAssertEqual(try store.db.scalar("PRAGMA integrity_check")?.string, "ok")
+        XCTAssertEqual(try dump(old), expected)
+
+        // Written into again: every call replaced under a new key, the same results.
+        var o = AnalyzeRun.Options(paths: [logs.path], database: old)
+        o.force = true
+        _ = try AnalyzeRun(options: o).run()
+        XCTAssertEqual(try dump(old), expected)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
+                       try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
     }
 
     /// Files analysed one run at a time (calls continuing across files and runs) end in the

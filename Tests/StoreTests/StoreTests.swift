@@ -59,6 +59,9 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT mos_cq FROM calls")?.double, 2.9)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM intervals")?.int64, 1)
+        // The replaced call's rows are gone, not only out of the views' sight (filed under its old key).
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM event_rows")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM findings")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT loss_pct FROM intervals"), .null)
         XCTAssertEqual(try store.db.scalar("SELECT jitter_ms FROM intervals"), .null)
@@ -90,6 +93,12 @@ final class StoreTests: XCTestCase {
             let plan = try store.db.rows("EXPLAIN QUERY PLAN SELECT * FROM \(table) WHERE call_id = ?", [.text("c1")])
                 .compactMap { $0.last?.string }.joined(separator: "; ")
             XCTAssertTrue(plan.hasPrefix("SEARCH") && !plan.contains("SCAN"), "\(table): \(plan)")
+        }
+        // A replaced call's keyed rows are deleted by its key.
+        for table in ["interval_rows", "event_rows"] {
+            let plan = try store.db.rows("EXPLAIN QUERY PLAN DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)",
+                                         [.text("c1")]).compactMap { $0.last?.string }.joined(separator: "; ")
+            XCTAssertTrue(!plan.contains("SCAN"), "\(table): \(plan)")
         }
     }
 
