@@ -206,8 +206,9 @@ public enum Schema {
 
     /// Version 1 filed intervals and events under the call id itself, in tables of those names.
     /// Its calls get their keys in the order they were written, their rows move to the keyed
-    /// tables, and the views take the old names. In the same transaction as the rest: a run
-    /// stopped part way leaves version 1 as it was.
+    /// tables (a row without its call, which version 1 never wrote, has no key to go under), and
+    /// the views take the old names. In the same transaction as the rest: a run stopped part way
+    /// leaves version 1 as it was.
     static let upgradeFrom1 = """
     ALTER TABLE calls ADD COLUMN call_key INTEGER;
     UPDATE calls SET call_key = rowid;
