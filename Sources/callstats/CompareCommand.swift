@@ -11,7 +11,9 @@ struct CompareDatabasesCommand: ParsableCommand {
         abstract: "Compare two callstats databases row by row, table by table (exit 1 when they differ).",
         discussion: """
             Rows are compared exactly (REAL values bit for bit), whatever their order in the file. \
-            The time a file was ingested is left out.
+            The time a file was ingested is left out, and so is each call's filing number \
+            (calls.call_key, which follows the order calls were written): intervals and events are \
+            compared through their views, by call id, so databases of schema versions 1 and 2 compare too.
 
             Example, before and after a change:
               callstats analyze logs/ --db before.sqlite   # with the old binary
