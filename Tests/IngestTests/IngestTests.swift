@@ -77,27 +77,16 @@ final class IngestTests: XCTestCase {
         _ = try analyze([logs.path], db: current)
         let expected = try dump(current)
 
-        // The same database as version 1 wrote it.
+        // The same database as version 1 laid it out: intervals and events in tables of those
+        // names under the call id, and no call key.
         let old = dir.appendingPathComponent("v1.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: old)
         do {
             let db = try Database(path: old)
             try db.execute("""
                 PRAGMA journal_mode = DELETE;
-                CREATE TABLE v1_intervals (
-                    call_id TEXT NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
-                    packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
-                    bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
-                    r_factor REAL, mos_cq REAL, mos_lq REAL,
-                    fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
-                    video_score REAL, quality_limitation TEXT
-                );
-                CREATE TABLE v1_events (
-                    call_id TEXT NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
-                    action TEXT, type TEXT, detail TEXT
-                );
-                INSERT INTO v1_intervals SELECT * FROM intervals;
-                INSERT INTO v1_events SELECT * FROM events;
+                CREATE TABLE v1_intervals AS SELECT * FROM intervals;
+                CREATE TABLE v1_events AS SELECT * FROM events;
                 DROP VIEW intervals; DROP VIEW events; DROP TABLE interval_rows; DROP TABLE event_rows;
                 ALTER TABLE v1_intervals RENAME TO intervals; ALTER TABLE v1_events RENAME TO events;
                 CREATE INDEX intervals_call ON intervals(call_id);
