@@ -81,6 +81,8 @@ public final class AnalyzeRun {
         public var totals: CallStore.Totals
         public var callsInRun: Int
         public var gradesInRun: [Grade: Int]
+        /// The schema version the run upgraded the database from, if it did.
+        public var upgradedFrom: Int?
 
         public var skippedAnything: Bool { !issueCounts.isEmpty || !missing.isEmpty }
     }
@@ -256,7 +258,7 @@ public final class AnalyzeRun {
         progress.seconds = Date().timeIntervalSince(started)
         return Report(progress: progress, alreadyIngested: already, missing: missing, issueCounts: issueCounts,
                       firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
-                      gradesInRun: gradesInRun.filter { $0.value > 0 })
+                      gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom)
     }
 
     /// The touched rollup buckets are marked in the same transaction as the calls, and rebuilt

@@ -33,11 +33,13 @@ public final class CallStore {
     var rollupInsertStatement: Statement?
     /// The `call_key` the next call written gets: one more than any stored (see `Schema`).
     private var nextCallKey: Int64 = 1
+    /// The schema version this store upgraded the database from when it opened it, if it did.
+    public private(set) var upgradedFrom: Int?
 
     public init(path: String, forWriting: Bool = true) throws {
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
         do {
-            db = try CallStore.openDatabase(path: path, forWriting: forWriting)
+            (db, upgradedFrom) = try CallStore.openDatabase(path: path, forWriting: forWriting)
         } catch {
             if lock >= 0 { close(lock) }
             throw error
@@ -49,7 +51,7 @@ public final class CallStore {
         }
     }
 
-    private static func openDatabase(path: String, forWriting: Bool) throws -> Database {
+    private static func openDatabase(path: String, forWriting: Bool) throws -> (Database, upgradedFrom: Int?) {
         do {
             let db = try Database(path: path, readOnly: !forWriting)
             if forWriting {
@@ -73,13 +75,13 @@ public final class CallStore {
                     PRAGMA synchronous = \(isNew ? "FULL" : "NORMAL");
                     PRAGMA cache_size = -262144;
                     """)
-                try Schema.migrate(db)
+                return (db, try Schema.migrate(db))
             } else {
                 guard try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'calls'")?.int64 == 1 else {
                     throw StoreError.notADatabase(path: path, reason: "it has no calls table")
                 }
             }
-            return db
+            return (db, nil)
         } catch let e as Database.Error where e.code == 26 /* SQLITE_NOTADB */ {
             throw StoreError.notADatabase(path: path, reason: e.message)
         }

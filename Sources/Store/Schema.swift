@@ -226,7 +226,9 @@ public enum Schema {
     /// Refused, with a message that says what to do (see `check`): a newer schema, an older one
     /// with no upgrade step, and an SQLite database that callstats did not create. A new schema
     /// version adds its upgrade step here.
-    static func migrate(_ db: Database) throws {
+    /// Returns the version the database was upgraded from, nil when none was.
+    @discardableResult
+    static func migrate(_ db: Database) throws -> Int? {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
@@ -237,6 +239,7 @@ public enum Schema {
             try db.execute(views)
             try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
         }
+        return current.flatMap { $0 < version ? $0 : nil }
     }
 
     /// The refusals of `migrate`, changing nothing (run before anything is written):

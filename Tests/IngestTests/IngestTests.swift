@@ -97,8 +97,10 @@ final class IngestTests: XCTestCase {
         }
         XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
 
-        // Upgraded by a run that has nothing new to read.
-        XCTAssertEqual(try analyze([logs.path], db: old).callsInRun, 0)
+        // Upgraded by a run that has nothing new to read, which says so.
+        let upgrade = try analyze([logs.path], db: old)
+        XCTAssertEqual(upgrade.callsInRun, 0)
+        XCTAssertEqual(upgrade.upgradedFrom, 1)
         let store = try CallStore(path: old, forWriting: false)
         let kinds = try store.db.rows("SELECT name, type FROM sqlite_master WHERE name IN ('intervals', 'events', 'interval_rows', 'event_rows') ORDER BY name")
             .map { "\(($0[0].string ?? "")):\(($0[1].string ?? ""))" }
@@ -115,7 +117,7 @@ final class IngestTests: XCTestCase {
         // Written into again: every call replaced under a new key, the same results.
         var o = AnalyzeRun.Options(paths: [logs.path], database: old)
         o.force = true
-        _ = try AnalyzeRun(options: o).run()
+        XCTAssertNil(try AnalyzeRun(options: o).run().upgradedFrom, "upgraded once")
         XCTAssertEqual(try dump(old), expected)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
                        try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
