@@ -232,12 +232,17 @@ public enum Schema {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
-        try db.transaction {
-            if current == 1 { try db.execute(upgradeFrom1) }
-            try db.execute(tables)
-            try db.execute(rollupTable)
-            try db.execute(views)
-            try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
+        do {
+            try db.transaction {
+                if current == 1 { try db.execute(upgradeFrom1) }
+                try db.execute(tables)
+                try db.execute(rollupTable)
+                try db.execute(views)
+                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
+            }
+        } catch let e as Database.Error where current.map({ $0 < version }) == true {
+            // Rolled back: say so, and which file, rather than SQLite's message about the SQL alone.
+            throw StoreError.upgradeFailed(path: db.path, found: current ?? 0, supported: version, reason: e.message)
         }
         return current.flatMap { $0 < version ? $0 : nil }
     }
@@ -268,6 +273,7 @@ public enum StoreError: Error, CustomStringConvertible {
     case olderSchema(path: String, found: Int, supported: Int)
     case locked(path: String, holder: String)
     case notADatabase(path: String, reason: String)
+    case upgradeFailed(path: String, found: Int, supported: Int, reason: String)
 
     public var description: String {
         switch self {
@@ -278,6 +284,8 @@ public enum StoreError: Error, CustomStringConvertible {
         case .locked(let p, let h):
             "\(p) is being written by another callstats analyze (\(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
+        case .upgradeFailed(let p, let f, let s, let r):
+            "\(p) has schema version \(f); upgrading it to \(s) failed and changed nothing (\(r)); run again, or analyse the logs into a new database"
         }
     }
 }

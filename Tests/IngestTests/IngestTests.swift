@@ -67,6 +67,50 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try dump(db), before)
     }
 
+    /// `source` (version 2) copied to `target` as version 1 laid it out: intervals and events in
+    /// tables of those names under the call id, and no call key.
+    func copyAsVersion1(_ source: String, to target: String) throws {
+        try FileManager.default.copyItem(atPath: source, toPath: target)
+        let db = try Database(path: target)
+        try db.execute("""
+            PRAGMA journal_mode = DELETE;
+            CREATE TABLE v1_intervals AS SELECT * FROM intervals;
+            CREATE TABLE v1_events AS SELECT * FROM events;
+            DROP VIEW intervals; DROP VIEW events; DROP TABLE interval_rows; DROP TABLE event_rows;
+            ALTER TABLE v1_intervals RENAME TO intervals; ALTER TABLE v1_events RENAME TO events;
+            CREATE INDEX intervals_call ON intervals(call_id);
+            CREATE INDEX events_call ON events(call_id, ts);
+            DROP INDEX calls_key; ALTER TABLE calls DROP COLUMN call_key;
+            UPDATE meta SET value = '1' WHERE key = 'schema_version';
+            """)
+    }
+
+    /// An upgrade that fails part way (here: a table in the way of the new ones) changes nothing:
+    /// the run stops with the error, the database is still version 1 with every row, and the
+    /// next run, once the obstacle is gone, upgrades it.
+    func testAFailedUpgradeLeavesVersion1AsItWas() throws {
+        let logs = try simulate(calls: 12, files: 2, seed: 22)
+        let current = dir.appendingPathComponent("v2.sqlite").path
+        _ = try analyze([logs.path], db: current)
+        let expected = try dump(current)
+        let old = dir.appendingPathComponent("v1.sqlite").path
+        try copyAsVersion1(current, to: old)
+        try Database(path: old).execute("CREATE TABLE event_rows (x INTEGER)")  // not the upgrade's shape
+
+        XCTAssertThrowsError(try analyze([logs.path], db: old)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("\(old) has schema version 1; upgrading it to 2 failed and changed nothing ("), "\(error)")
+        }
+        let db = try Database(path: old, readOnly: true)
+        XCTAssertEqual(try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "1")
+        XCTAssertEqual(try db.scalar("SELECT type FROM sqlite_master WHERE name = 'intervals'")?.string, "table")
+        XCTAssertEqual(try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'interval_rows'")?.int64, 0)
+        XCTAssertEqual(try dump(old), expected)
+
+        try Database(path: old).execute("DROP TABLE event_rows")
+        XCTAssertEqual(try analyze([logs.path], db: old).upgradedFrom, 1)
+        XCTAssertEqual(try dump(old), expected)
+    }
+
     /// A database of schema version 1 (intervals and events filed under the call id, in tables
     /// of those names) is read as it is, and upgraded by the next run that writes to it: the
     /// same rows through the views, every row under its call's key, and runs after that write
@@ -77,24 +121,8 @@ final class IngestTests: XCTestCase {
         _ = try analyze([logs.path], db: current)
         let expected = try dump(current)
 
-        // The same database as version 1 laid it out: intervals and events in tables of those
-        // names under the call id, and no call key.
         let old = dir.appendingPathComponent("v1.sqlite").path
-        try FileManager.default.copyItem(atPath: current, toPath: old)
-        do {
-            let db = try Database(path: old)
-            try db.execute("""
-                PRAGMA journal_mode = DELETE;
-                CREATE TABLE v1_intervals AS SELECT * FROM intervals;
-                CREATE TABLE v1_events AS SELECT * FROM events;
-                DROP VIEW intervals; DROP VIEW events; DROP TABLE interval_rows; DROP TABLE event_rows;
-                ALTER TABLE v1_intervals RENAME TO intervals; ALTER TABLE v1_events RENAME TO events;
-                CREATE INDEX intervals_call ON intervals(call_id);
-                CREATE INDEX events_call ON events(call_id, ts);
-                DROP INDEX calls_key; ALTER TABLE calls DROP COLUMN call_key;
-                UPDATE meta SET value = '1' WHERE key = 'schema_version';
-                """)
-        }
+        try copyAsVersion1(current, to: old)
         XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
 
         // Upgraded by a run that has nothing new to read, which says so.
