@@ -67,10 +67,15 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try dump(db), before)
     }
 
-    /// `source` (version 2) copied to `target` as version 1 laid it out: intervals and events in
-    /// tables of those names under the call id, and no call key.
-    func copyAsVersion1(_ source: String, to target: String) throws {
-        try FileManager.default.copyItem(atPath: source, toPath: target)
+    /// Simulated logs analysed into `v2.sqlite`, and that database as version 1 laid it out
+    /// (`v1.sqlite`: intervals and events in tables of those names under the call id, no call
+    /// key), with the results both must show.
+    func version1Database(calls: Int, files: Int, seed: UInt64) throws -> (logs: URL, path: String, expected: String) {
+        let logs = try simulate(calls: calls, files: files, seed: seed)
+        let current = dir.appendingPathComponent("v2.sqlite").path
+        _ = try analyze([logs.path], db: current)
+        let target = dir.appendingPathComponent("v1.sqlite").path
+        try FileManager.default.copyItem(atPath: current, toPath: target)
         let db = try Database(path: target)
         try db.execute("""
             PRAGMA journal_mode = DELETE;
@@ -83,18 +88,14 @@ final class IngestTests: XCTestCase {
             DROP INDEX calls_key; ALTER TABLE calls DROP COLUMN call_key;
             UPDATE meta SET value = '1' WHERE key = 'schema_version';
             """)
+        return (logs, target, try dump(current))
     }
 
     /// An upgrade that fails part way (here: a table in the way of the new ones) changes nothing:
     /// the run stops with the error, the database is still version 1 with every row, and the
     /// next run, once the obstacle is gone, upgrades it.
     func testAFailedUpgradeLeavesVersion1AsItWas() throws {
-        let logs = try simulate(calls: 12, files: 2, seed: 22)
-        let current = dir.appendingPathComponent("v2.sqlite").path
-        _ = try analyze([logs.path], db: current)
-        let expected = try dump(current)
-        let old = dir.appendingPathComponent("v1.sqlite").path
-        try copyAsVersion1(current, to: old)
+        let (logs, old, expected) = try version1Database(calls: 12, files: 2, seed: 22)
         try Database(path: old).execute("CREATE TABLE event_rows (x INTEGER)")  // not the upgrade's shape
 
         XCTAssertThrowsError(try analyze([logs.path], db: old)) { error in
@@ -116,13 +117,8 @@ final class IngestTests: XCTestCase {
     /// same rows through the views, every row under its call's key, and runs after that write
     /// into it as into a new one.
     func testAVersion1DatabaseIsReadAndUpgraded() throws {
-        let logs = try simulate(calls: 24, files: 3, seed: 21)
+        let (logs, old, expected) = try version1Database(calls: 24, files: 3, seed: 21)
         let current = dir.appendingPathComponent("v2.sqlite").path
-        _ = try analyze([logs.path], db: current)
-        let expected = try dump(current)
-
-        let old = dir.appendingPathComponent("v1.sqlite").path
-        try copyAsVersion1(current, to: old)
         XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
 
         // Upgraded by a run that has nothing new to read, which says so.
