@@ -3,6 +3,7 @@ import PackageDescription
 
 // Layering (each line depends only on lines above it):
 //   CZstd, CPcap, CSQLite             system libraries
+//   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames, reader, writer
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
 //                                     (Collector: the in-app library that samples calls and writes logs)
@@ -27,12 +28,14 @@ let package = Package(
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
+        .target(name: "CByteCompare"),
+
         .target(name: "CallLog", dependencies: ["CZstd"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
-        .target(name: "Analysis", dependencies: ["CallLog", "Quality"]),
+        .target(name: "Analysis", dependencies: ["CallLog", "Quality", "CByteCompare"]),
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "Store"]),

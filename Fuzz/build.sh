@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 SWIFTC=${SWIFTC:-swiftc}
 OUT=.build-fuzz
 mkdir -p "$OUT/lib"
-FLAGS=(-parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$OUT/lib" -I Sources/CZstd -I Sources/CPcap)
+FLAGS=(-parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$OUT/lib" -I Sources/CZstd -I Sources/CPcap -I Sources/CByteCompare/include)
 
 # module name and its sources, in dependency order
 module() {

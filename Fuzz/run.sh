@@ -12,7 +12,7 @@ SECONDS_PER_TARGET=${1:-60}
 OUT=.build-fuzz
 # Build when a target is missing or any source changed since the last build.
 if ! [ -x "$OUT/fuzz-capture" ] || ! [ -x "$OUT/fuzz-records" ] || ! [ -x "$OUT/fuzz-zstd" ] ||
-   [ -n "$(find Sources Fuzz/targets Tests/FaultTests/FuzzEntryPoints.swift -newer "$OUT/fuzz-capture" -name '*.swift' | head -1)" ]; then
+   [ -n "$(find Sources Fuzz/targets Tests/FaultTests/FuzzEntryPoints.swift -newer "$OUT/fuzz-capture" \( -name '*.swift' -o -name '*.h' \) | head -1)" ]; then
     Fuzz/build.sh || { echo "Fuzz/run.sh: the fuzz targets did not build" >&2; exit 2; }
 fi
 mkdir -p "$OUT/crashes"

@@ -1,3 +1,4 @@
+import CByteCompare
 import CallLog
 #if canImport(Glibc)
 import Glibc
@@ -136,22 +137,7 @@ struct JSONCursor {
     /// How many leading bytes of `a` and `b` are equal, up to `n`: an object that changed since
     /// the last report is stepped over up to its first change in one pass, not member by member.
     @inline(__always) static func commonPrefix(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ n: Int) -> Int {
-        var i = 0
-        // Sixteen bytes a step while equal (most of a changed object is not).
-        while i + 16 <= n {
-            let x = UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) ^ UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self)
-            let y = UnsafeRawPointer(a + i + 8).loadUnaligned(as: UInt64.self) ^ UnsafeRawPointer(b + i + 8).loadUnaligned(as: UInt64.self)
-            if x | y != 0 { break }
-            i += 16
-        }
-        while i + 8 <= n {
-            let x = UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) ^ UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self)
-            // In little-endian order the first byte in memory is the lowest.
-            if x != 0 { return i + x.littleEndian.trailingZeroBitCount / 8 }
-            i += 8
-        }
-        while i < n, a[i] == b[i] { i += 1 }
-        return i
+        byte_compare_common_prefix(a, b, n)
     }
 
     /// Whether `c` can continue a number token (digits, point, exponent, sign).

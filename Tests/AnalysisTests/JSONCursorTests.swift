@@ -109,6 +109,36 @@ final class JSONCursorTests: XCTestCase {
         }
     }
 
+    /// The common prefix is the first differing byte's position, whether that byte falls in a
+    /// 32-byte step, an 8-byte word or the bytes after them, and whatever the bytes' alignment.
+    func testCommonPrefixFindsTheFirstDifference() {
+        let a = (0..<104).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for offset in 0..<3 {
+            let left = [UInt8](repeating: 0, count: offset) + a
+            var right = [UInt8](repeating: 0, count: 2 - offset) + a
+            left.withUnsafeBufferPointer { l in
+                let pa = l.baseAddress! + offset
+                for n in 0...a.count {
+                    right.withUnsafeBufferPointer { r in
+                        XCTAssertEqual(JSONCursor.commonPrefix(pa, r.baseAddress! + 2 - offset, n), n, "equal, \(n) bytes")
+                    }
+                }
+                for i in a.indices {
+                    // One bit, then the high bit (a byte the SIMD comparison sees as negative).
+                    for flip: UInt8 in [0x01, 0x80] {
+                        right[2 - offset + i] ^= flip
+                        right.withUnsafeBufferPointer { r in
+                            let pb = r.baseAddress! + 2 - offset
+                            for n in [i, i + 1, min(a.count, i + 9), min(a.count, i + 33), a.count] {
+                                XCTAssertEqual(JSONCursor.commonPrefix(pa, pb, n), min(i, n), "differs at \(i), compared \(n)")
+                            }
+                        }
+                        right[2 - offset + i] ^= flip
+                    }
+                }
+            }
+        }
+    }
     /// The table of powers of five, computed again with exact big integers.
     func testPowersOfFiveTable() {
         for (i, q) in (DecimalToDouble.smallestPower...DecimalToDouble.largestPower).enumerated() {
