@@ -110,7 +110,7 @@ public struct RecordIngestor {
             let scanned = try scanner.scan(line)
             let call = scanned.key.call
             guard !call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
-            let snapshot = Readings.snapshot(scanner[chain: scanned.chain], chain: scanned.chain, key: scanned.key, ts: scanned.ts, names: &names)
+            let snapshot = scanner.snapshot(chain: scanned.chain, key: scanned.key, ts: scanned.ts, names: &names)
             addToMaterial(of: call) { $0.add(snapshot) }
             return .used(call: call, ended: false)
         } catch {

@@ -269,16 +269,6 @@ struct StatObject {
 
     @inline(__always) subscript(_ f: StrField) -> String? { str[f.rawValue] }
 
-    /// No storage at all: a placeholder while the scanner's reusable object is lent out.
-    static let empty: StatObject = {
-        var o = StatObject()
-        o.previous = []
-        o.num = []
-        o.rate = []
-        o.str = []
-        return o
-    }()
-
     /// Back to "nothing read", keeping the storage (the scanner reuses one object per report).
     mutating func reset() {
         stringsWritten = 0
