@@ -45,7 +45,7 @@ extension CallMaterial {
             out.text(e.detailJSON)
         }
         out.varint(UInt64(snapshots.count))
-        for snap in snapshots { snap.write(to: out, state: &state) }
+        for i in snapshots.indices { snapshots[i].write(to: out, state: &state) }
         var compressed = [UInt8]()
         compressor.compress(out.written, .end, into: &compressed)
         return compressed
@@ -310,8 +310,8 @@ extension Snapshot {
             out.u8(0)
         }
         out.varint(UInt64(streams.count))
-        for (k, s) in streams.enumerated() {
-            s.write(to: out, state: &state, slots: slots.block + 6 + 3 * min(k, (MaterialWriting.blockSize - 6) / 3 - 1))
+        for k in streams.indices {
+            streams[k].write(to: out, state: &state, slots: slots.block + 6 + 3 * min(k, (MaterialWriting.blockSize - 6) / 3 - 1))
         }
     }
 
