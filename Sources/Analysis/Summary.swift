@@ -18,36 +18,56 @@ enum Setup {
             }
             if case .object(let labels)? = info["labels"] { c.labelsJSON = JSONValue.object(labels).serialized() }
         }
-        let events = m.events.filter { $0.kind == "event" }
-        // callCreate is the establish (outgoing) or accept (incoming) start; incomingCall only rings.
-        let create = events.first { $0.action == EventName.callMetric && $0.type == "callCreate" }?.ts
-            ?? events.first { $0.action == EventName.callMetric && $0.type == "incomingCall" }?.ts
-        func after(_ type: String, action: String = EventName.callMetric) -> Int64? {
-            guard let create, let t = events.first(where: { $0.action == action && $0.type == type && $0.ts >= create })?.ts else { return nil }
-            return t - create
-        }
-        c.restSentMs = after("callRestSent")
-        c.ringingMs = after("callRinging")
-        c.answerMs = after("callAnswerReceived")
-        // Media after the answer: ringing is the callee's time, not the network's.
-        let answered = events.first { $0.action == EventName.callMetric && $0.type == "callAnswerReceived" }?.ts ?? create
-        if let answered, let connected = events.first(where: { $0.action == EventName.iceState && $0.type == "iceConnected" && $0.ts >= answered })?.ts {
-            c.mediaMs = connected - answered
-        }
-        c.iceOutcome = events.last { $0.action == EventName.iceTimeout }?.type
-        var disconnectedAt: Int64?
-        for e in events where e.action == EventName.iceState {
-            if e.type == "iceDisconnected" {
-                c.iceDisconnects += 1
-                if disconnectedAt == nil { disconnectedAt = e.ts }
-            } else if e.type == "iceConnected", let d = disconnectedAt {
-                c.iceDisconnectedMs += e.ts - d
-                disconnectedAt = nil
+        // Two passes over the events, by index (a filtered list walked once per metric copied
+        // each event several times: 29 M instructions on 1,000 simulated calls, against 13 M).
+        // The first finds what the times count from: the call's creation (`callCreate`: the
+        // establish of an outgoing call, the accept of an incoming one; else `incomingCall`,
+        // which only rings) and its answer (media counts from it: ringing is the callee's time).
+        let events = m.events
+        var created: Int64?, incoming: Int64?, firstAnswer: Int64?
+        for i in events.indices where events[i].kind == "event" && events[i].action == EventName.callMetric {
+            switch events[i].type {
+            case "callCreate": if created == nil { created = events[i].ts }
+            case "incomingCall": if incoming == nil { incoming = events[i].ts }
+            case "callAnswerReceived": if firstAnswer == nil { firstAnswer = events[i].ts }
+            default: break
             }
         }
+        let create = created ?? incoming
+        let answered = firstAnswer ?? create
+        var restSent: Int64?, ringing: Int64?, answer: Int64?, connected: Int64?
+        var disconnectedAt: Int64?
+        var scores: [Double] = []
+        for i in events.indices {
+            let ts = events[i].ts
+            guard events[i].kind == "event" else {
+                if events[i].kind == "quality", let score = Double(events[i].type) { scores.append(score) }
+                continue
+            }
+            switch (events[i].action, events[i].type) {
+            case (EventName.callMetric, "callRestSent"): if restSent == nil, let create, ts >= create { restSent = ts - create }
+            case (EventName.callMetric, "callRinging"): if ringing == nil, let create, ts >= create { ringing = ts - create }
+            case (EventName.callMetric, "callAnswerReceived"): if answer == nil, let create, ts >= create { answer = ts - create }
+            case (EventName.iceTimeout, let outcome): c.iceOutcome = outcome
+            case (EventName.iceState, "iceDisconnected"):
+                c.iceDisconnects += 1
+                if disconnectedAt == nil { disconnectedAt = ts }
+            case (EventName.iceState, "iceConnected"):
+                if connected == nil, let answered, ts >= answered { connected = ts - answered }
+                if let d = disconnectedAt {
+                    c.iceDisconnectedMs += ts - d
+                    disconnectedAt = nil
+                }
+            case (EventName.ipChange, "ipChangeStarted"): c.ipChanges += 1
+            case (EventName.callState, "reconnecting"): c.reconnects += 1
+            default: break
+            }
+        }
+        c.restSentMs = restSent
+        c.ringingMs = ringing
+        c.answerMs = answer
+        c.mediaMs = connected
         if let d = disconnectedAt { c.iceDisconnectedMs += max(0, m.lastTs - d) }
-        c.ipChanges = events.filter { $0.action == EventName.ipChange && $0.type == "ipChangeStarted" }.count
-        c.reconnects = events.filter { $0.action == EventName.callState && $0.type == "reconnecting" }.count
         if let end = m.end {
             c.endReason = end["reason"]?.stringValue
             c.endStatusCode = end["statusCode"]?.doubleValue.flatMap { Int(logValue: $0) } ?? end["statusCode"]?.stringValue.flatMap { Int($0) }
@@ -55,7 +75,6 @@ enum Setup {
             c.sipStatus = end["sipStatus"]?.doubleValue.flatMap { Int(logValue: $0) }
             c.sipReason = end["sipReason"]?.stringValue
         }
-        let scores = m.events.filter { $0.kind == "quality" }.compactMap { Double($0.type) }
         if !scores.isEmpty {
             c.sdkQualityMean = scores.reduce(0, +) / Double(scores.count)
             c.sdkQualityMin = scores.min()
