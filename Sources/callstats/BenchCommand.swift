@@ -20,7 +20,7 @@ struct BenchCommand: ParsableCommand {
         defaultSubcommand: AnalyzeBench.self)
 }
 
-/// Runs a shell command and returns its wall time, or nil when it failed.
+/// Wall times of a body or a shell command.
 enum Stopwatch {
     static func time(_ body: () throws -> Void) rethrows -> Double {
         let start = DispatchTime.now().uptimeNanoseconds
@@ -28,22 +28,85 @@ enum Stopwatch {
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }
 
-    static func shell(_ command: String) -> (seconds: Double, output: String)? {
+    /// How a shell command ended.
+    enum ShellRun {
+        case finished(seconds: Double, output: String)
+        /// The shell found no such program (status 127), or Python no such module.
+        case notInstalled
+        /// Any other failure, with its status and the last line it wrote to standard error.
+        case failed(String)
+    }
+
+    static func shell(_ command: String) -> ShellRun {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", command]
         let pipe = Pipe()
         p.standardOutput = pipe
-        p.standardError = FileHandle.nullDevice
+        // Standard error to a file, not a second pipe: a command that filled that pipe while
+        // this read the other would wait forever.
+        let errorPath = NSTemporaryDirectory() + "callstats-bench-stderr-\(getpid()).txt"
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        let errors = FileHandle(forWritingAtPath: errorPath)
+        p.standardError = errors ?? FileHandle.nullDevice
         var output = Data()
+        var launched = true
         let seconds = time {
-            do { try p.run() } catch { return }
+            do { try p.run() } catch { launched = false; return }
             output = pipe.fileHandleForReading.readDataToEndOfFile()
             p.waitUntilExit()
         }
-        guard p.terminationStatus == 0 else { return nil }
-        return (seconds, String(decoding: output, as: UTF8.self))
+        try? errors?.close()
+        guard launched else { return .failed("/bin/sh could not be started") }
+        guard p.terminationStatus == 0 else {
+            let message = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            if p.terminationStatus == 127 || message.contains("No module named") { return .notInstalled }
+            let last = message.split(separator: "\n").last.map(String.init) ?? ""
+            return .failed("status \(p.terminationStatus)" + (last.isEmpty ? "" : ": \(last)"))
+        }
+        return .finished(seconds: seconds, output: String(decoding: output, as: UTF8.self))
     }
+}
+
+/// One tool's times over the rounds of a benchmark: a round that fails is reported and the
+/// next rounds still measure it (a tool was dropped for good after one failed round).
+struct ToolTimes {
+    private(set) var best: Double?
+    private(set) var rounds = 0, failures = 0
+    private(set) var notInstalled = false
+    private(set) var lastFailure: String?
+
+    /// Runs `command` once: its seconds, or nil when it did not finish.
+    mutating func measure(_ command: String) -> Double? {
+        guard !notInstalled else { return nil }
+        rounds += 1
+        switch Stopwatch.shell(command) {
+        case .finished(let seconds, _):
+            best = min(best ?? .infinity, seconds)
+            return seconds
+        case .notInstalled:
+            notInstalled = true
+        case .failed(let why):
+            failures += 1
+            lastFailure = why
+        }
+        return nil
+    }
+
+    /// This round's entry for the progress line: the time, or why there is none.
+    func roundText(_ name: String, _ seconds: Double?) -> String? {
+        if let seconds { return "\(name) \(fmt(seconds)) s" }
+        return notInstalled ? nil : "\(name) failed (\(lastFailure ?? "?"))"
+    }
+
+    /// The table's last column when there is no time: why.
+    var missingText: String {
+        notInstalled ? "not installed" : "failed in every round (\(lastFailure ?? "?"))"
+    }
+
+    /// Said beside the best time when some rounds failed.
+    var partialText: String { failures > 0 ? " (\(rounds - failures) of \(rounds) rounds)" : "" }
 }
 
 /// Prints rows of label/value columns aligned: text to the left, figures to the right.
@@ -123,7 +186,7 @@ struct AnalyzeBench: ParsableCommand {
         // One round is every measurement once, so that the host's load, which drifts within
         // minutes, weighs on all of them alike; the best of each over the rounds is printed.
         var best = Double.infinity, copy = Double.infinity
-        var z: Double? = .infinity, d: Double? = .infinity  // nil: the tool is missing
+        var zstdTimes = ToolTimes(), duckTimes = ToolTimes()
         var text = 0, records = 0
         for round in 1...max(1, runs) {
             let db = NSTemporaryDirectory() + "callstats-bench-\(getpid()).sqlite"
@@ -139,38 +202,27 @@ struct AnalyzeBench: ParsableCommand {
             copy = min(copy, copySeconds)
             AnalyzeBench.remove(db)
             AnalyzeBench.remove(copied)
-            let zSeconds = measure(zstd, best: &z), dSeconds = measure(duck, best: &d)
-            let others = [("zstd -d", zSeconds), ("SQLite alone", copySeconds), ("DuckDB", dSeconds)]
-                .compactMap { name, s in s.map { "\(name) \(fmt($0)) s" } }
+            let zSeconds = zstdTimes.measure(zstd), dSeconds = duckTimes.measure(duck)
+            let others = [zstdTimes.roundText("zstd -d", zSeconds), "SQLite alone \(fmt(copySeconds)) s",
+                          duckTimes.roundText("DuckDB", dSeconds)].compactMap { $0 }
             print("round \(round) of \(max(1, runs)): callstats analyze \(fmt(seconds)) s, " + others.joined(separator: ", "))
         }
         let mb = Double(text) / 1e6
         var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
         table.rows.append(["callstats analyze (all metrics, SQLite writes)", fmt(best), fmt(mb / best, 0), fmt(Double(records) / best, 0), "1.00x"])
-        if let z {
-            table.rows.append(["zstd -d (decompress only, 1 thread)", fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
+        if let z = zstdTimes.best {
+            table.rows.append(["zstd -d (decompress only, 1 thread)" + zstdTimes.partialText, fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
         } else {
-            table.rows.append(["zstd -d", "-", "-", "-", "not installed"])
+            table.rows.append(["zstd -d", "-", "-", "-", zstdTimes.missingText])
         }
         table.rows.append(["SQLite alone: the result rows copied (INSERT … SELECT)", fmt(copy), fmt(mb / copy, 0), "-", fmt(best / copy) + "x"])
-        if let d {
-            table.rows.append(["DuckDB read_json per-call aggregate (2 threads)", fmt(d), fmt(mb / d, 0), "-", fmt(best / d) + "x"])
+        if let d = duckTimes.best {
+            table.rows.append(["DuckDB read_json per-call aggregate (2 threads)" + duckTimes.partialText, fmt(d), fmt(mb / d, 0), "-", fmt(best / d) + "x"])
         } else {
-            table.rows.append(["DuckDB", "-", "-", "-", "not installed (pip install duckdb)"])
+            table.rows.append(["DuckDB", "-", "-", "-", duckTimes.notInstalled ? "not installed (pip install duckdb)" : duckTimes.missingText])
         }
         print(table.render())
         print("NDJSON: \(fmt(mb, 1)) MB, \(records) records; \(ProcessInfo.processInfo.activeProcessorCount) cores")
-    }
-
-    /// This round's seconds for `command`, lowering `best`; nil, and `best` nil for good, once
-    /// the command fails (the tool is not installed).
-    func measure(_ command: String, best: inout Double?) -> Double? {
-        guard let current = best, let r = Stopwatch.shell(command) else {
-            best = nil
-            return nil
-        }
-        best = min(current, r.seconds)
-        return r.seconds
     }
 
     static func remove(_ db: String) {
@@ -632,17 +684,16 @@ struct CaptureBench: ParsableCommand {
         let path = NSTemporaryDirectory() + "callstats-bench-\(getpid()).pcap"
         defer { try? FileManager.default.removeItem(atPath: path) }
         guard FileManager.default.createFile(atPath: path, contents: Data(small)) else { throw ValidationError("cannot write \(path) for tshark") }
-        var tsharkRate: Double?
-        if let t = Stopwatch.shell("tshark -n -q --enable-heuristic rtp_udp -z rtp,streams -r '\(path)' > /dev/null") {
-            tsharkRate = Double(packets / 10) / t.seconds
-        }
+        var tshark = ToolTimes()
+        let tsharkRate = tshark.measure("tshark -n -q --enable-heuristic rtp_udp -z rtp,streams -r '\(path)' > /dev/null")
+            .map { Double(packets / 10) / $0 }
         table.rows.append(["callstats capture pipeline", "\(packets)", fmt(best), fmt(ours, 0),
                            tsharkRate.map { fmt(ours / $0, 1) + "x" } ?? "-"])
         if let tsharkRate {
             table.rows.append(["tshark -z rtp,streams (heuristic RTP)", "\(packets / 10)", fmt(Double(packets / 10) / tsharkRate),
                                fmt(tsharkRate, 0), "1.0x"])
         } else {
-            table.rows.append(["tshark", "-", "-", "-", "not installed"])
+            table.rows.append(["tshark", "-", "-", "-", tshark.missingText])
         }
         print(table.render())
         print("\(streams) concurrent G.711 streams (50 packets/s each); one core.")

@@ -190,6 +190,45 @@ final class CommandLineTests: XCTestCase {
         XCTAssertFalse(r.out.contains("inf"), r.out)
     }
 
+    /// A tool that fails in one round is measured again in the next, and one that fails in
+    /// every round is reported with its status and message, not as missing.
+    func testBenchAnalyzeKeepsMeasuringAToolThatFailedOnce() throws {
+        let corpus = dir.appendingPathComponent("corpus").path
+        let tools = dir.appendingPathComponent("failing-tools")
+        try FileManager.default.createDirectory(at: tools, withIntermediateDirectories: true)
+        // Shell built-ins only: PATH holds nothing else.
+        let scripts = [
+            "zstd": """
+                #!/bin/sh
+                n=0
+                [ -f "$0.count" ] && read n < "$0.count"
+                echo $((n + 1)) > "$0.count"
+                [ "$n" -gt 0 ] && exit 0
+                echo "zstd: simulated damage" >&2
+                exit 1
+                """,
+            "python3": """
+                #!/bin/sh
+                echo "boom" >&2
+                exit 3
+                """,
+        ]
+        for (name, text) in scripts {
+            let path = tools.appendingPathComponent(name).path
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o755]))
+        }
+        let r = try callstats(["bench", "analyze", "--corpus", corpus, "--calls", "10", "--runs", "2"], environment: ["PATH": tools.path])
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        let lines = r.out.split(separator: "\n").map(String.init)
+        let first = lines.first { $0.hasPrefix("round 1 of 2: ") } ?? ""
+        XCTAssertTrue(first.contains("zstd -d failed (status 1: zstd: simulated damage)"), r.out)
+        XCTAssertTrue(first.contains("DuckDB failed (status 3: boom)"), r.out)
+        let second = lines.first { $0.hasPrefix("round 2 of 2: ") } ?? ""
+        XCTAssertTrue(second.contains("zstd -d 0.") || second.contains("zstd -d 1."), r.out)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("zstd -d (decompress only, 1 thread) (1 of 2 rounds) ") }, r.out)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("DuckDB ") && $0.hasSuffix("failed in every round (status 3: boom)") }, r.out)
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))
