@@ -237,7 +237,7 @@ public final class CallStore {
             switch self {
             case .call: Insert.values("calls", 53)
             case .stream: Insert.values("streams", 29)
-            case .intervals(let rows): Insert.values("interval_rows", 24, rows: rows)
+            case .intervals(let rows): Insert.values("interval_rows", 1 + Schema.intervalColumnTypes.count, rows: rows)
             case .events(let rows): Insert.values("event_rows", 6, rows: rows)
             case .finding: """
                 INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)

@@ -35,16 +35,26 @@ public enum Schema {
         rollupMetrics.flatMap { m in ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" } }
     }
 
+    /// The columns of `interval_rows` after `call_key` (and of the view `intervals` after
+    /// `call_id`), in the order a row is bound (`CallStore.bindInterval`). Written once: the
+    /// table, the view, the version 1 upgrade and the benchmark's report copies use this list.
+    static let intervalColumnTypes: [(name: String, type: String)] = [
+        ("stream_id", "TEXT NOT NULL"), ("start_ts", "INTEGER NOT NULL"), ("end_ts", "INTEGER NOT NULL"),
+        ("packets", "INTEGER"), ("packets_lost", "INTEGER"), ("loss_pct", "REAL"), ("jitter_ms", "REAL"), ("rtt_ms", "REAL"),
+        ("ice_rtt_ms", "REAL"), ("bitrate_kbps", "REAL"), ("concealment_pct", "REAL"), ("jitter_buffer_ms", "REAL"),
+        ("burst_ratio", "REAL"), ("r_factor", "REAL"), ("mos_cq", "REAL"), ("mos_lq", "REAL"),
+        ("fps", "REAL"), ("width", "INTEGER"), ("height", "INTEGER"), ("freeze_count", "INTEGER"), ("freeze_ms", "INTEGER"),
+        ("video_score", "REAL"), ("quality_limitation", "TEXT"),
+    ]
+
+    public static var intervalColumnNames: [String] { intervalColumnTypes.map(\.name) }
+
     /// A call's intervals and events, filed under its `call_key` (version 2).
     static let keyedRowTables = """
     -- Read through the views `intervals` and `events`, which name the call by its id.
     CREATE TABLE IF NOT EXISTS interval_rows (
-        call_key INTEGER NOT NULL, stream_id TEXT NOT NULL, start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL,
-        packets INTEGER, packets_lost INTEGER, loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL,
-        bitrate_kbps REAL, concealment_pct REAL, jitter_buffer_ms REAL, burst_ratio REAL,
-        r_factor REAL, mos_cq REAL, mos_lq REAL,
-        fps REAL, width INTEGER, height INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
-        video_score REAL, quality_limitation TEXT
+        call_key INTEGER NOT NULL,
+        \(intervalColumnTypes.map { "\($0.name) \($0.type)" }.joined(separator: ",\n    "))
     );
     -- By call only: every query by call (a replaced call's delete, drill-downs) wants all of a
     -- call's rows, and sorting a call's few intervals costs nothing.
@@ -143,11 +153,7 @@ public enum Schema {
     }
 
     /// The columns of `intervals` and `events` after the call id, as their rows hold them.
-    static let intervalColumns = """
-        stream_id, start_ts, end_ts, packets, packets_lost, loss_pct, jitter_ms, rtt_ms, ice_rtt_ms,
-        bitrate_kbps, concealment_pct, jitter_buffer_ms, burst_ratio, r_factor, mos_cq, mos_lq,
-        fps, width, height, freeze_count, freeze_ms, video_score, quality_limitation
-        """
+    static let intervalColumns = intervalColumnNames.joined(separator: ", ")
     static let eventColumns = "ts, kind, action, type, detail"
 
     /// The questions people ask first, as views; and the call's intervals and events by call id.
