@@ -91,12 +91,15 @@ public final class AnalyzeRun {
     public var onProgress: (@Sendable (Progress) -> Void)?
     /// Each issue as it is found (the CLI prints them on stderr).
     public var onIssue: (@Sendable (LogIssue) -> Void)?
+    /// Before the database is upgraded from an older schema version (the argument), which
+    /// happens before any file is read and can take minutes for millions of calls.
+    public var onUpgrade: ((Int) -> Void)?
 
     public init(options: Options) { self.options = options }
 
     public func run() throws -> Report {
         let started = Date()
-        let store = try CallStore(path: options.database, forWriting: true)
+        let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
         let (found, missing) = LogFiles.find(options.paths)

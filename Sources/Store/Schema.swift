@@ -234,10 +234,12 @@ public enum Schema {
     /// version adds its upgrade step here.
     /// Returns the version the database was upgraded from, nil when none was.
     @discardableResult
-    static func migrate(_ db: Database) throws -> Int? {
+    /// `willUpgrade(from)` is called before an older database is upgraded (it can take minutes).
+    static func migrate(_ db: Database, willUpgrade: ((Int) -> Void)? = nil) throws -> Int? {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
+        if let current, current < version { willUpgrade?(current) }
         do {
             try db.transaction {
                 if current == 1 { try db.execute(upgradeFrom1) }

@@ -121,8 +121,15 @@ final class IngestTests: XCTestCase {
         let current = dir.appendingPathComponent("v2.sqlite").path
         XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
 
-        // Upgraded by a run that has nothing new to read, which says so.
-        let upgrade = try analyze([logs.path], db: old)
+        // Upgraded by a run that has nothing new to read, which says so: before it starts (the
+        // command line shows it, as the upgrade can take minutes) and in its report.
+        var o1 = AnalyzeRun.Options(paths: [logs.path], database: old)
+        o1.callsPerTransaction = 7
+        let run = AnalyzeRun(options: o1)
+        var announced: [Int] = []  // called on this thread, before the readers start
+        run.onUpgrade = { announced.append($0) }
+        let upgrade = try run.run()
+        XCTAssertEqual(announced, [1])
         XCTAssertEqual(upgrade.callsInRun, 0)
         XCTAssertEqual(upgrade.upgradedFrom, 1)
         let store = try CallStore(path: old, forWriting: false)
@@ -141,7 +148,10 @@ final class IngestTests: XCTestCase {
         // Written into again: every call replaced under a new key, the same results.
         var o = AnalyzeRun.Options(paths: [logs.path], database: old)
         o.force = true
-        XCTAssertNil(try AnalyzeRun(options: o).run().upgradedFrom, "upgraded once")
+        let again = AnalyzeRun(options: o)
+        again.onUpgrade = { announced.append($0) }
+        XCTAssertNil(try again.run().upgradedFrom, "upgraded once")
+        XCTAssertEqual(announced, [1], "no upgrade announced for a current database")
         XCTAssertEqual(try dump(old), expected)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
                        try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
