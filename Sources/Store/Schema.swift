@@ -233,8 +233,8 @@ public enum Schema {
     /// with no upgrade step, and an SQLite database that callstats did not create. A new schema
     /// version adds its upgrade step here.
     /// Returns the version the database was upgraded from, nil when none was.
-    @discardableResult
     /// `willUpgrade(from)` is called before an older database is upgraded (it can take minutes).
+    @discardableResult
     static func migrate(_ db: Database, willUpgrade: ((Int) -> Void)? = nil) throws -> Int? {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

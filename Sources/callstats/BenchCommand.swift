@@ -69,8 +69,9 @@ enum Stopwatch {
     }
 }
 
-/// One tool's times over the rounds of a benchmark: a round that fails is reported and the
-/// next rounds still measure it (a tool was dropped for good after one failed round).
+/// One tool's times over the rounds of a benchmark. A round that fails is reported and the
+/// next rounds still measure the tool: one failure (a busy disk, a killed process) does not
+/// drop it; only a tool that is not installed is left out of the rounds after.
 struct ToolTimes {
     private(set) var best: Double?
     private(set) var rounds = 0, failures = 0
