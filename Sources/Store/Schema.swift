@@ -37,7 +37,7 @@ public enum Schema {
 
     /// The columns of `interval_rows` after `call_key` (and of the view `intervals` after
     /// `call_id`), in the order a row is bound (`CallStore.bindInterval`). Written once: the
-    /// table, the view, the version 1 upgrade and the benchmark's report copies use this list.
+    /// table, the view, the version 1 upgrade and the insert's column count use this list.
     static let intervalColumnTypes: [(name: String, type: String)] = [
         ("stream_id", "TEXT NOT NULL"), ("start_ts", "INTEGER NOT NULL"), ("end_ts", "INTEGER NOT NULL"),
         ("packets", "INTEGER"), ("packets_lost", "INTEGER"), ("loss_pct", "REAL"), ("jitter_ms", "REAL"), ("rtt_ms", "REAL"),
@@ -47,7 +47,7 @@ public enum Schema {
         ("video_score", "REAL"), ("quality_limitation", "TEXT"),
     ]
 
-    public static var intervalColumnNames: [String] { intervalColumnTypes.map(\.name) }
+    static var intervalColumnNames: [String] { intervalColumnTypes.map(\.name) }
 
     /// A call's intervals and events, filed under its `call_key` (version 2).
     static let keyedRowTables = """

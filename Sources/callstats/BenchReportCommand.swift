@@ -65,6 +65,12 @@ struct ReportBench: ParsableCommand {
         let store = try CallStore(path: db)
         let copies = (calls + base - 1) / base - 1
         print("copying to \(calls) calls (\(copies) copies)…")
+        // Every copy lists its table's columns as the table has them (no list written here that
+        // a new column would leave behind), each column's value in the copy made by `value`.
+        func copy(_ table: String, _ value: (String) -> String) throws -> String {
+            try store.db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap { $0[0].string }
+                .map(value).joined(separator: ", ")
+        }
         let columns = try store.db.rows("SELECT name FROM pragma_table_info('calls')").compactMap { $0[0].string }
         let keys = try store.db.scalar("SELECT max(call_key) FROM calls")?.int64 ?? 0
         // Copy k of a call starts k seconds after it (within the original's hour, mostly), and
@@ -91,9 +97,15 @@ struct ReportBench: ParsableCommand {
                 try store.db.run("DELETE FROM calls WHERE call_id IN (SELECT call_id FROM calls WHERE call_id LIKE ? LIMIT ?)",
                                  [.text("%#\(copies)"), .integer(Int64(excess))])
             }
+            let finding = try copy("findings") { c in
+                switch c {
+                case "call_id": "f.call_id || '#' || k.n"
+                case "start_ts": "f.start_ts + k.n * 1000"
+                default: "f.\(c)"
+                }
+            }
             try store.db.execute("""
-                INSERT INTO findings (call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
-                SELECT f.call_id || '#' || k.n, f.code, f.severity, f.start_ts + k.n * 1000, f.duration_ms, f.stream_id, f.value, f.detail
+                INSERT INTO findings SELECT \(finding)
                 FROM findings f JOIN k JOIN calls c ON c.call_id = f.call_id || '#' || k.n
                 """)
         }
@@ -101,27 +113,39 @@ struct ReportBench: ParsableCommand {
         try store.rebuildAllRollups()
         // The calls the report drills into get their originals' streams, intervals and events.
         let worst = try ReportData.worstCallIDs(store.db, limit: ReportData.Options().worstCalls)
+        // ?1 the copy's id, ?2 its time shift, ?3 the original's id.
+        let copyKey = "(SELECT call_key FROM calls WHERE call_id = ?1)"
+        let stream = try copy("streams") { c in
+            switch c {
+            case "call_id": "?1"
+            case "start_ts", "end_ts": "\(c) + ?2"
+            default: c
+            }
+        }
+        let interval = try copy("interval_rows") { c in
+            switch c {
+            case "call_key": copyKey
+            case "start_ts", "end_ts": "\(c) + ?2"
+            default: c
+            }
+        }
+        let event = try copy("event_rows") { c in
+            switch c {
+            case "call_key": copyKey
+            case "ts": "ts + ?2"
+            default: c
+            }
+        }
+        let originalKey = "(SELECT call_key FROM calls WHERE call_id = ?3)"
         try store.db.transaction {
             for id in worst where id.contains("#") {
                 let parts = id.split(separator: "#")
                 let (original, shift) = (String(parts[0]), (Int64(parts[1]) ?? 0) * 1000)
                 let values: [SQLValue] = [.text(id), .integer(shift), .text(original)]
-                try store.db.run("""
-                    INSERT INTO streams SELECT ?1, stream_id, ssrc, direction, kind, codec, clock_rate, source, start_ts + ?2, end_ts + ?2,
-                      packets, bytes, packets_lost, loss_pct, jitter_mean_ms, jitter_max_ms, rtt_mean_ms, bitrate_kbps, concealment_pct,
-                      mos_mean, mos_min, fps_mean, width_max, height_max, freeze_count, freeze_ms, video_score_mean, quality_limitation,
-                      counter_resets FROM streams WHERE call_id = ?3
-                    """, values)
+                try store.db.run("INSERT INTO streams SELECT \(stream) FROM streams WHERE call_id = ?3", values)
                 // Filed under the copy's key; read by call id through the views.
-                let shifted = Schema.intervalColumnNames.map { $0 == "start_ts" || $0 == "end_ts" ? "\($0) + ?2" : $0 }
-                try store.db.run("""
-                    INSERT INTO interval_rows SELECT (SELECT call_key FROM calls WHERE call_id = ?1), \(shifted.joined(separator: ", "))
-                    FROM intervals WHERE call_id = ?3
-                    """, values)
-                try store.db.run("""
-                    INSERT INTO event_rows SELECT (SELECT call_key FROM calls WHERE call_id = ?1), ts + ?2, kind, action, type, detail
-                    FROM events WHERE call_id = ?3
-                    """, values)
+                try store.db.run("INSERT INTO interval_rows SELECT \(interval) FROM interval_rows WHERE call_key = \(originalKey)", values)
+                try store.db.run("INSERT INTO event_rows SELECT \(event) FROM event_rows WHERE call_key = \(originalKey)", values)
             }
         }
         print("built \(db) in \(fmt(Date().timeIntervalSince(started), 1)) s")

@@ -229,6 +229,35 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.hasPrefix("DuckDB ") && $0.hasSuffix("failed in every round (status 3: boom)") }, r.out)
     }
 
+    /// The report benchmark builds its database of copied calls: every column of the calls and
+    /// findings copied, and the worst calls' copies with their original's streams, intervals
+    /// and events (filed under the copy's own key), so that each drill-down has its data.
+    func testBenchReportCopiesTheWorstCallsWithTheirRows() throws {
+        let db = dir.appendingPathComponent("report-bench.sqlite").path
+        let r = try callstats(["bench", "report", "--calls", "600", "--base", "200", "--db", db, "--runs", "1"])
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        XCTAssertTrue(r.out.contains(" 600 "), r.out)
+        let q = try callstats(["query", "--db", db, "--format", "csv", """
+            SELECT (SELECT count(*) FROM calls) AS calls, (SELECT count(*) FROM findings WHERE call_id LIKE '%#%') AS findings,
+                   count(DISTINCT s.call_id) AS streams, (SELECT count(DISTINCT call_id) FROM intervals WHERE call_id LIKE '%#%') AS intervals,
+                   (SELECT count(DISTINCT call_id) FROM events WHERE call_id LIKE '%#%') AS events,
+                   (SELECT count(*) FROM intervals c JOIN intervals o ON o.call_id = substr(c.call_id, 1, instr(c.call_id, '#') - 1)
+                      AND o.stream_id = c.stream_id AND c.start_ts = o.start_ts + 1000 * CAST(substr(c.call_id, instr(c.call_id, '#') + 1) AS INTEGER)
+                    WHERE c.call_id LIKE '%#%') AS shifted
+            FROM streams s WHERE s.call_id LIKE '%#%'
+            """])
+        XCTAssertEqual(q.status, 0, q.err)
+        let n = q.out.split(separator: "\n")[1].split(separator: ",").compactMap { Int($0) }
+        XCTAssertEqual(n.count, 6, q.out)
+        guard n.count == 6 else { return }
+        XCTAssertEqual(n[0], 600)
+        XCTAssertGreaterThan(n[1], 0, "copies carry their originals' findings")
+        XCTAssertGreaterThan(n[2], 0, "some worst calls are copies, with streams")
+        XCTAssertEqual(n[3], n[2], "each copied call with streams has intervals")
+        XCTAssertGreaterThanOrEqual(n[4], n[2], "and events (so have copies without media)")
+        XCTAssertGreaterThan(n[5], 0, "copied intervals match their originals, shifted")
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))
