@@ -279,7 +279,7 @@ public final class AnalyzeRun {
 /// Each side wakes the other only when it has a reason to: the writer once `wakeWriterAt` items
 /// wait (or a file is done, or a reader finishes), a reader only when it is waiting for room.
 /// Woken for every call, the writer took one call at a time and slept again: on 1,000 simulated
-/// calls, about a thousand sleeps and wake-ups, and the kernel's share of the run was 10 %.
+/// calls with one reader, 845-921 voluntary context switches (`/usr/bin/time`); 186-195 now.
 final class HandOffQueue: @unchecked Sendable {
     enum Item {
         case call(PendingCall)
