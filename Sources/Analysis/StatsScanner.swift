@@ -539,6 +539,8 @@ struct StatsScanner {
         var i = layout.startIndex
         while true {
             let start = c.pos
+            /// Bytes equal to the last report's from `layout[i]`'s start, when compared (-1: not).
+            var equalBytes = -1
             if i < layout.endIndex, layout[i].entry != .timestamp {
                 // Members are contiguous: the bytes equal from here on cover a run of unchanged
                 // members, each with the delimiter after its value (12 is not the start of 123).
@@ -560,14 +562,16 @@ struct StatsScanner {
                     i = j
                     continue
                 }
+                equalBytes = same
             }
             let entry: FieldTable.Entry?
             var valueOffset: UInt16 = 0
             /// A member the last report did not have at this place: `i` stays where it is.
             var inserted = false
             if i < layout.endIndex, case let k = Int(layout[i].valueOffset), k > 0, c.end - c.pos > k,
-               Int(layout[i].start) + k <= previous.count, JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k) {
-                // Delimiter and key as before: only the value changed.
+               equalBytes >= k || Int(layout[i].start) + k <= previous.count
+                   && JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k) {
+                // Delimiter and key as before (often known from the run's comparison): only the value changed.
                 c.pos += k
                 entry = layout[i].entry
                 valueOffset = layout[i].valueOffset
