@@ -14,13 +14,8 @@ public struct RecordIngestor {
     public private(set) var callsSeen = Set<String>()
     private var lastRTT: [String: Double] = [:]
     private var names = StreamNames()
-    /// When several ingestors read the same file side by side, each takes the calls whose id
-    /// hashes to its `index`; records without a readable call id go to index 0.
-    private let partition: (index: Int, count: Int)?
 
-    public init(partition: (index: Int, count: Int)? = nil) {
-        self.partition = partition.flatMap { $0.count > 1 ? $0 : nil }
-    }
+    public init() {}
 
     public enum Outcome {
         /// The record was used; `ended` when it was the call's `end` record.
@@ -28,23 +23,12 @@ public struct RecordIngestor {
         /// A record about the agent itself (`agent`: drop counts, rotation): read, but part of no call.
         case agentNote
         case skipped(category: LogIssue.Category, message: String)
-        /// The record belongs to another partition's call: not read here.
-        case otherPartition
-    }
-
-    /// Whether this ingestor takes `line` (always, unless partitioned).
-    public func owns(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let partition else { return true }
-        guard let call = RecordIngestor.callID(line) else { return partition.index == 0 }
-        // FNV-1a: stable across runs and processes, unlike Hasher.
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325
-        for b in call { h = (h ^ UInt64(b)) &* 0x0100_0000_01B3 }
-        return Int(h % UInt64(partition.count)) == partition.index
     }
 
     /// The raw `call` member of a record, read without parsing the rest (writers put it before
-    /// the report), or nil when the line has none or is not an object.
-    static func callID(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+    /// the report), or nil when the line has none or is not an object. Readers sharing a file
+    /// deal its lines out by it (`Ingest/SharedLines`).
+    public static func callID(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
         var c = JSONCursor(line)
         var found: UnsafeBufferPointer<UInt8>?
         // Stops at the first error, including the one thrown on purpose once `call` is found.
@@ -61,7 +45,6 @@ public struct RecordIngestor {
     private static let statsPrefix = Array(#"{"v":1,"kind":"stats","#.utf8)
 
     public mutating func ingest(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
-        if partition != nil && !owns(line) { return .otherPartition }
         if line.count > RecordIngestor.statsPrefix.count,
            line.prefix(RecordIngestor.statsPrefix.count).elementsEqual(RecordIngestor.statsPrefix) {
             return ingestStats(line)

@@ -155,7 +155,7 @@ public final class AnalyzeRun {
                 }
                 for (file, lines) in zip(sharedFiles, sharedLines) {
                     guard !queue.isCancelled else { lines.leave(reader: r); continue }
-                    FileReading.read(path: file.path, fingerprint: file.fingerprint, partition: (r, readers), shared: lines,
+                    FileReading.read(path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
                                      config: config, pseudonymizer: pseudonymizer, into: queue)
                 }
             }

@@ -27,16 +27,12 @@ struct PendingCall {
 
 /// A reader thread's work on one file: lines → per-call material → hand-off queue.
 enum FileReading {
-    /// Reads the file, or with `partition` only the calls that hash to `partition.index` (the
-    /// other readers take the rest of the same file): one large file still uses every core.
-    /// Damage found while decompressing or splitting lines is reported by partition 0 only.
-    /// `shared`: the file's lines, decompressed once for every partition (partition `index`
-    /// is its reader number); without it, this reader decompresses the file itself.
-    static func read(path: String, fingerprint: FileFingerprint, partition: (index: Int, count: Int)? = nil,
-                     shared: SharedLines? = nil,
+    /// Reads the file, or with `shared` this reader's part of it: the calls it claims among the
+    /// lines that `SharedLines` decompressed once for every reader of the file (one large file
+    /// still uses every core). `readers`: how many readers share it (the parts the writer adds up).
+    static func read(path: String, fingerprint: FileFingerprint, shared: (lines: SharedLines, reader: Int, readers: Int)? = nil,
                      config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, into queue: HandOffQueue) {
-        var ingestor = RecordIngestor(partition: partition)
-        let reportsFileIssues = (partition?.index ?? 0) == 0
+        var ingestor = RecordIngestor()
         var records = 0, skipped = 0, textBytes = 0
         let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)  // for the calls' stored material, reused
         let onLine = { (line: UnsafeBufferPointer<UInt8>, n: Int) in
@@ -51,24 +47,21 @@ enum FileReading {
             case .skipped(let category, let message):
                 skipped += 1
                 queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))
-            case .otherPartition:
-                break
             }
         }
         let onIssue = { (issue: LogIssue) in
-            guard reportsFileIssues else { return }
             skipped += 1
             queue.put(.issue(issue))
         }
         if let shared {
-            shared.forEachLine(reader: partition?.index ?? 0, onLine, issue: onIssue)
+            shared.lines.forEachLine(reader: shared.reader, onLine, issue: onIssue)
         } else {
             LogLineReader(path: path).forEachLine(onLine, issue: onIssue)
         }
         for m in ingestor.takeAll() { queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor))) }
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: records, skipped: skipped, calls: ingestor.callsSeen.count)
-        queue.put(.fileDone(FileDone(entry: entry, textBytes: reportsFileIssues ? textBytes : 0, parts: partition?.count ?? 1)))
+        queue.put(.fileDone(FileDone(entry: entry, textBytes: textBytes, parts: shared?.readers ?? 1)))
     }
 }
 

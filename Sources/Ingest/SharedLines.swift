@@ -1,27 +1,35 @@
+import Analysis
 import CallLog
 import Foundation
 
-/// A file that several readers share, each taking its share of the calls (see `AnalyzeRun`),
-/// decompressed and split into lines once, on a thread of its own, for all of them.
+/// A file that several readers share (see `AnalyzeRun`), decompressed and split into lines once,
+/// on a thread of its own, and dealt out to them a call at a time: the first reader to meet a
+/// call's first line claims the call, and gets all its lines; the others skip them.
 ///
-/// Before, every reader of a shared file decompressed all of it and kept its own calls: with two
-/// readers the file was decompressed twice, and with one large file (the whole input) that was
-/// about a fifth more work in all.
+/// Claims, not a fixed split, because the readers reach a shared file at different times and go
+/// at different speeds (one shares its core with the writer). With each reader taking the calls
+/// whose id hashed to it, the reader that came first took its half of the first chunks and then
+/// waited for the other at the window's end: on the 700 real-shaped calls, one core idled for
+/// about 0.1 s of a 1.2 s run (`perf record -e cpu-clock`, samples per thread and 100 ms; wall
+/// medians of 12 alternating runs 1.105 s before, 1.065 s after). Now a reader that arrives late starts where the readers already
+/// reading are (the calls of every line before there are claimed already) and takes the calls
+/// it meets first from there on; the faster reader takes more.
 ///
 /// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
-/// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk
-/// of any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader
-/// is that far behind, so memory stays bounded. The default, 16 chunks, absorbs a file written
-/// call by call, where each reader's lines come in runs of a call's size (about 2 MB): with 4,
-/// the reader ahead waited for the other a third of the time. Every reader gets the lines and
-/// the damage in the order `LogLineReader` gives them to a reader of the whole file; which
-/// reader reports the damage is the caller's rule (`FileReading`: partition 0), as when each
-/// decompressed it.
+/// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of
+/// any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader that
+/// is reading is that far behind, so memory stays bounded. Each reader gets its lines in file
+/// order, and the damage found in a chunk goes to the first reader that reads the chunk, at its
+/// place among that reader's lines: every line and every issue reaches exactly one reader.
 final class SharedLines: @unchecked Sendable {
     let path: String
     private let chunkBytes: Int
     private let windowChunks: Int
     private let maximumLineBytes: Int
+    /// What a line's owner is decided by: its call, or nil for a line of no call (each such line
+    /// is claimed on its own). Equal keys go to one reader, so a collision between two calls'
+    /// keys only makes one reader read both.
+    private let ownerKey: @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64?
 
     /// Complete lines and the damage found among them, in file order.
     private struct Chunk {
@@ -31,14 +39,19 @@ final class SharedLines: @unchecked Sendable {
         var lineNumbers: [Int] = []
         /// Each issue with the number of this chunk's lines before it.
         var issues: [(linesBefore: Int, issue: LogIssue)] = []
+        /// A reader has taken the issues (the first to read the chunk reports them).
+        var issuesTaken = false
 
         mutating func clear() {
             bytes.removeAll(keepingCapacity: true)
             ends.removeAll(keepingCapacity: true)
             lineNumbers.removeAll(keepingCapacity: true)
             issues.removeAll(keepingCapacity: true)
+            issuesTaken = false
         }
     }
+
+    private enum ReaderState { case notArrived, reading, done }
 
     private let condition = NSCondition()
     /// The chunks some reader still needs; `window[0]` is chunk number `windowStart`.
@@ -47,23 +60,40 @@ final class SharedLines: @unchecked Sendable {
     private var windowBytes = 0
     /// The most line bytes the window held at once (for tests of the bound).
     private(set) var mostBytesHeld = 0
-    /// Each reader's next chunk number (`Int.max` once it has left).
+    /// Each reader's next chunk number, while it reads.
     private var nextChunk: [Int]
+    private var readerState: [ReaderState]
+    /// The furthest chunk any reader has reached: a reader arriving now starts there.
+    private var frontier = 0
+    /// Each call's reader (by `ownerKey`), and each keyless line's (by line number).
+    private var owners: [UInt64: Int] = [:]
+    private var keylessOwners: [Int: Int] = [:]
     /// Chunks every reader has passed, kept for their storage.
     private var spares: [Chunk] = []
     private var started = false
     private var decoded = false
 
-    init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20) {
+    init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20,
+         ownerKey: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64? = SharedLines.callKey) {
         self.path = path
         self.maximumLineBytes = maximumLineBytes
         self.chunkBytes = chunkBytes
         self.windowChunks = windowChunks
+        self.ownerKey = ownerKey
         nextChunk = Array(repeating: 0, count: readers)
+        readerState = Array(repeating: .notArrived, count: readers)
     }
 
-    /// Calls `line` for every complete line of the file and `issue` for damage, in file order.
-    /// Every reader calls this once, or `leave` instead.
+    /// A record's call id, hashed (FNV-1a): lines of one call have the same key.
+    static func callKey(_ line: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard let call = RecordIngestor.callID(line) else { return nil }
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for b in call { h = (h ^ UInt64(b)) &* 0x0100_0000_01B3 }
+        return h
+    }
+
+    /// Calls `line` for every line this reader claims, in file order, and `issue` for the damage
+    /// it is first to meet. Every reader calls this once, or `leave` instead.
     func forEachLine(reader: Int, _ line: (UnsafeBufferPointer<UInt8>, Int) -> Void, issue: (LogIssue) -> Void) {
         condition.lock()
         if !started {
@@ -72,21 +102,37 @@ final class SharedLines: @unchecked Sendable {
             started = true
             Thread.detachNewThread { self.decode() }
         }
+        readerState[reader] = .reading
+        nextChunk[reader] = frontier
         condition.unlock()
-        while let chunk = next(reader: reader) {
+        // The owners this reader has learnt, so that only a call's first line takes the lock.
+        var mine: [UInt64: Bool] = [:]
+        while let (chunk, reportsIssues) = next(reader: reader) {
             var start = 0
             var issues = chunk.issues[...]
             for k in chunk.ends.indices {
                 while let first = issues.first, first.linesBefore == k {
-                    issue(first.issue)
+                    if reportsIssues { issue(first.issue) }
                     issues = issues.dropFirst()
                 }
                 chunk.bytes.withUnsafeBufferPointer { b in
-                    line(UnsafeBufferPointer(rebasing: b[start..<chunk.ends[k]]), chunk.lineNumbers[k])
+                    let text = UnsafeBufferPointer(rebasing: b[start..<chunk.ends[k]])
+                    let owned: Bool
+                    if let key = ownerKey(text) {
+                        if let known = mine[key] {
+                            owned = known
+                        } else {
+                            owned = claim(key, reader: reader)
+                            mine[key] = owned
+                        }
+                    } else {
+                        owned = claim(line: chunk.lineNumbers[k], reader: reader)
+                    }
+                    if owned { line(text, chunk.lineNumbers[k]) }
                 }
                 start = chunk.ends[k]
             }
-            for rest in issues { issue(rest.issue) }
+            if reportsIssues { for rest in issues { issue(rest.issue) } }
             passed(reader: reader)
         }
     }
@@ -95,34 +141,63 @@ final class SharedLines: @unchecked Sendable {
     /// longer waits for it.
     func leave(reader: Int) {
         condition.lock()
-        nextChunk[reader] = .max
+        readerState[reader] = .done
         dropPassedChunks()
         condition.broadcast()
         condition.unlock()
     }
 
-    private func next(reader: Int) -> Chunk? {
+    /// Whether `reader` owns the call with this key: it does if no reader had claimed it.
+    private func claim(_ key: UInt64, reader: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if let owner = owners[key] { return owner == reader }
+        owners[key] = reader
+        return true
+    }
+
+    private func claim(line number: Int, reader: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if let owner = keylessOwners[number] { return owner == reader }
+        keylessOwners[number] = reader
+        return true
+    }
+
+    /// The reader's next chunk, and whether it is the first to read it (and so reports its
+    /// issues); nil at the file's end.
+    private func next(reader: Int) -> (Chunk, Bool)? {
         condition.lock()
         defer { condition.unlock() }
         while nextChunk[reader] - windowStart >= window.count {
-            if decoded { return nil }
+            if decoded {
+                readerState[reader] = .done
+                dropPassedChunks()
+                condition.broadcast()
+                return nil
+            }
             condition.wait()
         }
-        return window[nextChunk[reader] - windowStart]
+        let i = nextChunk[reader] - windowStart
+        let first = !window[i].issuesTaken
+        window[i].issuesTaken = true
+        return (window[i], first)
     }
 
     private func passed(reader: Int) {
         condition.lock()
         nextChunk[reader] += 1
+        frontier = max(frontier, nextChunk[reader])
         dropPassedChunks()
-        if decoded && window.isEmpty { spares = [] }  // the run holds this until it ends
         condition.broadcast()
         condition.unlock()
     }
 
-    /// With the lock held.
+    /// With the lock held: drops the chunks that every reading reader has passed. A reader that
+    /// has not arrived needs none of them (it will start at the frontier).
     private func dropPassedChunks() {
-        let slowest = nextChunk.min() ?? .max
+        var slowest = frontier
+        for r in readerState.indices where readerState[r] == .reading { slowest = min(slowest, nextChunk[r]) }
         while !window.isEmpty, windowStart < slowest {
             let passed = window.removeFirst()
             windowBytes -= passed.bytes.count
@@ -130,16 +205,19 @@ final class SharedLines: @unchecked Sendable {
             // A chunk that held a huge line gives its storage back rather than keep it.
             spares.append(passed.bytes.capacity > 2 * chunkBytes + (64 << 10) ? Chunk() : passed)
         }
+        if decoded && window.isEmpty { spares = [] }  // the run holds this until it ends
     }
+
+    /// With the lock held: whether any reader is reading or may still come.
+    private var wanted: Bool { readerState.contains { $0 != .done } }
 
     /// Hands `chunk` to the readers and gives it back empty; false once every reader has left.
     private func publish(_ chunk: inout Chunk) -> Bool {
         condition.lock()
-        while !window.isEmpty, window.count >= windowChunks || windowBytes + chunk.bytes.count > windowChunks * chunkBytes,
-              (nextChunk.min() ?? .max) != .max {
+        while !window.isEmpty, window.count >= windowChunks || windowBytes + chunk.bytes.count > windowChunks * chunkBytes, wanted {
             condition.wait()
         }
-        let wanted = (nextChunk.min() ?? .max) != .max
+        let wanted = wanted
         if wanted {
             window.append(chunk)
             windowBytes += chunk.bytes.count
@@ -171,6 +249,7 @@ final class SharedLines: @unchecked Sendable {
         } catch {}
         condition.lock()
         decoded = true
+        dropPassedChunks()
         condition.broadcast()
         condition.unlock()
     }

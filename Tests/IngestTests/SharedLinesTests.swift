@@ -4,9 +4,10 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// A shared file's lines, decompressed once, reach every reader as `LogLineReader` gives them to
-/// a reader of the whole file: every line with its number, and the damage at its place among
-/// them. (That only partition 0 reports the damage is `FileReading`'s rule, checked by
+/// A shared file's lines, decompressed once, are dealt out to its readers: every line and every
+/// issue reaches exactly one reader, each reader gets its own in file order, all of a call's lines
+/// go to one reader, and a reader that arrives late starts where the others are instead of
+/// holding them back. (That the database is the one a single reader makes is checked by
 /// `IngestTests.testFileSharedByReadersEqualsOneReader`.)
 final class SharedLinesTests: XCTestCase {
     var dir: URL!
@@ -31,52 +32,126 @@ final class SharedLinesTests: XCTestCase {
         return path
     }
 
+    /// A line or an issue as a reader saw it. An issue is numbered with the line after it, and
+    /// sorts before that line.
+    struct Event: Comparable, CustomStringConvertible {
+        var line: Int
+        var isLine: Bool
+        var text: String
+        static func < (a: Event, b: Event) -> Bool { (a.line, a.isLine ? 1 : 0) < (b.line, b.isLine ? 1 : 0) }
+        var description: String { isLine ? "\(line): \(text)" : "issue: \(text)" }
+    }
+
     /// What one reader of the whole file sees: lines and issues in order.
-    func events(readingWhole path: String, maximumLineBytes: Int) -> [String] {
-        var seen: [String] = []
+    func events(readingWhole path: String, maximumLineBytes: Int) -> [Event] {
+        var seen: [Event] = []
         LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachLine({ line, n in
-            seen.append("\(n): " + String(decoding: line, as: UTF8.self))
-        }, issue: { seen.append("issue: \($0)") })
+            seen.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
+        }, issue: { seen.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
         return seen
     }
 
-    func testEveryReaderGetsEveryLineAndTheIssuesInPlace() throws {
-        let path = try damagedFile()
-        let whole = events(readingWhole: path, maximumLineBytes: 4_096)
-        XCTAssertEqual(whole.filter { $0.hasPrefix("issue: ") }.count, 2, whole.filter { $0.hasPrefix("issue: ") }.description)
-        XCTAssertEqual(whole.count, 304)
-
-        // Small chunks and a small window: the decoder waits for the readers again and again.
-        let readers = 3
-        let shared = SharedLines(path: path, readers: readers, chunkBytes: 200, windowChunks: 2, maximumLineBytes: 4_096)
+    /// Each reader's events when `readers` threads read `shared` together; `pause` runs after each
+    /// of a reader's lines (to make one slow).
+    func read(_ shared: SharedLines, readers: Int, pause: @escaping @Sendable (_ reader: Int, _ line: Int) -> Void = { _, _ in })
+        -> [[Event]] {
         final class Seen: @unchecked Sendable {
             let lock = NSLock()
-            var byReader: [[String]]
+            var byReader: [[Event]]
             init(_ n: Int) { byReader = Array(repeating: [], count: n) }
         }
         let results = Seen(readers)
-        // A thread each, as `AnalyzeRun` gives its readers: every reader must be reading for the
-        // window to move (a pool narrower than the readers would wait for ever).
+        // A thread each, as `AnalyzeRun` gives its readers.
         let group = DispatchGroup()
         for r in 0..<readers {
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
-                var mine: [String] = []
+                var mine: [Event] = []
                 shared.forEachLine(reader: r, { line, n in
-                    mine.append("\(n): " + String(decoding: line, as: UTF8.self))
-                    if r == 1 && n % 50 == 0 { usleep(1_000) }  // one slow reader
-                }, issue: { mine.append("issue: \($0)") })
+                    mine.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
+                    pause(r, n)
+                }, issue: { mine.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
                 results.lock.lock()
                 results.byReader[r] = mine
                 results.lock.unlock()
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success, "the readers did not finish")
-        let seen = results.byReader
-        XCTAssertEqual(seen[0], whole)
-        XCTAssertEqual(seen[1], whole)
-        XCTAssertEqual(seen[2], whole)
+        return results.byReader
+    }
+
+    /// Every event once, each reader's in file order.
+    func assertDealtOut(_ byReader: [[Event]], equal whole: [Event], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(whole, whole.sorted(), "the whole file's events are not in line order", file: file, line: line)
+        for (r, events) in byReader.enumerated() {
+            XCTAssertEqual(events, events.sorted(), "reader \(r)'s events are out of order", file: file, line: line)
+        }
+        XCTAssertEqual(byReader.flatMap { $0 }.sorted().map(\.description), whole.map(\.description), file: file, line: line)
+    }
+
+    /// Lines without a call are dealt out one by one; the damage goes to the first reader of its chunk.
+    func testEveryLineAndIssueReachesExactlyOneReaderInOrder() throws {
+        let path = try damagedFile()
+        let whole = events(readingWhole: path, maximumLineBytes: 4_096)
+        XCTAssertEqual(whole.filter { !$0.isLine }.count, 2, whole.filter { !$0.isLine }.description)
+        XCTAssertEqual(whole.count, 304)
+        // Small chunks and a small window: the decoder waits for the readers again and again.
+        let shared = SharedLines(path: path, readers: 3, chunkBytes: 200, windowChunks: 2, maximumLineBytes: 4_096)
+        let byReader = read(shared, readers: 3) { r, n in if r == 1 && n % 50 == 0 { usleep(1_000) } }  // one slow reader
+        assertDealtOut(byReader, equal: whole)
+    }
+
+    /// Calls whose lines are interleaved: each call's lines all go to one reader, and the readers share the calls.
+    func testAllOfACallsLinesGoToOneReader() throws {
+        var text = ""
+        for k in 0..<1_200 {
+            text += k % 97 == 0 ? "{\"kind\":\"agent\",\"k\":\(k)}\n" : "{\"v\":1,\"call\":\"call-\(k % 40)\",\"k\":\(k)}\n"
+        }
+        var bytes: [UInt8] = []
+        ZstdCompressor(level: 1).compress(Array(text.utf8), .end, into: &bytes)
+        let path = dir.appendingPathComponent("calls.ndjson.zst").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let whole = events(readingWhole: path, maximumLineBytes: 4_096)
+        let shared = SharedLines(path: path, readers: 2, chunkBytes: 300, windowChunks: 2)
+        let byReader = read(shared, readers: 2) { r, n in if r == 0 && n % 20 == 0 { usleep(500) } }
+        assertDealtOut(byReader, equal: whole)
+        var readerOfCall: [String: Int] = [:]
+        for (r, events) in byReader.enumerated() {
+            for e in events {
+                guard let call = e.text.split(separator: "\"").dropFirst(5).first, e.text.contains("\"call\"") else { continue }
+                XCTAssertEqual(readerOfCall.updateValue(r, forKey: String(call)) ?? r, r, "call \(call) went to two readers")
+            }
+        }
+        XCTAssertEqual(readerOfCall.count, 40)
+    }
+
+    /// A reader that reaches the file after another has read it all starts at its end: the first
+    /// reader neither waited for it (with a window of two chunks it would have waited for ever)
+    /// nor left it anything.
+    func testAReaderArrivingLateStartsWhereTheOthersAre() throws {
+        let path = try damagedFile()
+        let whole = events(readingWhole: path, maximumLineBytes: 4_096)
+        let shared = SharedLines(path: path, readers: 2, chunkBytes: 200, windowChunks: 2, maximumLineBytes: 4_096)
+        let first = DispatchGroup()
+        first.enter()
+        final class Box: @unchecked Sendable { var events: [Event] = [] }
+        let box = Box()
+        Thread.detachNewThread {
+            shared.forEachLine(reader: 0, { line, n in box.events.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self))) },
+                               issue: { box.events.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+            first.leave()
+        }
+        guard first.wait(timeout: .now() + 20) == .success else {
+            XCTFail("the first reader waited for the one not yet there")
+            shared.leave(reader: 1)  // lets it finish
+            _ = first.wait(timeout: .now() + 20)
+            return
+        }
+        var late: [Event] = []
+        shared.forEachLine(reader: 1, { _, n in late.append(Event(line: n, isLine: true, text: "")) }, issue: { _ in late.append(Event(line: 0, isLine: false, text: "")) })
+        XCTAssertEqual(late, [])
+        assertDealtOut([box.events, late], equal: whole)
     }
 
     /// Long lines (a line may be 64 MiB) do not let the window hold more than its bytes, or one
@@ -90,17 +165,8 @@ final class SharedLinesTests: XCTestCase {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let lines = events(readingWhole: path, maximumLineBytes: 64 << 20)
         let shared = SharedLines(path: path, readers: 2, chunkBytes: 1_000, windowChunks: 3)
-        let other = DispatchGroup()
-        other.enter()
-        Thread.detachNewThread {
-            shared.forEachLine(reader: 1, { _, _ in usleep(200) }, issue: { _ in })
-            other.leave()
-        }
-        var seen: [String] = []
-        shared.forEachLine(reader: 0, { line, n in seen.append("\(n): " + String(decoding: line, as: UTF8.self)) },
-                           issue: { seen.append("issue: \($0)") })
-        XCTAssertEqual(other.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(seen, lines)
+        let byReader = read(shared, readers: 2) { r, _ in if r == 1 { usleep(2_000) } }
+        assertDealtOut(byReader, equal: lines)
         XCTAssertGreaterThan(shared.mostBytesHeld, 5_000)
         XCTAssertLessThanOrEqual(shared.mostBytesHeld, 6_100)  // 3,000, or one chunk: under 1,000 bytes and a line of about 5,020
     }
@@ -111,9 +177,9 @@ final class SharedLinesTests: XCTestCase {
         let whole = events(readingWhole: path, maximumLineBytes: 4_096)
         let shared = SharedLines(path: path, readers: 2, chunkBytes: 100, windowChunks: 1, maximumLineBytes: 4_096)
         shared.leave(reader: 0)
-        var seen: [String] = []
-        shared.forEachLine(reader: 1, { line, n in seen.append("\(n): " + String(decoding: line, as: UTF8.self)) },
-                           issue: { seen.append("issue: \($0)") })
-        XCTAssertEqual(seen, whole)
+        var seen: [Event] = []
+        shared.forEachLine(reader: 1, { line, n in seen.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self))) },
+                           issue: { seen.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+        assertDealtOut([seen], equal: whole)
     }
 }
