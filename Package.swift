@@ -50,7 +50,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),

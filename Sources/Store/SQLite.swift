@@ -22,6 +22,7 @@ public final class Database {
     /// read-only cannot do ("attempt to write a readonly database"). A write-protected file is
     /// opened read-only by SQLite itself.
     public init(path: String, readOnly: Bool = false) throws {
+        _ = Database.configured
         var db: OpaquePointer?
         let flags = readOnly ? SQLITE_OPEN_READWRITE : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
@@ -35,6 +36,10 @@ public final class Database {
         sqlite3_busy_timeout(db, 5_000)
         if readOnly { try execute("PRAGMA query_only = ON") }
     }
+
+    /// Process-wide settings, made once before the first connection. Memory statistics off: the
+    /// store never reads them, and keeping them took a mutex on every SQLite allocation.
+    private static let configured: Void = { _ = callstats_sqlite3_disable_memory_statistics() }()
 
     deinit {
         statements.removeAll()

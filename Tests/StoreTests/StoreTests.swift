@@ -1,4 +1,5 @@
 import Analysis
+import CSQLite
 import Foundation
 import Store
 import TestSupport
@@ -393,5 +394,16 @@ final class StoreTests: XCTestCase {
         let store = try CallStore(path: path)
         try store.write(call("x'); DROP TABLE calls; --", start: Self.base, mos: 4, grade: .good), complete: true, material: nil)
         XCTAssertEqual(try store.db.scalar("SELECT call_id FROM calls")?.string, "x'); DROP TABLE calls; --")
+    }
+
+    /// SQLite's memory statistics are off (each allocation took a process-wide mutex for them):
+    /// after a connection has written, SQLite reports no memory in use.
+    func testSQLiteKeepsNoMemoryStatistics() throws {
+        let store = try CallStore(path: path)
+        try store.write(call("m", start: Self.base, mos: 4, grade: .good), complete: true, material: nil)
+        var current: Int64 = -1, highest: Int64 = -1
+        XCTAssertEqual(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0), SQLITE_OK)
+        XCTAssertEqual(current, 0)
+        XCTAssertEqual(highest, 0)
     }
 }
