@@ -199,9 +199,11 @@ enum Readings {
     }
 
     private static func goog(_ s: ChainState, chain: Int, pc: String, names: inout StreamNames) -> [StreamReading] {
-        var out: [StreamReading] = []
         var ssrcs: [ChainState.Slot] = []
+        ssrcs.reserveCapacity(8)  // as in `w3c`
         for i in s.objects.indices where s.type(i) == .googSSRC { ssrcs.append(i) }
+        var out: [StreamReading] = []
+        out.reserveCapacity(ssrcs.count)
         let keys = s.objects.keys  // captured alone: capturing `s` would copy the chain's state
         if ssrcs.count > 1 { ssrcs.sort { keys[$0] < keys[$1] } }
         for o in ssrcs {
