@@ -180,9 +180,8 @@ public struct CallMaterial: Sendable, Equatable {
     /// already in order (records arrive in order, and the analyser normalises more than once)
     /// is checked in one pass and left untouched, so it is not copied.
     public mutating func normalize() {
-        let snapshotKey = { (s: Snapshot) in (s.ts, s.peerConnection, s.source) }
-        if !CallMaterial.strictlyIncreasing(snapshots, by: snapshotKey, <) {
-            snapshots.sort { snapshotKey($0) < snapshotKey($1) }
+        if !CallMaterial.strictlyIncreasing(snapshots, by: CallMaterial.precedes) {
+            snapshots.sort(by: CallMaterial.precedes)
             var kept: [Snapshot] = []
             kept.reserveCapacity(snapshots.count)
             for s in snapshots {
@@ -193,23 +192,38 @@ public struct CallMaterial: Sendable, Equatable {
             }
             snapshots = kept
         }
-        let eventKey = { (e: CallEvent) in (e.ts, e.kind, e.action, e.type, e.detailJSON) }
-        if !CallMaterial.strictlyIncreasing(events, by: eventKey, <) {
-            events.sort { eventKey($0) < eventKey($1) }
+        if !CallMaterial.strictlyIncreasing(events, by: CallMaterial.precedes) {
+            events.sort(by: CallMaterial.precedes)
             var uniqueEvents: [CallEvent] = []
             for e in events where uniqueEvents.last != e { uniqueEvents.append(e) }
             events = uniqueEvents
         }
     }
 
-    private static func strictlyIncreasing<T, K>(_ items: [T], by key: (T) -> K, _ less: (K, K) -> Bool) -> Bool {
-        guard items.count > 1 else { return true }
-        var previous = key(items[0])
-        for i in 1..<items.count {
-            let k = key(items[i])
-            guard less(previous, k) else { return false }
-            previous = k
+    /// Snapshot order: by (ts, peer connection, source). Field by field rather than as tuples:
+    /// a tuple of Strings made for each item, and destroyed through its generic value witness,
+    /// cost more than the rest of the check.
+    private static func precedes(_ a: Snapshot, _ b: Snapshot) -> Bool {
+        if a.ts != b.ts { return a.ts < b.ts }
+        if a.peerConnection != b.peerConnection { return a.peerConnection < b.peerConnection }
+        return a.source < b.source
+    }
+
+    /// Event order: by (ts, kind, action, type, detail).
+    private static func precedes(_ a: CallEvent, _ b: CallEvent) -> Bool {
+        if a.ts != b.ts { return a.ts < b.ts }
+        if a.kind != b.kind { return a.kind < b.kind }
+        if a.action != b.action { return a.action < b.action }
+        if a.type != b.type { return a.type < b.type }
+        return a.detailJSON < b.detailJSON
+    }
+
+    /// Whether every item precedes the next, compared where they lie (no copies).
+    private static func strictlyIncreasing<T>(_ items: [T], by precedes: (T, T) -> Bool) -> Bool {
+        items.withUnsafeBufferPointer { b in
+            guard b.count > 1 else { return true }
+            for i in 1..<b.count where !precedes(b[i - 1], b[i]) { return false }
+            return true
         }
-        return true
     }
 }

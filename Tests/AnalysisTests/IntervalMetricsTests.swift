@@ -85,6 +85,32 @@ final class IntervalMetricsTests: XCTestCase {
         XCTAssertEqual(again.events, clean.events)
     }
 
+    /// Records of one instant (an SDK's burst of events; two peer connections' snapshots) are
+    /// put in one order by their fields and each kept once, however they were read: reversed,
+    /// and every one twice.
+    func testRecordsOfOneInstantAreOrderedAndKeptOnce() throws {
+        var records: [LogRecord] = []
+        var s = W3CSnapshot(t: Double(t0))
+        for k in 0..<3 {
+            s.t = Double(t0 + Int64(k) * 10_000)
+            s.received += 500; s.samples += 480_000; s.sent += 500
+            for pc in ["pc1", "pc0"] {
+                records.append(.stats(call: "c9", ts: t0 + Int64(k) * 10_000, format: .w3c, report: s.report, peerConnection: pc))
+            }
+        }
+        for type in ["restSent", "callCreate", "ringing"] {
+            records.append(.event(call: "c9", ts: t0 + 5_000, action: "callMetric", type: type))
+        }
+        records.append(.event(call: "c9", ts: t0 + 5_000, action: "iceState", type: "checking"))
+        var m = try Harness.material(Array(records.reversed()), deltas: false)
+        m.merge(try Harness.material(records, deltas: false))
+        m.normalize()
+        XCTAssertEqual(m.snapshots.map { "\($0.ts - t0) \($0.peerConnection)" },
+                       ["0 pc0", "0 pc1", "10000 pc0", "10000 pc1", "20000 pc0", "20000 pc1"])
+        XCTAssertEqual(m.events.map { "\($0.action) \($0.type)" },
+                       ["callMetric callCreate", "callMetric restSent", "callMetric ringing", "iceState checking"])
+    }
+
     /// A delta line written twice (a retried write) is a repeated snapshot: the chain goes on
     /// and the result equals the clean one. Before, the repeat broke the chain and every later
     /// snapshot of the call was skipped as "missing base".
