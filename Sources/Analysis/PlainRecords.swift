@@ -134,7 +134,11 @@ struct PlainQuality {
         var envelope = PlainEnvelope(kind: "quality")
         var score: Int64?
         var keys: [UnsafeBufferPointer<UInt8>] = []
-        var detail: [UInt8] = [UInt8(ascii: "{")]
+        keys.reserveCapacity(8)
+        // The detail is never longer than the line: one allocation, not one per member.
+        var detail: [UInt8] = []
+        detail.reserveCapacity(line.count)
+        detail.append(UInt8(ascii: "{"))
         do throws(JSONCursor.ScanError) {
             try c.object { cur, key throws(JSONCursor.ScanError) in
                 if try envelope.read(&cur, key: key) { return }
