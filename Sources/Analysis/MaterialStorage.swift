@@ -36,13 +36,13 @@ extension CallMaterial {
         var state = MaterialWriting()
         out.varint(UInt64(events.count))
         var lastTs: Int64 = 0
-        for e in events {
-            out.signed(e.ts &- lastTs)
-            lastTs = e.ts
-            state.strings.write(e.kind, slot: MaterialWriting.eventSlots, to: out)
-            state.strings.write(e.action, slot: MaterialWriting.eventSlots + 1, to: out)
-            state.strings.write(e.type, slot: MaterialWriting.eventSlots + 2, to: out)
-            out.text(e.detailJSON)
+        for i in events.indices {  // by index: `for e in events` copied each event
+            out.signed(events[i].ts &- lastTs)
+            lastTs = events[i].ts
+            state.strings.write(events[i].kind, slot: MaterialWriting.eventSlots, to: out)
+            state.strings.write(events[i].action, slot: MaterialWriting.eventSlots + 1, to: out)
+            state.strings.write(events[i].type, slot: MaterialWriting.eventSlots + 2, to: out)
+            out.text(events[i].detailJSON)
         }
         out.varint(UInt64(snapshots.count))
         for i in snapshots.indices { snapshots[i].write(to: out, state: &state) }
@@ -169,7 +169,9 @@ struct MaterialReading {
 /// Strings named by number once written: 0 is no string, 1 a new string that follows (and gets
 /// the next number), n ≥ 2 the string numbered n − 2.
 struct StringTable {
-    private var numbers: [String: Int] = [:]
+    /// Room for a call's usual strings (about 25) from the start: grown from empty, the table was
+    /// rehashed four or five times per call.
+    private var numbers: [String: Int] = Dictionary(minimumCapacity: 48)
     /// The string last written at each of the caller's places (`slot`), with its number: most
     /// strings are the ones written at the same place last time, and comparing them is cheaper
     /// than hashing (hashing every string cost more than the rest of the encoding).
