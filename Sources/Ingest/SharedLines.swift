@@ -65,9 +65,13 @@ final class SharedLines: @unchecked Sendable {
     private var readerState: [ReaderState]
     /// The furthest chunk any reader has reached: a reader arriving now starts there.
     private var frontier = 0
-    /// Each call's reader (by `ownerKey`), and each keyless line's (by line number).
-    private var owners: [UInt64: Int] = [:]
-    private var keylessOwners: [Int: Int] = [:]
+    /// What a reader claims: a call (by `ownerKey`), or a line of no call (by its number).
+    private enum Claim: Hashable {
+        case call(UInt64)
+        case line(Int)
+    }
+    /// Each claim's reader.
+    private var owners: [Claim: Int] = [:]
     /// Chunks every reader has passed, kept for their storage.
     private var spares: [Chunk] = []
     private var started = false
@@ -122,11 +126,11 @@ final class SharedLines: @unchecked Sendable {
                         if let known = mine[key] {
                             owned = known
                         } else {
-                            owned = claim(key, reader: reader)
+                            owned = claim(.call(key), reader: reader)
                             mine[key] = owned
                         }
                     } else {
-                        owned = claim(line: chunk.lineNumbers[k], reader: reader)
+                        owned = claim(.line(chunk.lineNumbers[k]), reader: reader)
                     }
                     if owned { line(text, chunk.lineNumbers[k]) }
                 }
@@ -147,20 +151,12 @@ final class SharedLines: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Whether `reader` owns the call with this key: it does if no reader had claimed it.
-    private func claim(_ key: UInt64, reader: Int) -> Bool {
+    /// Whether `reader` owns what it claims: it does if no reader had claimed it before.
+    private func claim(_ claim: Claim, reader: Int) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if let owner = owners[key] { return owner == reader }
-        owners[key] = reader
-        return true
-    }
-
-    private func claim(line number: Int, reader: Int) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if let owner = keylessOwners[number] { return owner == reader }
-        keylessOwners[number] = reader
+        if let owner = owners[claim] { return owner == reader }
+        owners[claim] = reader
         return true
     }
 
