@@ -179,12 +179,12 @@ public final class AnalyzeRun {
         var unwritten: [PendingCall] = []
         func writeUnwritten() throws {
             unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
-            for pending in unwritten {
-                let written = try CallWriting.write(pending, to: store, config: config,
-                                                    knownNew: startedWithoutCalls && gradeByCall[pending.callID] == nil)
+            for i in unwritten.indices {  // by index: `for pending in unwritten` copied each call
+                let written = try CallWriting.write(unwritten[i], to: store, config: config,
+                                                    knownNew: startedWithoutCalls && gradeByCall[unwritten[i].callID] == nil)
                 touchedStarts.formUnion(written.starts)
-                let grade = written.analysis.call.grade
-                if let earlier = gradeByCall.updateValue(grade, forKey: written.analysis.call.callID) {
+                let grade = written.grade
+                if let earlier = gradeByCall.updateValue(grade, forKey: unwritten[i].callID) {
                     gradesInRun[earlier, default: 0] -= 1
                 }
                 gradesInRun[grade, default: 0] += 1

@@ -68,11 +68,13 @@ enum FileReading {
 /// The writer's work on one call: merge with what the database has, analyse, replace.
 enum CallWriting {
     /// `knownNew`: the caller knows the database holds nothing of this call (not looked up).
+    /// Returns the grade the call now has and the start times whose rollups it touched (the
+    /// analysis itself is not handed back: copying it retained and released all its arrays).
     static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig,
-                      knownNew: Bool = false) throws -> (analysis: CallAnalysis, starts: [Int64]) {
+                      knownNew: Bool = false) throws -> (grade: Grade, starts: [Int64]) {
         guard !knownNew, let stored = try store.storedCall(p.callID) else {
             try store.write(p.analysis, complete: p.hasEnded, material: p.stored, replacing: false)
-            return (p.analysis, [p.analysis.call.startTs])
+            return (p.analysis.call.grade, [p.analysis.call.startTs])
         }
         // The call continues something stored: merge (duplicates collapse) and analyse again.
         // Without the stored material the merge would replace the stored call with only its new
@@ -89,7 +91,7 @@ enum CallWriting {
         }
         let analysis = CallAnalyzer.analyze(material, config: config)
         try store.write(analysis, complete: material.hasEnded, material: material.encoded())
-        return (analysis, [stored.startTs, analysis.call.startTs])
+        return (analysis.call.grade, [stored.startTs, analysis.call.startTs])
     }
 }
 
