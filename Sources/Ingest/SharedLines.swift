@@ -11,9 +11,10 @@ import Foundation
 /// whose id hashed to it, the reader that came first took its half of the first chunks and then
 /// waited for the other at the window's end: on the 700 real-shaped calls, one core idled for
 /// about 0.1 s of a 1.2 s run (`perf record -e cpu-clock`, samples per thread and 100 ms; wall
-/// medians of 12 alternating runs 1.105 s before, 1.065 s after). Now a reader that arrives late starts where the readers already
-/// reading are (the calls of every line before there are claimed already) and takes the calls
-/// it meets first from there on; the faster reader takes more.
+/// medians of 12 alternating runs 1.105 s before, 1.065 s after). Now a reader that arrives
+/// late starts where the readers already reading are (the calls of every line before there are
+/// claimed already) and takes the calls it meets first from there on; the faster reader takes
+/// more.
 ///
 /// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
 /// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of
