@@ -51,6 +51,16 @@ final class SharedLinesTests: XCTestCase {
         return seen
     }
 
+    /// One reader's events, read on the calling thread; `pause` runs after each of its lines.
+    static func events(of shared: SharedLines, reader: Int, pause: (_ line: Int) -> Void = { _ in }) -> [Event] {
+        var mine: [Event] = []
+        shared.forEachLine(reader: reader, { line, n in
+            mine.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
+            pause(n)
+        }, issue: { mine.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+        return mine
+    }
+
     /// Each reader's events when `readers` threads read `shared` together; `pause` runs after each
     /// of a reader's lines (to make one slow).
     func read(_ shared: SharedLines, readers: Int, pause: @escaping @Sendable (_ reader: Int, _ line: Int) -> Void = { _, _ in })
@@ -67,11 +77,7 @@ final class SharedLinesTests: XCTestCase {
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
-                var mine: [Event] = []
-                shared.forEachLine(reader: r, { line, n in
-                    mine.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
-                    pause(r, n)
-                }, issue: { mine.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+                let mine = Self.events(of: shared, reader: r) { pause(r, $0) }
                 results.lock.lock()
                 results.byReader[r] = mine
                 results.lock.unlock()
@@ -138,8 +144,7 @@ final class SharedLinesTests: XCTestCase {
         final class Box: @unchecked Sendable { var events: [Event] = [] }
         let box = Box()
         Thread.detachNewThread {
-            shared.forEachLine(reader: 0, { line, n in box.events.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self))) },
-                               issue: { box.events.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+            box.events = Self.events(of: shared, reader: 0)
             first.leave()
         }
         guard first.wait(timeout: .now() + 20) == .success else {
@@ -148,8 +153,7 @@ final class SharedLinesTests: XCTestCase {
             _ = first.wait(timeout: .now() + 20)
             return
         }
-        var late: [Event] = []
-        shared.forEachLine(reader: 1, { _, n in late.append(Event(line: n, isLine: true, text: "")) }, issue: { _ in late.append(Event(line: 0, isLine: false, text: "")) })
+        let late = Self.events(of: shared, reader: 1)
         XCTAssertEqual(late, [])
         assertDealtOut([box.events, late], equal: whole)
     }
@@ -177,9 +181,6 @@ final class SharedLinesTests: XCTestCase {
         let whole = events(readingWhole: path, maximumLineBytes: 4_096)
         let shared = SharedLines(path: path, readers: 2, chunkBytes: 100, windowChunks: 1, maximumLineBytes: 4_096)
         shared.leave(reader: 0)
-        var seen: [Event] = []
-        shared.forEachLine(reader: 1, { line, n in seen.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self))) },
-                           issue: { seen.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
-        assertDealtOut([seen], equal: whole)
+        assertDealtOut([Self.events(of: shared, reader: 1)], equal: whole)
     }
 }
