@@ -20,16 +20,17 @@ import Foundation
 /// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of
 /// any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader that
 /// is reading is that far behind, so memory stays bounded. Each reader gets its lines in file
-/// order, and the damage found in a chunk goes to the first reader that reads the chunk, at its
-/// place among that reader's lines: every line and every issue reaches exactly one reader.
+/// order, and the damage found in a chunk, with the chunk's lines of no call, goes to the first
+/// reader that reads the chunk, at its place among that reader's lines: every line and every
+/// issue reaches exactly one reader.
 final class SharedLines: @unchecked Sendable {
     let path: String
     private let chunkBytes: Int
     private let windowChunks: Int
     private let maximumLineBytes: Int
-    /// What a line's owner is decided by: its call, or nil for a line of no call (each such line
-    /// is claimed on its own). Equal keys go to one reader, so a collision between two calls'
-    /// keys only makes one reader read both.
+    /// What a line's owner is decided by: its call, or nil for a line of no call (which goes
+    /// with its chunk's damage to the chunk's first reader). Equal keys go to one reader, so a
+    /// collision between two calls' keys only makes one reader read both.
     private let ownerKey: @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64?
 
     /// Complete lines and the damage found among them, in file order.
@@ -66,13 +67,9 @@ final class SharedLines: @unchecked Sendable {
     private var readerState: [ReaderState]
     /// The furthest chunk any reader has reached: a reader arriving now starts there.
     private var frontier = 0
-    /// What a reader claims: a call (by `ownerKey`), or a line of no call (by its number).
-    private enum Claim: Hashable {
-        case call(UInt64)
-        case line(Int)
-    }
-    /// Each claim's reader.
-    private var owners: [Claim: Int] = [:]
+    /// Each call's reader, by `ownerKey`. Lines of no call are not claimed one by one (a table
+    /// of them would grow with a file of nothing else): they go to their chunk's first reader.
+    private var owners: [UInt64: Int] = [:]
     /// Chunks every reader has passed, kept for their storage.
     private var spares: [Chunk] = []
     private var started = false
@@ -112,12 +109,12 @@ final class SharedLines: @unchecked Sendable {
         condition.unlock()
         // The owners this reader has learnt, so that only a call's first line takes the lock.
         var mine: [UInt64: Bool] = [:]
-        while let (chunk, reportsIssues) = next(reader: reader) {
+        while let (chunk, firstReader) = next(reader: reader) {
             var start = 0
             var issues = chunk.issues[...]
             for k in chunk.ends.indices {
                 while let first = issues.first, first.linesBefore == k {
-                    if reportsIssues { issue(first.issue) }
+                    if firstReader { issue(first.issue) }
                     issues = issues.dropFirst()
                 }
                 chunk.bytes.withUnsafeBufferPointer { b in
@@ -127,17 +124,17 @@ final class SharedLines: @unchecked Sendable {
                         if let known = mine[key] {
                             owned = known
                         } else {
-                            owned = claim(.call(key), reader: reader)
+                            owned = claim(key, reader: reader)
                             mine[key] = owned
                         }
                     } else {
-                        owned = claim(.line(chunk.lineNumbers[k]), reader: reader)
+                        owned = firstReader
                     }
                     if owned { line(text, chunk.lineNumbers[k]) }
                 }
                 start = chunk.ends[k]
             }
-            if reportsIssues { for rest in issues { issue(rest.issue) } }
+            if firstReader { for rest in issues { issue(rest.issue) } }
             passed(reader: reader)
         }
     }
@@ -152,17 +149,17 @@ final class SharedLines: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Whether `reader` owns what it claims: it does if no reader had claimed it before.
-    private func claim(_ claim: Claim, reader: Int) -> Bool {
+    /// Whether `reader` owns the call with this key: it does if no reader had claimed it before.
+    private func claim(_ key: UInt64, reader: Int) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if let owner = owners[claim] { return owner == reader }
-        owners[claim] = reader
+        if let owner = owners[key] { return owner == reader }
+        owners[key] = reader
         return true
     }
 
     /// The reader's next chunk, and whether it is the first to read it (and so reports its
-    /// issues); nil at the file's end.
+    /// issues and takes its lines of no call); nil at the file's end.
     private func next(reader: Int) -> (Chunk, Bool)? {
         condition.lock()
         defer { condition.unlock() }
