@@ -139,6 +139,33 @@ final class JSONCursorTests: XCTestCase {
             }
         }
     }
+    /// A string's raw bytes end at its closing quote wherever that falls: in a 16-byte step, in
+    /// the bytes after the steps, past the 64 bytes the steps cover, or at the buffer's end; an
+    /// escaped quote, UTF-8 bytes (negative as signed bytes) and a closing brace do not end it.
+    func testRawStringEndsAtTheClosingQuote() throws {
+        let pieces = ["a", "Z", "0", " ", "}", ",", ":", "\\\"", "\\\\", "\\n", "\\u0001", "é", "€", "😀", "\u{7F}"]
+        var rng = SystemRandomNumberGenerator()
+        for length in Array(0...80) + [127, 128, 129, 300] {
+            for trial in 0..<6 {
+                // The first trial is plain letters, so that every length of a plain run is covered.
+                var body = ""
+                while body.utf8.count < length {
+                    body += trial == 0 ? "k" : pieces.randomElement(using: &rng)!
+                }
+                for suffix in [#","next":1}"#, ""] {
+                    var bytes = Array(("\"" + body + "\"" + suffix).utf8)
+                    let result = try bytes.withUnsafeMutableBufferPointer { b throws(JSONCursor.ScanError) in
+                        var c = JSONCursor(UnsafeBufferPointer(b))
+                        let raw = try c.rawString()
+                        return (Array(raw), c.pos)
+                    }
+                    XCTAssertEqual(result.0, Array(body.utf8), "body \(body.debugDescription), suffix \(suffix)")
+                    XCTAssertEqual(result.1, body.utf8.count + 2, "after \(body.debugDescription)")
+                }
+            }
+        }
+    }
+
     /// The table of powers of five, computed again with exact big integers.
     func testPowersOfFiveTable() {
         for (i, q) in (DecimalToDouble.smallestPower...DecimalToDouble.largestPower).enumerated() {

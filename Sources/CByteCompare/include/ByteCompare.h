@@ -46,4 +46,24 @@ static inline ptrdiff_t byte_compare_common_prefix(const uint8_t *a, const uint8
     return i;
 }
 
+/// Where the first quote, backslash or control byte lies among the `n` bytes at `p` (`n` when
+/// none does): the end of a JSON string's plain run, sixteen bytes a step.
+static inline ptrdiff_t byte_string_run(const uint8_t *p, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8(0x22), backslash = _mm_set1_epi8(0x5C), lastControl = _mm_set1_epi8(0x1F);
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        // Unsigned v <= 0x1F exactly when min(v, 0x1F) == v.
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                       _mm_cmpeq_epi8(_mm_min_epu8(v, lastControl), v));
+        unsigned mask = (unsigned)_mm_movemask_epi8(special);
+        if (mask != 0) return i + __builtin_ctz(mask);
+        i += 16;
+    }
+#endif
+    while (i < n && p[i] != 0x22 && p[i] != 0x5C && p[i] >= 0x20) i++;
+    return i;
+}
+
 #endif
