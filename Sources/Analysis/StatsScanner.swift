@@ -423,6 +423,7 @@ struct StatsScanner {
         var ignored: String?
         var comparable = true
         var written = WrittenFields()
+        let table = Self.table  // once, not a lazy global's check at every member
         while true {
             let start = c.pos
             guard try c.next(closer: 0x7D) else { break }
