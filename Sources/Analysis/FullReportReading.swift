@@ -47,6 +47,8 @@ struct FullReportReading {
         layout.clear()
         layout.slots.reserveCapacity(last.order.count)
         layout.spans.reserveCapacity(last.spans.count)
+        // Its own member list before anything is written (a new chain's layouts share `empty`).
+        if layout.members === MemberSpanList.empty { layout.members = MemberSpanList(capacity: last.members.count) }
         layout.members.reserveCapacity(last.members.count)
     }
 
@@ -173,11 +175,11 @@ struct FullReportReading {
         let old = last.spans[q]
         let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
         guard longer != 0 else {
-            layout.members.append(contentsOf: last.members[old.members])
+            layout.members.append(contentsOf: last.members.spans(old.members))
             return
         }
         let after = Int32(old.timestamp.upperBound - old.start)
-        for m in last.members[old.members] {
+        for m in last.members.spans(old.members) {
             layout.members.append(MemberSpan(start: m.start &+ (m.start >= after ? longer : 0),
                                              end: m.end &+ (m.end >= after ? longer : 0), entry: m.entry,
                                              valueOffset: m.valueOffset))
@@ -203,16 +205,16 @@ struct FullReportReading {
             if comparable, state.objects[index].generation != generation {
                 compared = try StatsScanner.readChangedMembers(
                     &cur, into: &state.objects[index], generation: generation, previous: previousObject,
-                    layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members,
+                    layout: last.members.spans(last.spans[q].members), objectStart: objectStart, record: layout.members,
                     lastTimestamp: &lastTimestamp)
                 if !compared {
                     cur.pos = afterID
-                    layout.members.removeSubrange(firstMember...)
+                    layout.members.removeAll(from: firstMember)
                 }
             }
             if !compared {
                 try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
-                                             objectStart: objectStart, record: &layout.members, from: firstMember,
+                                             objectStart: objectStart, record: layout.members, from: firstMember,
                                              lastTimestamp: &lastTimestamp)
             }
             let read: ObjectRead = (state.objects[index].timestamp, state.objects[index].timestampValue, false)
@@ -233,17 +235,17 @@ struct FullReportReading {
             object.reset()
             compared = try StatsScanner.readChangedMembers(
                 &cur, into: &object, generation: generation, previous: previousObject,
-                layout: last.members[last.spans[q].members], objectStart: objectStart, record: &layout.members,
+                layout: last.members.spans(last.spans[q].members), objectStart: objectStart, record: layout.members,
                 lastTimestamp: &lastTimestamp, valuesNeeded: false)
             if !compared || object.type != .other {
                 compared = false
                 cur.pos = afterID
-                layout.members.removeSubrange(firstMember...)
+                layout.members.removeAll(from: firstMember)
             }
         }
         if !compared {
             try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                         objectStart: objectStart, record: &layout.members, from: firstMember,
+                                         objectStart: objectStart, record: layout.members, from: firstMember,
                                          lastTimestamp: &lastTimestamp)
         }
         guard object.type != .other else {

@@ -58,7 +58,7 @@ struct ReportLayout {
     var spans: [ObjectSpan] = []
     /// The members of those objects that were read, in report order (see `ObjectSpan.members`):
     /// an object that changed is compared member by member, and only changed members are read.
-    var members: [MemberSpan] = []
+    var members = MemberSpanList.empty
     /// The report listed an id twice: its objects and member layouts may not describe the state.
     var duplicateIDs = false
 
@@ -67,7 +67,7 @@ struct ReportLayout {
     mutating func clear() {
         slots.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
-        members.removeAll(keepingCapacity: true)
+        members.removeAll()
         duplicateIDs = false
     }
 }
@@ -416,7 +416,7 @@ struct StatsScanner {
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
     static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                            objectStart: Int, record: inout [MemberSpan], from first: Int,
+                            objectStart: Int, record: MemberSpanList, from first: Int,
                             lastTimestamp: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
@@ -435,7 +435,7 @@ struct StatsScanner {
                 // Legacy stats: the values object's members are recorded one by one, so that the
                 // next report compares them like an object's own.
                 try readValues(&c, memberStart: start, into: &o, objectStart: objectStart,
-                               record: &record, written: &written, comparable: &comparable)
+                               record: record, written: &written, comparable: &comparable)
                 if !typeKnown && o.type != .other { typeKnown = true }
                 continue
             }
@@ -454,7 +454,7 @@ struct StatsScanner {
                                          valueOffset: valueOffset))
             }
         }
-        if !comparable { record.removeSubrange(first...) }
+        if !comparable { record.removeAll(from: first) }
         o.clearUnwrittenStrings()
         if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
     }
@@ -463,7 +463,7 @@ struct StatsScanner {
     /// member recorded between a `valuesOpen` and a `valuesClose` span. A member that is not a
     /// plain field (an id, type or timestamp, nested objects) makes the object not comparable.
     private static func readValues(_ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
-                                   objectStart: Int, record: inout [MemberSpan], written: inout WrittenFields,
+                                   objectStart: Int, record: MemberSpanList, written: inout WrittenFields,
                                    comparable: inout Bool) throws(JSONCursor.ScanError) {
         var ignored: String?
         try c.expect(0x7B)
@@ -513,25 +513,13 @@ struct StatsScanner {
     /// The timestamp is always read (`lastTimestamp`: the last one converted in this line):
     /// where its number lies is noted for the next report. With `valuesNeeded` false only the
     /// type and timestamp are read; other changed values are skipped.
+    /// `layout` is the object's spans in the last report, read through a buffer: every index
+    /// below is checked against its end before use.
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                                   previous: UnsafeBufferPointer<UInt8>, layout: ArraySlice<MemberSpan>,
-                                   objectStart: Int, record: inout [MemberSpan],
+                                   previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
+                                   objectStart: Int, record: MemberSpanList,
                                    lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
-        // Through the slice's buffer: every index below is checked against the layout's end
-        // before use, and the slice's own checks on each member cost more than the loop's work.
-        try layout.withUnsafeBufferPointer { layout throws(JSONCursor.ScanError) in
-            try readChangedMembers(&c, into: &o, generation: generation, previous: previous, layout: layout,
-                                   objectStart: objectStart, record: &record, lastTimestamp: &lastTimestamp,
-                                   valuesNeeded: valuesNeeded)
-        }
-    }
-
-    private static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                                           previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
-                                           objectStart: Int, record: inout [MemberSpan],
-                                           lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
-                                           valuesNeeded: Bool) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         var ignored: String?
@@ -633,7 +621,7 @@ struct StatsScanner {
                     } else {
                         // A field this object already wrote is left to the fresh read (the last
                         // copy wins there), so that a layout never lists a field twice.
-                        if entry != nil, record[firstRecorded...].contains(where: { $0.entry == entry }) { return false }
+                        if entry != nil, record.contains(entry: entry, from: firstRecorded) { return false }
                         inserted = true
                     }
                 }
@@ -820,7 +808,7 @@ struct StatsScanner {
         for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
         state.layout.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
-        state.layout.members.removeAll(keepingCapacity: true)
+        state.layout.members.removeAll()
         c.pos = endPos
     }
 
