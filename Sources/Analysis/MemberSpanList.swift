@@ -1,5 +1,5 @@
 /// The member spans of one report's objects (`ReportLayout.members`), appended one at a time on
-/// the scanner's hottest path: about 45 per stats line of the real-shaped corpus.
+/// the scanner's hottest path: a few hundred per stats line of the real-shaped corpus.
 ///
 /// A class, not an Array: an Array's append checks that its storage is not shared, once per
 /// member. A list is written only through the layout the report is being read into, which no
