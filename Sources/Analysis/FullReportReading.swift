@@ -45,10 +45,12 @@ struct FullReportReading {
         self.reportStart = reportStart
         swap(&layout, &recycled)  // moved, not copied: a shared copy would be copied again on write
         layout.clear()
+        // Its own lists before anything is written (a new chain's layouts share empty ones).
+        if layout.slots.isSharedEmpty { layout.slots = AppendList() }
+        if layout.spans.isSharedEmpty { layout.spans = AppendList() }
+        if layout.members.isSharedEmpty { layout.members = AppendList() }
         layout.slots.reserveCapacity(last.order.count)
         layout.spans.reserveCapacity(last.spans.count)
-        // Its own member list before anything is written (a new chain's layouts share `empty`).
-        if layout.members === MemberSpanList.empty { layout.members = MemberSpanList(capacity: last.members.count) }
         layout.members.reserveCapacity(last.members.count)
     }
 
@@ -175,11 +177,11 @@ struct FullReportReading {
         let old = last.spans[q]
         let longer = Int32(old.timestamp.isEmpty ? 0 : unchanged.range.count - old.timestamp.count)
         guard longer != 0 else {
-            layout.members.append(contentsOf: last.members.spans(old.members))
+            layout.members.append(contentsOf: last.members.elements(old.members))
             return
         }
         let after = Int32(old.timestamp.upperBound - old.start)
-        for m in last.members.spans(old.members) {
+        for m in last.members.elements(old.members) {
             layout.members.append(MemberSpan(start: m.start &+ (m.start >= after ? longer : 0),
                                              end: m.end &+ (m.end >= after ? longer : 0), entry: m.entry,
                                              valueOffset: m.valueOffset))
@@ -205,7 +207,7 @@ struct FullReportReading {
             if comparable, state.objects[index].generation != generation {
                 compared = try StatsScanner.readChangedMembers(
                     &cur, into: &state.objects[index], generation: generation, previous: previousObject,
-                    layout: last.members.spans(last.spans[q].members), objectStart: objectStart, record: layout.members,
+                    layout: last.members.elements(last.spans[q].members), objectStart: objectStart, record: layout.members,
                     lastTimestamp: &lastTimestamp)
                 if !compared {
                     cur.pos = afterID
@@ -235,7 +237,7 @@ struct FullReportReading {
             object.reset()
             compared = try StatsScanner.readChangedMembers(
                 &cur, into: &object, generation: generation, previous: previousObject,
-                layout: last.members.spans(last.spans[q].members), objectStart: objectStart, record: layout.members,
+                layout: last.members.elements(last.spans[q].members), objectStart: objectStart, record: layout.members,
                 lastTimestamp: &lastTimestamp, valuesNeeded: false)
             if !compared || object.type != .other {
                 compared = false

@@ -53,20 +53,20 @@ struct ReportLayout {
     var order: [String] = []
     /// Where each of those objects lies in `ChainState.objects` (-1: not kept), checked before
     /// hashing an id.
-    var slots: [Int] = []
+    var slots = SharedEmptyLists.slots
     /// Where each object (and its timestamp value) lay in the report's bytes.
-    var spans: [ObjectSpan] = []
+    var spans = SharedEmptyLists.objects
     /// The members of those objects that were read, in report order (see `ObjectSpan.members`):
     /// an object that changed is compared member by member, and only changed members are read.
-    var members = MemberSpanList.empty
+    var members = SharedEmptyLists.members
     /// The report listed an id twice: its objects and member layouts may not describe the state.
     var duplicateIDs = false
 
     /// Empty, with its storage kept; `order` keeps its ids too, for a report read into this
     /// layout to overwrite (`FullReportReading`).
     mutating func clear() {
-        slots.removeAll(keepingCapacity: true)
-        spans.removeAll(keepingCapacity: true)
+        slots.removeAll()
+        spans.removeAll()
         members.removeAll()
         duplicateIDs = false
     }
@@ -416,7 +416,7 @@ struct StatsScanner {
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
     static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                            objectStart: Int, record: MemberSpanList, from first: Int,
+                            objectStart: Int, record: AppendList<MemberSpan>, from first: Int,
                             lastTimestamp: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
@@ -463,7 +463,7 @@ struct StatsScanner {
     /// member recorded between a `valuesOpen` and a `valuesClose` span. A member that is not a
     /// plain field (an id, type or timestamp, nested objects) makes the object not comparable.
     private static func readValues(_ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
-                                   objectStart: Int, record: MemberSpanList, written: inout WrittenFields,
+                                   objectStart: Int, record: AppendList<MemberSpan>, written: inout WrittenFields,
                                    comparable: inout Bool) throws(JSONCursor.ScanError) {
         var ignored: String?
         try c.expect(0x7B)
@@ -517,7 +517,7 @@ struct StatsScanner {
     /// below is checked against its end before use.
     static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
                                    previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
-                                   objectStart: Int, record: MemberSpanList,
+                                   objectStart: Int, record: AppendList<MemberSpan>,
                                    lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
@@ -807,7 +807,7 @@ struct StatsScanner {
         // The next prediction: each top-level number's change from its value before this delta.
         for i in state.objects.indices { StatsScanner.updateRates(&state.objects[i]) }
         state.t = newT
-        state.layout.spans.removeAll(keepingCapacity: true)  // the last full report's bytes no longer describe the state
+        state.layout.spans.removeAll()  // the last full report's bytes no longer describe the state
         state.layout.members.removeAll()
         c.pos = endPos
     }

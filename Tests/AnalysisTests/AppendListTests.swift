@@ -1,17 +1,17 @@
 @testable import Analysis
 import XCTest
 
-/// The member list keeps what an Array of spans would: appended one at a time or in runs, past
-/// its capacity, cut back, and read by range.
-final class MemberSpanListTests: XCTestCase {
+/// A layout list keeps what an Array would: appended one at a time or in runs, past its
+/// capacity, cut back, and read by range.
+final class AppendListTests: XCTestCase {
     func span(_ n: Int) -> MemberSpan {
         MemberSpan(start: Int32(n), end: Int32(n + 1), entry: n % 3 == 0 ? .timestamp : nil, valueOffset: UInt16(n % 7))
     }
 
-    func starts(_ list: MemberSpanList, _ range: Range<Int>) -> [Int32] { list.spans(range).map(\.start) }
+    func starts(_ list: AppendList<MemberSpan>, _ range: Range<Int>) -> [Int32] { list.elements(range).map(\.start) }
 
     func testListKeepsSpansAsAnArrayWould() {
-        let list = MemberSpanList(capacity: 2)
+        let list = AppendList<MemberSpan>(capacity: 2)
         var expected: [MemberSpan] = []
         for n in 0..<40 {
             list.append(span(n))
@@ -36,15 +36,17 @@ final class MemberSpanListTests: XCTestCase {
         XCTAssertTrue(list.isEmpty)
     }
 
-    /// A new chain's layouts share the empty list; reading a report gives the layout its own,
-    /// so the shared one stays empty.
-    func testReadingAReportLeavesTheSharedEmptyListEmpty() throws {
+    /// A new chain's layouts share empty lists; reading a report gives the layout its own, so
+    /// the shared ones stay empty.
+    func testReadingAReportLeavesTheSharedEmptyListsEmpty() throws {
         var scanner = StatsScanner()
         for seq in 0..<3 {
             let line = #"{"v":1,"kind":"stats","call":"x","ts":\#(1_700_000_000_000 + seq * 1000),"format":"w3c","pc":"a","report":[{"id":"IN1","timestamp":\#(seq),"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":\#(100 * seq)}]}"#
             var bytes = Array(line.utf8)
             _ = try bytes.withUnsafeMutableBufferPointer { try scanner.scan(UnsafeBufferPointer($0)) }
         }
-        XCTAssertTrue(MemberSpanList.empty.isEmpty)
+        XCTAssertTrue(SharedEmptyLists.members.isEmpty)
+        XCTAssertTrue(SharedEmptyLists.objects.isEmpty)
+        XCTAssertTrue(SharedEmptyLists.slots.isEmpty)
     }
 }
