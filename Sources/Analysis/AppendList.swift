@@ -9,8 +9,8 @@
 /// `SharedEmptyLists`, which are never written: `FullReportReading` gives a layout its own
 /// lists before writing to them.
 final class AppendList<Element> {
-    private var base: UnsafeMutablePointer<Element>
-    private(set) var count = 0
+    fileprivate private(set) var base: UnsafeMutablePointer<Element>
+    fileprivate(set) var count = 0
     private var capacity: Int
     /// One of `SharedEmptyLists`: `grow` refuses to write to it.
     let isSharedEmpty: Bool
@@ -48,7 +48,7 @@ final class AppendList<Element> {
     @inline(__always) func append(_ element: Element) {
         if count == capacity { grow(to: count + 1) }
         (base + count).initialize(to: element)
-        count += 1
+        count &+= 1  // below capacity, which is an allocation's size
     }
 
     func append(contentsOf elements: UnsafeBufferPointer<Element>) {
@@ -70,7 +70,7 @@ final class AppendList<Element> {
         count = index
     }
 
-    private func grow(to needed: Int) {
+    @inline(never) private func grow(to needed: Int) {
         precondition(!isSharedEmpty, "a shared empty list is never written")
         let newCapacity = max(needed, 2 * capacity, 16)
         let grown = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
@@ -82,6 +82,17 @@ final class AppendList<Element> {
 }
 
 extension AppendList where Element == MemberSpan {
+    /// Appends `spans`, each moved by `shift` (a run of unchanged members, where they lie now).
+    func append(_ spans: UnsafeBufferPointer<MemberSpan>, shiftedBy shift: Int32) {
+        reserveCapacity(count + spans.count)
+        for (k, span) in spans.enumerated() {
+            // Wrapping sums: see `MemberSpan`.
+            (base + count + k).initialize(to: MemberSpan(start: span.start &+ shift, end: span.end &+ shift,
+                                                         entry: span.entry, valueOffset: span.valueOffset))
+        }
+        count += spans.count
+    }
+
     /// Whether a span from `index` on has `entry`.
     func contains(entry: FieldTable.Entry?, from index: Int) -> Bool {
         elements(index..<count).contains { $0.entry == entry }

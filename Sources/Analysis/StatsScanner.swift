@@ -539,14 +539,9 @@ struct StatsScanner {
                 var j = i
                 // Wrapping sums and truncating conversions: see `MemberSpan`.
                 let sameEnd = first + same
-                while j < layout.endIndex, Int(layout[j].end) < sameEnd, layout[j].entry != .timestamp {
-                    var m = layout[j]
-                    m.start &+= shift
-                    m.end &+= shift
-                    record.append(m)
-                    j += 1
-                }
+                while j < layout.endIndex, Int(layout[j].end) < sameEnd, layout[j].entry != .timestamp { j += 1 }
                 if j > i {
+                    record.append(UnsafeBufferPointer(rebasing: layout[i..<j]), shiftedBy: shift)
                     c.pos = objectStart + Int(layout[j - 1].end &+ shift)
                     i = j
                     continue

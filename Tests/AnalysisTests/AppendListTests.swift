@@ -36,6 +36,21 @@ final class AppendListTests: XCTestCase {
         XCTAssertTrue(list.isEmpty)
     }
 
+    /// A run of unchanged members lands where it lies now: each span moved by the same amount,
+    /// forward or back, the list growing as needed.
+    func testRunsAreAppendedShifted() {
+        let list = AppendList<MemberSpan>(capacity: 1)
+        list.append(span(0))
+        let run = (10..<30).map(span)
+        run.withUnsafeBufferPointer { list.append($0, shiftedBy: 5) }
+        run.withUnsafeBufferPointer { list.append(UnsafeBufferPointer(rebasing: $0[2..<4]), shiftedBy: -3) }
+        XCTAssertEqual(list.count, 23)
+        XCTAssertEqual(starts(list, 0..<3), [0, 15, 16])
+        XCTAssertEqual(list.elements(20..<23).map(\.end), [35, 10, 11])
+        XCTAssertEqual(list[21].entry, span(12).entry)
+        XCTAssertEqual(list[22].valueOffset, span(13).valueOffset)
+    }
+
     /// A new chain's layouts share empty lists; reading a report gives the layout its own, so
     /// the shared ones stay empty.
     func testReadingAReportLeavesTheSharedEmptyListsEmpty() throws {
