@@ -233,7 +233,10 @@ struct StatObject {
     var num = [Double](repeating: .nan, count: NumField.count)
     var str = [String?](repeating: nil, count: StrField.count)
     /// Each number's last change, mirroring the log format's prediction (see CallLog/StatsDelta).
-    var rate = [Double](repeating: 0, count: NumField.count)
+    private(set) var rate = [Double](repeating: 0, count: NumField.count)
+    /// Whether a rate may be non-zero: only deltas set rates, so objects of full reports skip
+    /// clearing them (the arrays were zeroed for every object kept unchanged).
+    private(set) var ratesSet = false
     var timestampRate: Double = 0
     /// The chain generation (full report) that last wrote this object.
     var generation: UInt32 = 0
@@ -277,7 +280,7 @@ struct StatObject {
         timestamp = .nan
         timestampRate = 0
         num.withUnsafeMutableBufferPointer { $0.update(repeating: .nan) }
-        rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        clearRates()
         str.withUnsafeMutableBufferPointer { b in
             for i in b.indices where b[i] != nil { b[i] = nil }
         }
@@ -294,7 +297,7 @@ struct StatObject {
         stringsWritten = 0
         timestampValue = 0..<0
         num.withUnsafeMutableBufferPointer { $0.update(repeating: .nan) }
-        rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        clearRates()
     }
 
     /// A full report had this object unchanged but for its timestamp: as if it had been read
@@ -303,7 +306,18 @@ struct StatObject {
         self.generation = generation
         self.timestamp = timestamp
         timestampRate = 0
+        clearRates()
+    }
+
+    @inline(__always) mutating func setRate(_ field: Int, to r: Double) {
+        rate[field] = r
+        if r != 0 { ratesSet = true }
+    }
+
+    @inline(__always) private mutating func clearRates() {
+        guard ratesSet else { return }
         rate.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        ratesSet = false
     }
 
     /// Clears the strings that the object just read did not have.
@@ -333,7 +347,10 @@ struct StatObject {
         timestamp = other.timestamp
         timestampRate = other.timestampRate
         _ = num.withUnsafeMutableBufferPointer { d in other.num.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
-        _ = rate.withUnsafeMutableBufferPointer { d in other.rate.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+        if ratesSet || other.ratesSet {
+            _ = rate.withUnsafeMutableBufferPointer { d in other.rate.withUnsafeBufferPointer { d.update(fromContentsOf: $0) } }
+            ratesSet = other.ratesSet
+        }
         str.withUnsafeMutableBufferPointer { d in
             other.str.withUnsafeBufferPointer { o in
                 for i in d.indices {

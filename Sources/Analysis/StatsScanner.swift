@@ -659,7 +659,7 @@ struct StatsScanner {
     private static func clearField(_ entry: FieldTable.Entry?, in o: inout StatObject) -> Bool {
         switch entry {
         case nil: return true
-        case .num(let f)?: o.num[f.rawValue] = .nan; o.rate[f.rawValue] = 0
+        case .num(let f)?: o.num[f.rawValue] = .nan; o.setRate(f.rawValue, to: 0)
         case .str(let f)?: o.str[f.rawValue] = nil
         case .qualityLimitationDurations?:
             for f in [NumField.qlBandwidth, .qlCPU, .qlOther] { o.num[f.rawValue] = .nan }
@@ -827,7 +827,7 @@ struct StatsScanner {
         if let previousT, let newT, o.timestamp == previousT { o.timestamp = newT }
         o.beforeDelta(keepNumbers: !o.type.isLegacy)
         // Legacy objects keep their fields inside `values`: nested, so never predicted.
-        if !o.type.isLegacy {
+        if !o.type.isLegacy && o.ratesSet {
             o.num.withUnsafeMutableBufferPointer { num in
                 o.rate.withUnsafeBufferPointer { rate in
                     for f in 0..<num.count where rate[f] != 0 && !num[f].isNaN { num[f] += rate[f] }
@@ -843,7 +843,7 @@ struct StatsScanner {
         if !o.type.isLegacy, o.previous.count == o.num.count {
             for f in NumField.predictable {
                 let r = o.num[f.rawValue] - o.previous[f.rawValue]
-                o.rate[f.rawValue] = (r.isFinite && r != 0) ? r : 0
+                o.setRate(f.rawValue, to: (r.isFinite && r != 0) ? r : 0)
             }
         }
         let tr = o.timestamp - o.previousTimestamp

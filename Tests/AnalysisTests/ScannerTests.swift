@@ -162,7 +162,7 @@ final class ScannerTests: XCTestCase {
         used.type = .inboundRTP
         used.generation = 9
         used.num[0] = 1
-        used.rate[0] = 2
+        used.setRate(0, to: 2)
         used.str[0] = "old"
         used.beforeDelta(keepNumbers: true)
         used.previousTimestamp = 4
