@@ -83,14 +83,16 @@ final class AppendList<Element> {
 
 extension AppendList where Element == MemberSpan {
     /// Appends `spans`, each moved by `shift` (a run of unchanged members, where they lie now).
-    func append(_ spans: UnsafeBufferPointer<MemberSpan>, shiftedBy shift: Int32) {
-        reserveCapacity(count + spans.count)
-        for (k, span) in spans.enumerated() {
+    @inline(__always) func append(_ spans: UnsafeBufferPointer<MemberSpan>, shiftedBy shift: Int32) {
+        if count + spans.count > capacity { grow(to: count + spans.count) }
+        let end = base + count
+        for k in 0..<spans.count {
+            let span = spans[k]
             // Wrapping sums: see `MemberSpan`.
-            (base + count + k).initialize(to: MemberSpan(start: span.start &+ shift, end: span.end &+ shift,
-                                                         entry: span.entry, valueOffset: span.valueOffset))
+            (end + k).initialize(to: MemberSpan(start: span.start &+ shift, end: span.end &+ shift,
+                                                entry: span.entry, valueOffset: span.valueOffset))
         }
-        count += spans.count
+        count &+= spans.count  // within capacity
     }
 
     /// Whether a span from `index` on has `entry`.
