@@ -200,7 +200,10 @@ struct FullReportReading {
             && last.spans[q].end <= previous.count
         // The last report's object, from its `{`.
         let previousObject = comparable ? UnsafeBufferPointer(rebasing: previous[last.spans[q].start..<last.spans[q].end]) : previous
-        if let index = state.objects.index(forKey: id, hint: hint) {
+        // As in `recognize`: an object not held after the last report is held now only if this
+        // report added it (media sources and playout change at every poll and are never held).
+        let knownNotHeld = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].inState && !addedObjects
+        if !knownNotHeld, let index = state.objects.index(forKey: id, hint: hint) {
             if state.objects[index].generation == generation { layout.duplicateIDs = true }
             let afterID = cur.pos
             var compared = false
