@@ -9,8 +9,8 @@
 /// `SharedEmptyLists`, which are never written: `FullReportReading` gives a layout its own
 /// lists before writing to them.
 final class AppendList<Element> {
-    fileprivate private(set) var base: UnsafeMutablePointer<Element>
-    fileprivate(set) var count = 0
+    private var base: UnsafeMutablePointer<Element>
+    private(set) var count = 0
     private var capacity: Int
     /// One of `SharedEmptyLists`: `grow` refuses to write to it.
     let isSharedEmpty: Bool

@@ -125,10 +125,7 @@ struct FullReportReading {
                 // wrote, added or removed that id (a duplicate: then it is read, so that the
                 // last one wins as in a fresh read).
                 let id = last.order[q]
-                // An object not held after the last report can be held now only if this report
-                // added it.
-                let index = !last.spans[q].inState && !addedObjects
-                    ? nil : state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
+                let index = heldSlot(of: id, lastAt: q, in: state)
                 let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation }
                                else { !last.spans[q].inState }
                 if asBefore {
@@ -165,6 +162,15 @@ struct FullReportReading {
         }
     }
 
+    /// The chain's slot for `id`, the last report's object at `q` (which is in range). An object
+    /// the chain did not hold after the last report (media sources and playout, which change at
+    /// every poll) can be held now only if this report added it: otherwise it is not looked up.
+    @inline(__always)
+    private func heldSlot(of id: String, lastAt q: Int, in state: ChainState) -> ChainState.Slot? {
+        if !last.spans[q].inState && !addedObjects { return nil }
+        return state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
+    }
+
     /// Keeps the last report's object at `q`, unchanged but for its timestamp.
     @inline(__always)
     private mutating func keep(_ id: String, at index: Int?, as q: Int, objectStart: Int,
@@ -194,16 +200,15 @@ struct FullReportReading {
     private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool, objectStart: Int,
                                      into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
         place(id)
-        let hint = q >= 0 && q < last.slots.count ? last.slots[q] : nil
         let firstMember = layout.members.count
         let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
             && last.spans[q].end <= previous.count
         // The last report's object, from its `{`.
         let previousObject = comparable ? UnsafeBufferPointer(rebasing: previous[last.spans[q].start..<last.spans[q].end]) : previous
-        // As in `recognize`: an object not held after the last report is held now only if this
-        // report added it (media sources and playout change at every poll and are never held).
-        let knownNotHeld = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].inState && !addedObjects
-        if !knownNotHeld, let index = state.objects.index(forKey: id, hint: hint) {
+        let held = atItsPlace && previousUsable && q >= 0 && q < last.spans.count
+            ? heldSlot(of: id, lastAt: q, in: state)
+            : state.objects.index(forKey: id, hint: q >= 0 && q < last.slots.count ? last.slots[q] : nil)
+        if let index = held {
             if state.objects[index].generation == generation { layout.duplicateIDs = true }
             let afterID = cur.pos
             var compared = false
