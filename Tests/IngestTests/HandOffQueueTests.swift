@@ -53,6 +53,21 @@ final class HandOffQueueTests: XCTestCase {
         XCTAssertEqual(take(queue, readers: 1).map(callIDs), ["a", "b", "c"])
     }
 
+    /// The run lowers the batch for its last stretch while the writer sleeps: the calls
+    /// already waiting are a batch now, and the writer is woken for them.
+    func testLoweringTheBatchWakesASleepingWriter() {
+        let queue = HandOffQueue(capacity: 16, wakeWriterAt: 8)
+        for id in ["a", "b", "c"] { queue.put(Self.call(id)) }
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.05)
+            queue.wakeWriter(at: 2)
+        }
+        XCTAssertEqual(take(queue, readers: 1).map(callIDs), ["a", "b", "c"])
+        queue.put(Self.call("d"))
+        queue.put(Self.call("e"))
+        XCTAssertEqual(take(queue, readers: 1).map(callIDs), ["d", "e"])
+    }
+
     func testTheLastFewCallsAreTakenWhenTheReadersFinish() {
         let queue = HandOffQueue(capacity: 16, wakeWriterAt: 8)
         queue.put(Self.call("a"))
