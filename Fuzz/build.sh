@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets into .build-fuzz/ (ASan + libFuzzer coverage, optimised):
 #   fuzz-records   NDJSON record parser, delta restoration, the analyser's stats scanner, analysis
-#   fuzz-zstd      zstd frame reader and line splitter, reads split at every offset
+#   fuzz-zstd      zstd frame reader and line chunker, reads split at every offset
 #   fuzz-capture   capture decoders: link, VLAN, IP reassembly, UDP, RTP, RTCP, STUN, SIP
 # The package's modules are compiled straight from Sources/ with swiftc (SwiftPM cannot give
 # one target libFuzzer's main without giving it to the `callstats` executable too); what each

@@ -60,118 +60,237 @@ public struct LogLineReader {
         _ line: (UnsafeBufferPointer<UInt8>, Int) throws -> Void,
         issue: (LogIssue) -> Void
     ) rethrows -> Int {
+        try forEachChunk(chunkBytes: 192 << 10) { chunk in
+            try chunk.forEachLine(line, issue: issue)
+        }
+    }
+
+    /// Hands out the file's lines a chunk at a time, in the buffer they were decoded into:
+    /// `handOut` gets each chunk once its lines reach `chunkBytes` (or the file ends), and may
+    /// keep it, leaving an empty chunk in its place (`SharedLines` publishes its chunks so).
+    /// Damage is reported among the lines, at its place. Returns the bytes read from disk.
+    @discardableResult
+    public func forEachChunk(chunkBytes: Int, _ handOut: (inout LineChunk) throws -> Void) rethrows -> Int {
+        var chunker = LineChunker(path: path, chunkBytes: chunkBytes, maximumLineBytes: maximumLineBytes)
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
-            issue(LogIssue(file: path, line: nil, category: .unreadableFile, message: String(cString: strerror(errno))))
+            chunker.note(.unreadableFile, line: nil, String(cString: strerror(errno)))
+            try chunker.finish(handOut)
             return 0
         }
         defer { close(fd) }
-        var splitter = LineSplitter(maximumLineBytes: maximumLineBytes)
-        let decoder = isCompressed ? ZstdDecoder() : nil
         var total = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let n = read(fd, buffer.baseAddress, chunkBytes)
-            if n < 0 {
-                if errno == EINTR { continue }
-                issue(LogIssue(file: path, line: splitter.lineNumber, category: .unreadableFile, message: String(cString: strerror(errno))))
-                break
+        if isCompressed {
+            let decoder = ZstdDecoder()
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let n = read(fd, buffer.baseAddress, self.chunkBytes)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    chunker.note(.unreadableFile, line: chunker.lineNumber, String(cString: strerror(errno)))
+                    break
+                }
+                if n == 0 { break }
+                total += n
+                try chunker.decompress(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), with: decoder, handOut)
             }
-            if n == 0 { break }
-            total += n
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
-            if let decoder {
-                try decoder.decompress(chunk, emit: { try splitter.feed($0, path: path, line: line, issue: issue) }, damaged: { d in
-                    // Text decoded so far from the damaged frame may end mid-line: drop that tail.
-                    splitter.discardPartial()
-                    let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
-                    issue(LogIssue(file: path, line: splitter.lineNumber + 1, category: .damagedFrame,
-                                   message: "\(d.message) at compressed byte \(d.offset); \(resumed)"))
-                })
-            } else {
-                try splitter.feed(chunk, path: path, line: line, issue: issue)
+            if decoder.insideFrame {
+                chunker.note(.truncatedFile, line: chunker.lineNumber + 1,
+                             "the file ends inside a zstd frame; every complete line before the cut was read")
+            }
+        } else {
+            while true {
+                let space = try chunker.space(handOut)
+                let n = read(fd, space.baseAddress, min(space.count, self.chunkBytes))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    chunker.note(.unreadableFile, line: chunker.lineNumber, String(cString: strerror(errno)))
+                    break
+                }
+                if n == 0 { break }
+                total += n
+                try chunker.wrote(n, handOut)
             }
         }
-        if let decoder, decoder.insideFrame {
-            issue(LogIssue(file: path, line: splitter.lineNumber + 1, category: .truncatedFile,
-                           message: "the file ends inside a zstd frame; every complete line before the cut was read"))
-        }
-        splitter.finish(path: path, issue: issue)
+        try chunker.finish(handOut)
         return total
     }
 }
 
-/// Splits a byte stream into lines, carrying a partial line across chunks.
-struct LineSplitter {
+/// Complete lines of a log, in the buffer they were decoded into, with the damage found among
+/// them (see `LogLineReader.forEachChunk`).
+public struct LineChunk {
+    /// The bytes; the lines lie at the start, up to `byteCount`.
+    var buffer: LineBuffer
+    /// Where each line lies in the buffer (without its newline, or a CR before it).
+    public fileprivate(set) var lines: [Range<Int>] = []
+    public fileprivate(set) var lineNumbers: [Int] = []
+    /// Each issue, with the number of this chunk's lines before it.
+    public fileprivate(set) var issues: [(linesBefore: Int, issue: LogIssue)] = []
+    /// The bytes the lines take, with what separates them.
+    public fileprivate(set) var byteCount = 0
+
+    public init(capacity: Int = 0) { buffer = LineBuffer(capacity: max(capacity, 64)) }
+
+    public var capacity: Int { buffer.bytes.count }
+
+    /// Line `k`'s bytes, valid while the chunk is.
+    public func line(_ k: Int) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: buffer.start + lines[k].lowerBound, count: lines[k].count)
+    }
+
+    /// Every line and issue, in file order.
+    public func forEachLine(_ line: (UnsafeBufferPointer<UInt8>, Int) throws -> Void, issue: (LogIssue) -> Void) rethrows {
+        var next = 0
+        for k in lines.indices {
+            while next < issues.count, issues[next].linesBefore == k {
+                issue(issues[next].issue)
+                next += 1
+            }
+            try line(self.line(k), lineNumbers[k])
+        }
+        while next < issues.count {
+            issue(issues[next].issue)
+            next += 1
+        }
+    }
+
+    /// Empty, keeping the buffer.
+    public mutating func removeAll() {
+        lines.removeAll(keepingCapacity: true)
+        lineNumbers.removeAll(keepingCapacity: true)
+        issues.removeAll(keepingCapacity: true)
+        byteCount = 0
+    }
+}
+
+/// Memory that stays where it is while chunks holding it are passed around.
+final class LineBuffer: @unchecked Sendable {
+    let bytes: UnsafeMutableRawBufferPointer
+    let start: UnsafePointer<UInt8>
+    init(capacity: Int) {
+        bytes = .allocate(byteCount: capacity, alignment: 16)
+        start = UnsafePointer(bytes.bindMemory(to: UInt8.self).baseAddress!)
+    }
+    deinit { bytes.deallocate() }
+}
+
+/// Splits text into lines inside the chunk it is decoded into: the decoder writes into `space`,
+/// `wrote` finds the lines that completes, and the incomplete line at a chunk's end moves to
+/// the next chunk. Lines longer than `maximumLineBytes` are skipped and reported, and so are a
+/// damaged frame's incomplete line and an incomplete last line.
+struct LineChunker {
+    let path: String
+    let chunkBytes: Int
     let maximumLineBytes: Int
     private(set) var lineNumber = 0
-    private var pending: [UInt8] = []
+    private var chunk: LineChunk
+    /// Bytes written into the chunk; the incomplete line is `lineStart..<filled`.
+    private var filled = 0
+    private var lineStart = 0
     private var skippingLongLine = false
     private var skippedBytes = 0
 
-    init(maximumLineBytes: Int) { self.maximumLineBytes = maximumLineBytes }
-
-    mutating func discardPartial() {
-        pending.removeAll(keepingCapacity: true)
-        skippingLongLine = false
+    init(path: String, chunkBytes: Int, maximumLineBytes: Int) {
+        self.path = path
+        self.chunkBytes = max(chunkBytes, 1)
+        self.maximumLineBytes = maximumLineBytes
+        chunk = LineChunk(capacity: Self.capacity(for: self.chunkBytes))
     }
 
-    mutating func feed(
-        _ data: UnsafeRawBufferPointer, path: String,
-        line: (UnsafeBufferPointer<UInt8>, Int) throws -> Void, issue: (LogIssue) -> Void
-    ) rethrows {
-        let bytes = data.bindMemory(to: UInt8.self)
-        var start = 0
-        while start < bytes.count {
-            let rest = UnsafeRawBufferPointer(rebasing: data[start...])
-            guard let nl = memchr(rest.baseAddress!, 0x0A, rest.count) else {
-                appendPartial(UnsafeBufferPointer(rebasing: bytes[start...]), path: path, issue: issue)
-                return
+    /// Room for a chunk's lines and the write that completes them.
+    private static func capacity(for chunkBytes: Int) -> Int { chunkBytes + max(chunkBytes / 4, 64) }
+
+    mutating func note(_ category: LogIssue.Category, line: Int?, _ message: String) {
+        chunk.issues.append((chunk.lines.count, LogIssue(file: path, line: line, category: category, message: message)))
+    }
+
+    /// Free memory after the bytes written; when there is none, the complete lines are handed
+    /// out first, and a line that fills the chunk alone makes it larger.
+    mutating func space(_ handOut: (inout LineChunk) throws -> Void) rethrows -> UnsafeMutableRawBufferPointer {
+        if filled == chunk.capacity {
+            if lineStart > 0 || !chunk.issues.isEmpty { try handOutLines(handOut) }
+            if filled == chunk.capacity {  // one incomplete line fills it: at most `maximumLineBytes`
+                let larger = LineBuffer(capacity: 2 * chunk.capacity)
+                larger.bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk.buffer.bytes[..<filled]))
+                chunk.buffer = larger
             }
-            let end = start + rest.baseAddress!.distance(to: UnsafeRawPointer(nl))
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: chunk.buffer.bytes[filled...])
+    }
+
+    /// `n` bytes were written into the last `space`: records the lines they complete.
+    mutating func wrote(_ n: Int, _ handOut: (inout LineChunk) throws -> Void) rethrows {
+        let base = UnsafeRawPointer(chunk.buffer.bytes.baseAddress!)
+        var from = filled
+        filled += n
+        while from < filled, let nl = memchr(base + from, 0x0A, filled - from) {
+            let end = base.distance(to: UnsafeRawPointer(nl))
             lineNumber += 1
             if skippingLongLine {
                 skippingLongLine = false
-                issue(LogIssue(file: path, line: lineNumber, category: .lineTooLong,
-                               message: "\(skippedBytes + end - start) bytes (limit \(maximumLineBytes)); skipped"))
-            } else if pending.isEmpty {
-                try line(trimCR(UnsafeBufferPointer(rebasing: bytes[start..<end])), lineNumber)
+                note(.lineTooLong, line: lineNumber, "\(skippedBytes + end - lineStart) bytes (limit \(maximumLineBytes)); skipped")
+            } else if end - lineStart > maximumLineBytes {
+                note(.lineTooLong, line: lineNumber, "\(end - lineStart) bytes (limit \(maximumLineBytes)); skipped")
             } else {
-                pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
-                if pending.count > maximumLineBytes {
-                    issue(LogIssue(file: path, line: lineNumber, category: .lineTooLong,
-                                   message: "\(pending.count) bytes (limit \(maximumLineBytes)); skipped"))
-                } else {
-                    try pending.withUnsafeBufferPointer { try line(trimCR($0), lineNumber) }
-                }
-                pending.removeAll(keepingCapacity: pending.count < (1 << 20))
+                let trimmed = end > lineStart && base.load(fromByteOffset: end - 1, as: UInt8.self) == 0x0D ? end - 1 : end
+                chunk.lines.append(lineStart..<trimmed)
+                chunk.lineNumbers.append(lineNumber)
             }
-            start = end + 1
+            lineStart = end + 1
+            from = end + 1
         }
-    }
-
-    private mutating func appendPartial(_ part: UnsafeBufferPointer<UInt8>, path: String, issue: (LogIssue) -> Void) {
-        if skippingLongLine { skippedBytes += part.count; return }
-        if pending.count + part.count > maximumLineBytes {
+        chunk.byteCount = lineStart
+        // An incomplete line past the limit is dropped as it comes.
+        if skippingLongLine {
+            skippedBytes += filled - lineStart
+            filled = lineStart
+        } else if filled - lineStart > maximumLineBytes {
             skippingLongLine = true
-            skippedBytes = pending.count + part.count
-            pending = []
-            return
+            skippedBytes = filled - lineStart
+            filled = lineStart
         }
-        pending.append(contentsOf: part)
+        if lineStart >= chunkBytes { try handOutLines(handOut) }
     }
 
-    private func trimCR(_ b: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-        if let last = b.last, last == 0x0D { return UnsafeBufferPointer(rebasing: b.dropLast()) }
-        return b
+    /// Decompresses `input` into the chunk.
+    mutating func decompress(_ input: UnsafeRawBufferPointer, with decoder: ZstdDecoder,
+                             _ handOut: (inout LineChunk) throws -> Void) rethrows {
+        try decoder.decompress(input, into: { try space(handOut) }, wrote: { try wrote($0, handOut) }, damaged: { d in
+            // Text decoded so far from the damaged frame may end mid-line: drop that tail.
+            filled = lineStart
+            skippingLongLine = false
+            let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
+            note(.damagedFrame, line: lineNumber + 1, "\(d.message) at compressed byte \(d.offset); \(resumed)")
+        })
     }
 
-    mutating func finish(path: String, issue: (LogIssue) -> Void) {
-        if skippingLongLine || !pending.isEmpty {
-            issue(LogIssue(file: path, line: lineNumber + 1, category: .partialLine,
-                           message: "\(skippingLongLine ? skippedBytes : pending.count) bytes after the last newline; skipped"))
+    /// Reports an incomplete last line and hands out what is left.
+    mutating func finish(_ handOut: (inout LineChunk) throws -> Void) rethrows {
+        if skippingLongLine || filled > lineStart {
+            note(.partialLine, line: lineNumber + 1,
+                 "\(skippingLongLine ? skippedBytes : filled - lineStart) bytes after the last newline; skipped")
+            filled = lineStart
         }
+        if !chunk.lines.isEmpty || !chunk.issues.isEmpty { try handOutLines(handOut) }
+    }
+
+    /// Hands out the complete lines and starts the next chunk with the incomplete one.
+    private mutating func handOutLines(_ handOut: (inout LineChunk) throws -> Void) rethrows {
+        let previous = chunk.buffer
+        try handOut(&chunk)
+        chunk.removeAll()
+        let rest = filled - lineStart
+        // A chunk grown for a long line goes back to the usual size once it is handed out, and
+        // one given in exchange gets it.
+        let usual = Self.capacity(for: chunkBytes)
+        if chunk.capacity < max(usual, rest) || chunk.capacity > 2 * usual {
+            chunk.buffer = LineBuffer(capacity: max(usual, rest + 64))
+        }
+        if rest > 0 { memmove(chunk.buffer.bytes.baseAddress!, previous.bytes.baseAddress! + lineStart, rest) }
+        filled = rest
+        lineStart = 0
     }
 }
 

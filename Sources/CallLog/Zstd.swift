@@ -107,7 +107,21 @@ public final class ZstdDecoder {
         emit: (UnsafeRawBufferPointer) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
-        guard resyncing else { return try decode(input, emit: emit, damaged: damaged) }
+        try withUnsafeTemporaryAllocation(byteCount: ZSTD_DStreamOutSize(), alignment: 16) { tmp in
+            try decompress(input, into: { tmp }, wrote: { try emit(UnsafeRawBufferPointer(rebasing: tmp[..<$0])) }, damaged: damaged)
+        }
+    }
+
+    /// Decompresses `input` straight into memory the caller owns: `space` gives where the next
+    /// bytes go (at least one byte), and `wrote` how many went there. A reader that keeps lines
+    /// where they were decoded (`LineChunker`) copies nothing.
+    public func decompress(
+        _ input: UnsafeRawBufferPointer,
+        into space: () throws -> UnsafeMutableRawBufferPointer,
+        wrote: (Int) throws -> Void,
+        damaged: (Damage) -> Void
+    ) rethrows {
+        guard resyncing else { return try decode(input, into: space, wrote: wrote, damaged: damaged) }
         var joined = carry
         joined.append(contentsOf: input)
         let joinedOffset = compressedOffset - carry.count
@@ -119,12 +133,15 @@ public final class ZstdDecoder {
         resyncing = false
         carry = []
         compressedOffset = joinedOffset + at
-        try joined.withUnsafeBytes { try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), emit: emit, damaged: damaged) }
+        try joined.withUnsafeBytes {
+            try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), into: space, wrote: wrote, damaged: damaged)
+        }
     }
 
     private func decode(
         _ src: UnsafeRawBufferPointer,
-        emit: (UnsafeRawBufferPointer) throws -> Void,
+        into space: () throws -> UnsafeMutableRawBufferPointer,
+        wrote: (Int) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
         // Offsets are `start + inBuf.pos`: zstd also consumes input while it empties a full
@@ -133,37 +150,35 @@ public final class ZstdDecoder {
         let start = compressedOffset
         var inBuf = ZSTD_inBuffer(src: src.baseAddress, size: src.count, pos: 0)
         defer { if !resyncing { compressedOffset = start + inBuf.pos } }
-        let outSize = ZSTD_DStreamOutSize()
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: outSize) { tmp in
-            // A full output buffer may leave more output inside zstd, with no more input needed.
-            var outputFull = false
-            while inBuf.pos < inBuf.size || outputFull {
-                var outBuf = ZSTD_outBuffer(dst: tmp.baseAddress, size: outSize, pos: 0)
-                let r = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
-                if ZSTD_isError(r) != 0 {
-                    outputFull = false
-                    let errorAt = start + inBuf.pos
-                    ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)
-                    insideFrame = false
-                    // Resume at the next frame start after the failing position.
-                    let rest = UnsafeRawBufferPointer(rebasing: src[min(inBuf.pos + 1, src.count)...])
-                    if let at = ZstdDecoder.findMagic(rest) {
-                        let skip = at + (inBuf.pos + 1 <= src.count ? 1 : 0)
-                        damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: skip))
-                        inBuf.pos = min(inBuf.pos + skip, inBuf.size)
-                        continue
-                    } else {
-                        damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: nil))
-                        resyncing = true
-                        carry = Array(rest.suffix(3))
-                        compressedOffset = start + src.count
-                        return
-                    }
+        // A full output buffer may leave more output inside zstd, with no more input needed.
+        var outputFull = false
+        while inBuf.pos < inBuf.size || outputFull {
+            let out = try space()
+            var outBuf = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
+            let r = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
+            if ZSTD_isError(r) != 0 {
+                outputFull = false
+                let errorAt = start + inBuf.pos
+                ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)
+                insideFrame = false
+                // Resume at the next frame start after the failing position.
+                let rest = UnsafeRawBufferPointer(rebasing: src[min(inBuf.pos + 1, src.count)...])
+                if let at = ZstdDecoder.findMagic(rest) {
+                    let skip = at + (inBuf.pos + 1 <= src.count ? 1 : 0)
+                    damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: skip))
+                    inBuf.pos = min(inBuf.pos + skip, inBuf.size)
+                    continue
+                } else {
+                    damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: nil))
+                    resyncing = true
+                    carry = Array(rest.suffix(3))
+                    compressedOffset = start + src.count
+                    return
                 }
-                insideFrame = r != 0
-                if outBuf.pos > 0 { try emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(tmp)[0..<outBuf.pos])) }
-                outputFull = outBuf.pos == outSize
             }
+            insideFrame = r != 0
+            if outBuf.pos > 0 { try wrote(outBuf.pos) }
+            outputFull = outBuf.pos == out.count
         }
     }
 

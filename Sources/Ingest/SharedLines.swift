@@ -16,7 +16,8 @@ import Foundation
 /// claimed already) and takes the calls it meets first from there on; the faster reader takes
 /// more.
 ///
-/// The lines go out in chunks of about `chunkBytes`, copied out of the decompressor's buffer,
+/// The lines go out in chunks of about `chunkBytes`, in the memory they were decompressed into
+/// (copying them out of the decompressor's buffer took a tenth of the decoding thread's time),
 /// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of
 /// any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader that
 /// is reading is that far behind, so memory stays bounded. Each reader gets its lines in file
@@ -35,22 +36,9 @@ final class SharedLines: @unchecked Sendable {
 
     /// Complete lines and the damage found among them, in file order.
     private struct Chunk {
-        var bytes: [UInt8] = []
-        /// Where each line ends in `bytes` (each starts where the one before ended).
-        var ends: [Int] = []
-        var lineNumbers: [Int] = []
-        /// Each issue with the number of this chunk's lines before it.
-        var issues: [(linesBefore: Int, issue: LogIssue)] = []
+        var lines: LineChunk
         /// A reader has taken the issues (the first to read the chunk reports them).
         var issuesTaken = false
-
-        mutating func clear() {
-            bytes.removeAll(keepingCapacity: true)
-            ends.removeAll(keepingCapacity: true)
-            lineNumbers.removeAll(keepingCapacity: true)
-            issues.removeAll(keepingCapacity: true)
-            issuesTaken = false
-        }
     }
 
     private enum ReaderState { case notArrived, reading, done }
@@ -71,7 +59,7 @@ final class SharedLines: @unchecked Sendable {
     /// of them would grow with a file of nothing else): they go to their chunk's first reader.
     private var owners: [UInt64: Int] = [:]
     /// Chunks every reader has passed, kept for their storage.
-    private var spares: [Chunk] = []
+    private var spares: [LineChunk] = []
     private var started = false
     private var decoded = false
 
@@ -110,29 +98,25 @@ final class SharedLines: @unchecked Sendable {
         // The owners this reader has learnt, so that only a call's first line takes the lock.
         var mine: [UInt64: Bool] = [:]
         while let (chunk, firstReader) = next(reader: reader) {
-            var start = 0
             var issues = chunk.issues[...]
-            for k in chunk.ends.indices {
+            for k in chunk.lines.indices {
                 while let first = issues.first, first.linesBefore == k {
                     if firstReader { issue(first.issue) }
                     issues = issues.dropFirst()
                 }
-                chunk.bytes.withUnsafeBufferPointer { b in
-                    let text = UnsafeBufferPointer(rebasing: b[start..<chunk.ends[k]])
-                    let owned: Bool
-                    if let key = ownerKey(text) {
-                        if let known = mine[key] {
-                            owned = known
-                        } else {
-                            owned = claim(key, reader: reader)
-                            mine[key] = owned
-                        }
+                let text = chunk.line(k)
+                let owned: Bool
+                if let key = ownerKey(text) {
+                    if let known = mine[key] {
+                        owned = known
                     } else {
-                        owned = firstReader
+                        owned = claim(key, reader: reader)
+                        mine[key] = owned
                     }
-                    if owned { line(text, chunk.lineNumbers[k]) }
+                } else {
+                    owned = firstReader
                 }
-                start = chunk.ends[k]
+                if owned { line(text, chunk.lineNumbers[k]) }
             }
             if firstReader { for rest in issues { issue(rest.issue) } }
             passed(reader: reader)
@@ -160,7 +144,7 @@ final class SharedLines: @unchecked Sendable {
 
     /// The reader's next chunk, and whether it is the first to read it (and so reports its
     /// issues and takes its lines of no call); nil at the file's end.
-    private func next(reader: Int) -> (Chunk, Bool)? {
+    private func next(reader: Int) -> (LineChunk, Bool)? {
         condition.lock()
         defer { condition.unlock() }
         while nextChunk[reader] - windowStart >= window.count {
@@ -175,7 +159,7 @@ final class SharedLines: @unchecked Sendable {
         let i = nextChunk[reader] - windowStart
         let first = !window[i].issuesTaken
         window[i].issuesTaken = true
-        return (window[i], first)
+        return (window[i].lines, first)
     }
 
     private func passed(reader: Int) {
@@ -194,10 +178,9 @@ final class SharedLines: @unchecked Sendable {
         for r in readerState.indices where readerState[r] == .reading { slowest = min(slowest, nextChunk[r]) }
         while !window.isEmpty, windowStart < slowest {
             let passed = window.removeFirst()
-            windowBytes -= passed.bytes.count
+            windowBytes -= passed.lines.byteCount
             windowStart += 1
-            // A chunk that held a huge line gives its storage back rather than keep it.
-            spares.append(passed.bytes.capacity > 2 * chunkBytes + (64 << 10) ? Chunk() : passed)
+            spares.append(passed.lines)
         }
         if decoded && window.isEmpty { spares = [] }  // the run holds this until it ends
     }
@@ -206,21 +189,22 @@ final class SharedLines: @unchecked Sendable {
     private var wanted: Bool { readerState.contains { $0 != .done } }
 
     /// Hands `chunk` to the readers and gives it back empty; false once every reader has left.
-    private func publish(_ chunk: inout Chunk) -> Bool {
+    private func publish(_ chunk: inout LineChunk) -> Bool {
         condition.lock()
-        while !window.isEmpty, window.count >= windowChunks || windowBytes + chunk.bytes.count > windowChunks * chunkBytes, wanted {
+        while !window.isEmpty, window.count >= windowChunks || windowBytes + chunk.byteCount > windowChunks * chunkBytes, wanted {
             condition.wait()
         }
         let wanted = wanted
         if wanted {
-            window.append(chunk)
-            windowBytes += chunk.bytes.count
+            window.append(Chunk(lines: chunk))
+            windowBytes += chunk.byteCount
             mostBytesHeld = max(mostBytesHeld, windowBytes)
             condition.broadcast()
         }
-        var spare = spares.popLast() ?? Chunk()
+        // A spare that grew for a long line is dropped by the line reader, which keeps its own size.
+        var spare = spares.popLast() ?? LineChunk()
         condition.unlock()
-        spare.clear()
+        spare.removeAll()
         chunk = spare
         return wanted
     }
@@ -228,18 +212,10 @@ final class SharedLines: @unchecked Sendable {
     private struct EveryReaderLeft: Error {}
 
     private func decode() {
-        var chunk = Chunk()
-        chunk.bytes.reserveCapacity(chunkBytes + (64 << 10))
         do {
-            try LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachLine({ line, number in
-                chunk.bytes.append(contentsOf: line)
-                chunk.ends.append(chunk.bytes.count)
-                chunk.lineNumbers.append(number)
-                if chunk.bytes.count >= chunkBytes, !publish(&chunk) { throw EveryReaderLeft() }
-            }, issue: { issue in
-                chunk.issues.append((chunk.ends.count, issue))
-            })
-            if !chunk.ends.isEmpty || !chunk.issues.isEmpty { _ = publish(&chunk) }
+            try LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachChunk(chunkBytes: chunkBytes) { chunk in
+                if !publish(&chunk) { throw EveryReaderLeft() }
+            }
         } catch {}
         condition.lock()
         decoded = true

@@ -95,8 +95,9 @@ enum FuzzEntryPoints {
     }
 
     /// One input is a compressed log file; its first byte chooses the size of the reads
-    /// (1…4081 bytes), so frames, blocks and lines are split at every offset. The rest goes
-    /// through the zstd frame reader and the line splitter exactly as `LogLineReader` feeds
+    /// (1…4081 bytes) and of the line chunks (1…2041 bytes), so frames, blocks and lines are
+    /// split at every offset. The rest goes
+    /// through the zstd frame reader and the line chunker exactly as `LogLineReader` feeds
     /// them. Returns the complete lines delivered.
     @discardableResult
     static func zstd(_ input: UnsafeRawBufferPointer) -> Int {
@@ -104,17 +105,22 @@ enum FuzzEntryPoints {
         let chunk = 1 + Int(first) * 16
         let file = UnsafeRawBufferPointer(rebasing: input[1...])
         let decoder = ZstdDecoder()
-        var splitter = LineSplitter(maximumLineBytes: 1 << 16)
-        var lines = 0
+        var chunker = LineChunker(path: "fuzz", chunkBytes: 1 + Int(first) * 8, maximumLineBytes: 1 << 16)
+        var lines = 0, ends = 0  // each line's first and last byte read: a range past the chunk is caught
+        let handOut = { (c: inout LineChunk) in
+            c.forEachLine({ line, _ in
+                lines += 1
+                ends &+= Int(line.first ?? 0) &+ Int(line.last ?? 0)
+            }, issue: { _ in })
+        }
         var offset = 0
         while offset < file.count {
             let piece = UnsafeRawBufferPointer(rebasing: file[offset..<min(file.count, offset + chunk)])
-            decoder.decompress(piece, emit: { splitter.feed($0, path: "fuzz", line: { _, _ in lines += 1 }, issue: { _ in }) },
-                               damaged: { _ in splitter.discardPartial() })
+            chunker.decompress(piece, with: decoder, handOut)
             offset += chunk
         }
-        splitter.finish(path: "fuzz", issue: { _ in })
-        return lines
+        chunker.finish(handOut)
+        return ends == -1 ? 0 : lines
     }
 
     static let linkTypes: [LinkType] = [.ethernet, .linuxSLL, .linuxSLL2, .raw, .ipv4, .ipv6, .null, .loop, .rawBSD12, .rawBSD14]
