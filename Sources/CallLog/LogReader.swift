@@ -80,38 +80,30 @@ public struct LogLineReader {
         }
         defer { close(fd) }
         var total = 0
-        if isCompressed {
-            let decoder = ZstdDecoder()
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16)
-            defer { buffer.deallocate() }
-            while true {
-                let n = read(fd, buffer.baseAddress, self.chunkBytes)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    chunker.note(.unreadableFile, line: chunker.lineNumber, String(cString: strerror(errno)))
-                    break
-                }
-                if n == 0 { break }
-                total += n
-                try chunker.decompress(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), with: decoder, handOut)
+        // A compressed file is read into a buffer of its own and decoded into the chunk; a plain
+        // one is read straight into the chunk.
+        let decoder = isCompressed ? ZstdDecoder() : nil
+        let compressed = isCompressed ? UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16) : nil
+        defer { compressed?.deallocate() }
+        while true {
+            let target = try compressed ?? chunker.space(handOut)
+            let n = read(fd, target.baseAddress, min(target.count, self.chunkBytes))
+            if n < 0 {
+                if errno == EINTR { continue }
+                chunker.note(.unreadableFile, line: chunker.lineNumber, String(cString: strerror(errno)))
+                break
             }
-            if decoder.insideFrame {
-                chunker.note(.truncatedFile, line: chunker.lineNumber + 1,
-                             "the file ends inside a zstd frame; every complete line before the cut was read")
-            }
-        } else {
-            while true {
-                let space = try chunker.space(handOut)
-                let n = read(fd, space.baseAddress, min(space.count, self.chunkBytes))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    chunker.note(.unreadableFile, line: chunker.lineNumber, String(cString: strerror(errno)))
-                    break
-                }
-                if n == 0 { break }
-                total += n
+            if n == 0 { break }
+            total += n
+            if let decoder {
+                try chunker.decompress(UnsafeRawBufferPointer(rebasing: target[0..<n]), with: decoder, handOut)
+            } else {
                 try chunker.wrote(n, handOut)
             }
+        }
+        if let decoder, decoder.insideFrame {
+            chunker.note(.truncatedFile, line: chunker.lineNumber + 1,
+                         "the file ends inside a zstd frame; every complete line before the cut was read")
         }
         try chunker.finish(handOut)
         return total
