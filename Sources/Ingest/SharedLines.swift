@@ -16,10 +16,10 @@ import Foundation
 /// claimed already) and takes the calls it meets first from there on; the faster reader takes
 /// more.
 ///
-/// The lines go out in chunks of about `chunkBytes`, in the memory they were decompressed into
-/// (copying them out of the decompressor's buffer took a tenth of the decoding thread's time),
-/// through a window of `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of
-/// any size always fits: a line may be 64 MiB): the decoder waits while the slowest reader that
+/// The lines go out in chunks of about `chunkBytes`, in the memory zstd decompressed them into
+/// (not copied line by line into chunks of this type's own, as they were), through a window of
+/// `windowChunks` chunks and as many times `chunkBytes` bytes (one chunk of any size always
+/// fits: a line may be 64 MiB): the decoder waits while the slowest reader that
 /// is reading is that far behind, so memory stays bounded. Each reader gets its lines in file
 /// order, and the damage found in a chunk, with the chunk's lines of no call, goes to the first
 /// reader that reads the chunk, at its place among that reader's lines: every line and every
