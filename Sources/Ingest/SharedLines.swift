@@ -180,7 +180,9 @@ final class SharedLines: @unchecked Sendable {
             let passed = window.removeFirst()
             windowBytes -= passed.lines.byteCount
             windowStart += 1
-            spares.append(passed.lines)
+            // A chunk that grew for a long line (up to 64 MiB) gives its memory back now rather
+            // than wait among the spares until the line reader replaces it.
+            spares.append(passed.lines.capacity > 2 * chunkBytes + (64 << 10) ? LineChunk() : passed.lines)
         }
         if decoded && window.isEmpty { spares = [] }  // the run holds this until it ends
     }
@@ -201,7 +203,6 @@ final class SharedLines: @unchecked Sendable {
             mostBytesHeld = max(mostBytesHeld, windowBytes)
             condition.broadcast()
         }
-        // A spare that grew for a long line is dropped by the line reader, which keeps its own size.
         var spare = spares.popLast() ?? LineChunk()
         condition.unlock()
         spare.removeAll()
