@@ -328,39 +328,76 @@ public struct LogReader {
 
 /// Finds log files under paths given by a user: files as they are, folders searched
 /// recursively for `*.ndjson` and `*.ndjson.zst` (also `*.jsonl[.zst]`), sorted by path.
+///
+/// Symbolic links inside folders are followed, as a user who links logs into a folder expects;
+/// a folder reached twice (a link back up the tree) is searched once. A file reached by two
+/// paths is listed under both: the run's ledger reads content once, whatever its name.
 public enum LogFiles {
     public static func isLogFile(_ name: String) -> Bool {
         name.hasSuffix(".ndjson") || name.hasSuffix(".ndjson.zst") || name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.zst")
     }
 
-    public static func find(_ paths: [String]) -> (files: [String], missing: [String]) {
-        var files = [String](), missing = [String]()
-        for p in paths {
-            var st = stat()
-            guard stat(p, &st) == 0 else { missing.append(p); continue }
-            if (st.st_mode & S_IFMT) == S_IFDIR { files.append(contentsOf: walk(p)) } else { files.append(p) }
-        }
-        return (files.sorted(), missing)
+    public struct Found: Sendable {
+        public var files: [String] = []
+        /// Paths given that do not exist (or links that lead nowhere).
+        public var missing: [String] = []
+        /// Folders given that hold no log file at any depth: named so that a mistyped or
+        /// still-empty folder is not taken for a run that read everything.
+        public var foldersWithoutLogs: [String] = []
     }
 
-    private static func walk(_ dir: String) -> [String] {
-        guard let d = opendir(dir) else { return [] }
-        defer { closedir(d) }
-        var out = [String]()
+    public static func find(_ paths: [String]) -> Found {
+        var found = Found()
+        var visited = Set<FileIdentity>()
+        for p in paths {
+            var st = stat()
+            guard stat(p, &st) == 0 else { found.missing.append(p); continue }
+            if (st.st_mode & S_IFMT) == S_IFDIR {
+                let before = found.files.count
+                walk(p, identity: FileIdentity(st), visited: &visited, into: &found)
+                if found.files.count == before { found.foldersWithoutLogs.append(p) }
+            } else {
+                found.files.append(p)
+            }
+        }
+        found.files.sort()
+        return found
+    }
+
+    private struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        init(_ st: stat) { device = UInt64(st.st_dev); inode = UInt64(st.st_ino) }
+    }
+
+    private static func walk(_ dir: String, identity: FileIdentity, visited: inout Set<FileIdentity>, into found: inout Found) {
+        guard visited.insert(identity).inserted, let d = opendir(dir) else { return }
+        var names = [String]()
         while let e = readdir(d) {
             let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
             if name == "." || name == ".." || name.hasPrefix(".") { continue }
+            names.append(name)
+        }
+        closedir(d)
+        // In name order, so that a folder reached by two paths is listed under the same one
+        // every run (readdir's order is the file system's).
+        for name in names.sorted() {
             let path = dir.hasSuffix("/") ? dir + name : dir + "/" + name
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
+            if (st.st_mode & S_IFMT) == S_IFLNK {
+                guard stat(path, &st) == 0 else {
+                    if isLogFile(name) { found.missing.append(path) }  // a link to a log that is gone
+                    continue
+                }
+            }
             if (st.st_mode & S_IFMT) == S_IFDIR {
-                out.append(contentsOf: walk(path))
+                walk(path, identity: FileIdentity(st), visited: &visited, into: &found)
             } else if (st.st_mode & S_IFMT) == S_IFREG, isLogFile(name) {
-                out.append(path)
+                found.files.append(path)
             }
         }
-        return out
     }
 }

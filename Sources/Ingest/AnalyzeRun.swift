@@ -75,6 +75,8 @@ public final class AnalyzeRun {
         /// Files skipped because the ledger already had their content, with the path it had.
         public var alreadyIngested: [(file: String, as: String)]
         public var missing: [String]
+        /// Folders given that held no log file (`LogFiles.Found.foldersWithoutLogs`).
+        public var foldersWithoutLogs: [String]
         /// Skipped input by category, and the first few issues in full.
         public var issueCounts: [String: Int]
         public var firstIssues: [LogIssue]
@@ -102,7 +104,8 @@ public final class AnalyzeRun {
         let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
-        let (found, missing) = LogFiles.find(options.paths)
+        let search = LogFiles.find(options.paths)
+        let found = search.files
 
         // Ledger check before any reading: already-ingested content is skipped whole.
         var work: [(path: String, fingerprint: FileFingerprint)] = []
@@ -271,7 +274,8 @@ public final class AnalyzeRun {
         group.wait()
         store.endBulkLoad()
         progress.seconds = Date().timeIntervalSince(started)
-        return Report(progress: progress, alreadyIngested: already, missing: missing, issueCounts: issueCounts,
+        return Report(progress: progress, alreadyIngested: already, missing: search.missing,
+                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: issueCounts,
                       firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
                       gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom)
     }

@@ -31,7 +31,7 @@ struct AnalyzeCommand: ParsableCommand {
               callstats analyze logs/ --db shared.sqlite --pseudonymize-key 000102030405060708090a0b0c0d0e0f
             """)
 
-    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst).")
+    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links).")
     var paths: [String]
 
     @Option(name: .long, help: "The SQLite database to write.")
@@ -131,6 +131,7 @@ enum AnalyzeSummary {
         var rows: [(String, String)] = []
         rows.append(("files read", "\(p.filesDone)" + (r.alreadyIngested.isEmpty ? "" : "  (\(r.alreadyIngested.count) already ingested, skipped)")))
         if !r.missing.isEmpty { rows.append(("not found", r.missing.joined(separator: ", "))) }
+        if !r.foldersWithoutLogs.isEmpty { rows.append(("no logs in", r.foldersWithoutLogs.joined(separator: ", "))) }
         rows.append(("records", "\(p.records)"))
         rows.append(("data", String(format: "%.1f MB compressed, %.1f MB NDJSON", Double(p.compressedBytes) / 1e6, Double(p.textBytes) / 1e6)))
         rows.append(("time", String(format: "%.2f s  (%.0f MB/s, %.0f records/s)", p.seconds,

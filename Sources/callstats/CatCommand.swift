@@ -29,8 +29,10 @@ struct CatCommand: ParsableCommand {
     var raw = false
 
     func run() throws {
-        let (files, missing) = LogFiles.find(paths)
+        let search = LogFiles.find(paths)
+        let (files, missing) = (search.files, search.missing)
         for m in missing { Terminal.error("\(m): no such file or folder") }
+        for f in search.foldersWithoutLogs { Terminal.error("\(f): no log files (*.ndjson, *.ndjson.zst) in this folder") }
         var out = OutputBuffer()
         var problems = 0
         for file in files {

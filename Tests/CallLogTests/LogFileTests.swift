@@ -266,8 +266,37 @@ final class LogFileTests: XCTestCase {
         for n in ["a.ndjson.zst", "b.ndjson", "sub/c.ndjson.zst", "notes.txt", "sub/.hidden.ndjson"] {
             XCTAssertTrue(FileManager.default.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data()))
         }
-        let (files, missing) = LogFiles.find([dir.path, dir.appendingPathComponent("nope").path])
-        XCTAssertEqual(files.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.ndjson.zst", "b.ndjson", "c.ndjson.zst"])
-        XCTAssertEqual(missing.count, 1)
+        let empty = dir.appendingPathComponent("empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let found = LogFiles.find([dir.path, dir.appendingPathComponent("nope").path, empty.path])
+        XCTAssertEqual(found.files.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.ndjson.zst", "b.ndjson", "c.ndjson.zst"])
+        XCTAssertEqual(found.missing, [dir.appendingPathComponent("nope").path])
+        XCTAssertEqual(found.foldersWithoutLogs, [empty.path])
+    }
+
+    /// Logs linked into a folder are read; a link back up the tree is searched once; a link to
+    /// a log that is gone is reported as missing.
+    func testFollowsSymbolicLinksInFolders() throws {
+        let fm = FileManager.default
+        let store = dir.appendingPathComponent("store"), linked = dir.appendingPathComponent("linked")
+        try fm.createDirectory(at: store.appendingPathComponent("deep"), withIntermediateDirectories: true)
+        try fm.createDirectory(at: linked, withIntermediateDirectories: true)
+        for n in ["store/a.ndjson.zst", "store/deep/b.ndjson"] {
+            XCTAssertTrue(fm.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data()))
+        }
+        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("a.ndjson.zst").path,
+                                  withDestinationPath: store.appendingPathComponent("a.ndjson.zst").path)
+        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("deep").path,
+                                  withDestinationPath: store.appendingPathComponent("deep").path)
+        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("up").path, withDestinationPath: "..")
+        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("gone.ndjson").path,
+                                  withDestinationPath: store.appendingPathComponent("gone.ndjson").path)
+        let found = LogFiles.find([linked.path])
+        let relative = found.files.map { String($0.dropFirst(dir.path.count + 1)) }
+        // `deep` is searched as linked/deep (first in name order), not again as up/store/deep;
+        // through `up`, the tree above is searched, but `linked` is not entered again.
+        XCTAssertEqual(relative, ["linked/a.ndjson.zst", "linked/deep/b.ndjson", "linked/up/store/a.ndjson.zst"])
+        XCTAssertEqual(found.missing, [linked.appendingPathComponent("gone.ndjson").path])
+        XCTAssertEqual(found.foldersWithoutLogs, [])
     }
 }
