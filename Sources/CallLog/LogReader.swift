@@ -51,7 +51,25 @@ public struct LogLineReader {
         self.maximumLineBytes = maximumLineBytes
     }
 
-    public var isCompressed: Bool { path.hasSuffix(".zst") }
+    /// What a log file holds, told by its first bytes rather than its name, so that a renamed
+    /// or rotated log (`calls.ndjson.1`) is read as what it is.
+    public enum Content: Equatable, Sendable {
+        case zstd, plain
+        /// Another compression, named: refused with a message that says so, rather than
+        /// reported as one garbled line.
+        case otherCompression(String)
+    }
+
+    /// zstd frames (or skippable frames) at the start, else what the name says (`.zst`: zstd,
+    /// so that damage at the start is skipped to the next frame); gzip, xz and bzip2 are named.
+    public static func content(firstBytes b: [UInt8], path: String) -> Content {
+        func starts(_ magic: [UInt8]) -> Bool { b.count >= magic.count && b.starts(with: magic) }
+        if starts([0x28, 0xB5, 0x2F, 0xFD]) || (b.count >= 4 && b[0] & 0xF0 == 0x50 && b[1...3] == [0x2A, 0x4D, 0x18]) { return .zstd }
+        if starts([0x1F, 0x8B]) { return .otherCompression("gzip") }
+        if starts([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return .otherCompression("xz") }
+        if starts([0x42, 0x5A, 0x68]) { return .otherCompression("bzip2") }
+        return path.hasSuffix(".zst") ? .zstd : .plain
+    }
 
     /// Calls `line` for every complete line (without its newline) and `issue` for damage.
     /// Returns the number of bytes read from disk.
@@ -79,9 +97,19 @@ public struct LogLineReader {
             return 0
         }
         defer { close(fd) }
+        var firstBytes = [UInt8](repeating: 0, count: 6)
+        let got = firstBytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        let content = Self.content(firstBytes: Array(firstBytes.prefix(max(got, 0))), path: path)
+        if case .otherCompression(let name) = content {
+            chunker.note(.unreadableFile, line: nil,
+                         "compressed with \(name); callstats reads zstd-compressed (.ndjson.zst) and plain NDJSON logs (recompress with zstd)")
+            try chunker.finish(handOut)
+            return 0
+        }
         var total = 0
         // A compressed file is read into a buffer of its own and decoded into the chunk; a plain
         // one is read straight into the chunk.
+        let isCompressed = content == .zstd
         let decoder = isCompressed ? ZstdDecoder() : nil
         let compressed = isCompressed ? UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16) : nil
         defer { compressed?.deallocate() }

@@ -125,6 +125,31 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(issues.filter { $0.category == .damagedFrame }.count, 1, "\(issues)")
     }
 
+    /// Content decides, not the name: a rotated zstd log is decoded, a plain log named `.zst`
+    /// is still read as zstd (its damage reported), and a gzip log is refused by name.
+    func testFileContentIsToldByItsFirstBytes() throws {
+        let text = Array((sampleRecords(call: "x").map(\.jsonLine).joined(separator: "\n") + "\n").utf8)
+        let rotated = dir.appendingPathComponent("calls.ndjson.1").path
+        try Data(ZstdCompressor.compressFrame(text)).write(to: URL(fileURLWithPath: rotated))
+        let (read, issues) = LogReader(path: rotated).readAll()
+        XCTAssertEqual(read.count, 23)
+        XCTAssertEqual(issues, [])
+
+        let gzip = dir.appendingPathComponent("calls.ndjson.gz").path
+        try Data([0x1F, 0x8B, 0x08, 0x00] + text).write(to: URL(fileURLWithPath: gzip))
+        let refused = LogReader(path: gzip).readAll()
+        XCTAssertEqual(refused.records.count, 0)
+        XCTAssertEqual(refused.issues.map(\.category), [.unreadableFile])
+        XCTAssertTrue(refused.issues[0].description.contains("compressed with gzip"), refused.issues[0].description)
+
+        XCTAssertEqual(LogLineReader.content(firstBytes: Array(text.prefix(6)), path: "a.ndjson.zst"), .zstd)
+        XCTAssertEqual(LogLineReader.content(firstBytes: Array(text.prefix(6)), path: "a.ndjson"), .plain)
+        XCTAssertEqual(LogLineReader.content(firstBytes: [0x52, 0x2A, 0x4D, 0x18, 0, 0], path: "a"), .zstd)  // skippable frame
+        XCTAssertEqual(LogLineReader.content(firstBytes: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00], path: "a.ndjson"), .otherCompression("xz"))
+        XCTAssertEqual(LogLineReader.content(firstBytes: Array("BZh91".utf8), path: "a.ndjson"), .otherCompression("bzip2"))
+        XCTAssertEqual(LogLineReader.content(firstBytes: [], path: "empty.ndjson"), .plain)
+    }
+
     /// `count` frames' texts of NDJSON-like lines, each several of the decoder's output buffers
     /// long (so that zstd also consumes input while the decoder empties a full buffer), and
     /// each line naming its frame (`{"frame":2,"n":0,` starts the third).
