@@ -381,6 +381,8 @@ public enum LogFiles {
             var st = stat()
             guard stat(p, &st) == 0 else { found.missing.append(p); continue }
             if (st.st_mode & S_IFMT) == S_IFDIR {
+                // A folder inside one given before was searched with it (and not again).
+                guard !visited.contains(FileIdentity(st)) else { continue }
                 let before = found.files.count
                 walk(p, identity: FileIdentity(st), visited: &visited, into: &found)
                 if found.files.count == before { found.foldersWithoutLogs.append(p) }

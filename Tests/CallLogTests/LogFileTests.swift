@@ -293,7 +293,8 @@ final class LogFileTests: XCTestCase {
         }
         let empty = dir.appendingPathComponent("empty")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
-        let found = LogFiles.find([dir.path, dir.appendingPathComponent("nope").path, empty.path])
+        // Given first, the empty folder is searched (and reported) before the folder holding it.
+        let found = LogFiles.find([empty.path, dir.path, dir.appendingPathComponent("nope").path])
         XCTAssertEqual(found.files.map { URL(fileURLWithPath: $0).lastPathComponent }, ["a.ndjson.zst", "b.ndjson", "c.ndjson.zst"])
         XCTAssertEqual(found.missing, [dir.appendingPathComponent("nope").path])
         XCTAssertEqual(found.foldersWithoutLogs, [empty.path])
@@ -323,5 +324,11 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(relative, ["linked/a.ndjson.zst", "linked/deep/b.ndjson", "linked/up/store/a.ndjson.zst"])
         XCTAssertEqual(found.missing, [linked.appendingPathComponent("gone.ndjson").path])
         XCTAssertEqual(found.foldersWithoutLogs, [])
+
+        // A folder given after one that holds it was searched with it: not listed again, and
+        // not reported as holding no logs.
+        let nested = LogFiles.find([store.path, store.appendingPathComponent("deep").path])
+        XCTAssertEqual(nested.files.map { String($0.dropFirst(dir.path.count + 1)) }, ["store/a.ndjson.zst", "store/deep/b.ndjson"])
+        XCTAssertEqual(nested.foldersWithoutLogs, [])
     }
 }
