@@ -45,6 +45,8 @@ public struct LogLineReader {
     /// Longer lines are skipped and reported (a log line is a few KiB; 64 MiB is damage).
     public var maximumLineBytes: Int
     public var chunkBytes = 1 << 20
+    /// Told the size of each read from disk, as it happens (a progress line's share of a file).
+    public var onRead: ((Int) -> Void)?
 
     public init(path: String, maximumLineBytes: Int = 64 << 20) {
         self.path = path
@@ -123,6 +125,7 @@ public struct LogLineReader {
             }
             if n == 0 { break }
             total += n
+            onRead?(n)
             if let decoder {
                 try chunker.decompress(UnsafeRawBufferPointer(rebasing: target[0..<n]), with: decoder, handOut)
             } else {

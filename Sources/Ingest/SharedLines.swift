@@ -63,8 +63,13 @@ final class SharedLines: @unchecked Sendable {
     private var started = false
     private var decoded = false
 
+    /// Told the bytes the decoder reads from disk.
+    private let progress: ReadProgress?
+
     init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20,
+         progress: ReadProgress? = nil,
          ownerKey: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64? = SharedLines.callKey) {
+        self.progress = progress
         self.path = path
         self.maximumLineBytes = maximumLineBytes
         self.chunkBytes = chunkBytes
@@ -214,7 +219,9 @@ final class SharedLines: @unchecked Sendable {
 
     private func decode() {
         do {
-            try LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachChunk(chunkBytes: chunkBytes) { chunk in
+            var reader = LogLineReader(path: path, maximumLineBytes: maximumLineBytes)
+            if let progress { reader.onRead = { progress.add(bytesRead: $0) } }
+            try reader.forEachChunk(chunkBytes: chunkBytes) { chunk in
                 if !publish(&chunk) { throw EveryReaderLeft() }
             }
         } catch {}

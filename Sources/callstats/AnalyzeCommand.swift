@@ -98,8 +98,10 @@ struct AnalyzeCommand: ParsableCommand {
             run.onProgress = { p in
                 let mbps = p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0
                 let rps = p.seconds > 0 ? Double(p.records) / p.seconds : 0
-                Terminal.status(String(format: "files %d/%d  calls %d  records %d (%.0f/s)  %.0f MB/s",
-                                       p.filesDone + p.filesSkipped, p.filesTotal, p.callsWritten, p.records, rps, mbps))
+                // Read from disk against the files' sizes: one large file moves too.
+                let read = p.bytesToRead > 0 ? min(100, 100 * Double(p.bytesRead) / Double(p.bytesToRead)) : 100
+                Terminal.status(String(format: "files %d/%d  read %.0f %%  calls %d  records %d (%.0f/s)  %.0f MB/s",
+                                       p.filesDone + p.filesSkipped, p.filesTotal, read, p.callsWritten, p.records, rps, mbps))
             }
         }
         let report = try run.run()

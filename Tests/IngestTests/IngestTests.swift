@@ -283,6 +283,33 @@ final class IngestTests: XCTestCase {
                        Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
     }
 
+    /// A run over one file shows what has been read of it so far, whether one reader reads it
+    /// or several share it, and ends with the ledger's figures. (That a reader tells its lines
+    /// in parts is `ReadProgressTests.testAReaderTellsItsProgressInParts`.)
+    func testProgressCountsWithinOneFile() throws {
+        let logs = try simulate(calls: 120, files: 1, seed: 15)
+        let file = try XCTUnwrap(LogFiles.find([logs.path]).files.first)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        for readers in [1, 2] {
+            let db = dir.appendingPathComponent("progress-\(readers).sqlite").path
+            var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+            o.readers = readers
+            o.progressInterval = 0
+            let run = AnalyzeRun(options: o)
+            let seen = ProgressLog()  // onProgress runs on the thread that called `run`
+            run.onProgress = { p in seen.all.append(p) }
+            let report = try run.run()
+            let during = seen.all.filter { $0.filesDone == 0 }
+            XCTAssertTrue(during.contains { $0.records > 0 && $0.textBytes > 0 && $0.bytesRead > 0 }, "readers \(readers)")
+            XCTAssertTrue(during.allSatisfy { $0.bytesToRead == size && $0.bytesRead <= size }, "readers \(readers)")
+            XCTAssertTrue(during.allSatisfy { $0.records <= report.progress.records && $0.textBytes <= report.progress.textBytes },
+                          "readers \(readers)")
+            let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT records FROM ingested_files")
+            XCTAssertEqual(ledger.map { $0[0].int64 }, [Int64(report.progress.records)])
+            XCTAssertEqual(report.progress.bytesRead, size)
+        }
+    }
+
     /// The ledger counts each file's calls: the distinct call ids of its records, a call that
     /// ends and comes back in the same file once.
     func testLedgerCountsEachFilesDistinctCalls() throws {
@@ -402,4 +429,9 @@ final class IngestTests: XCTestCase {
         _ = try AnalyzeRun(options: o).run()
         XCTAssertEqual(try dump(privateDB), before)
     }
+}
+
+/// The progress reports of one run, kept by the test.
+private final class ProgressLog: @unchecked Sendable {
+    var all: [AnalyzeRun.Progress] = []
 }
