@@ -158,7 +158,7 @@ public struct CallMaterial: Sendable, Equatable {
         return JSONValue.object(o).serialized()
     }
 
-    public mutating func add(_ s: Snapshot) {
+    public mutating func add(_ s: consuming Snapshot) {
         touch(s.ts)
         snapshots.append(s)
     }

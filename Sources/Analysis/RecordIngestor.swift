@@ -94,7 +94,7 @@ public struct RecordIngestor {
             let call = scanned.key.call
             guard !call.isEmpty else { return .skipped(category: .invalidRecord, message: "missing field \"call\"") }
             let snapshot = scanner.snapshot(chain: scanned.chain, key: scanned.key, ts: scanned.ts, names: &names)
-            addToMaterial(of: call) { $0.add(snapshot) }
+            add(snapshot, to: call)
             return .used(call: call, ended: false)
         } catch {
             switch error {
@@ -107,17 +107,26 @@ public struct RecordIngestor {
         }
     }
 
-    /// Changes `call`'s material, made (and the call counted) when the call is new here.
+    /// Adds a snapshot to `call`'s material, moved in: through `addToMaterial`'s closure, which
+    /// captured it, it was copied and the original destroyed (every stream reading's Strings
+    /// retained and released once more per snapshot, 0.1-0.2 % of the instructions).
+    private mutating func add(_ snapshot: consuming Snapshot, to call: String) {
+        open.values[materialIndex(of: call)].add(snapshot)
+    }
+
+    /// Changes `call`'s material.
     @inline(__always)
     private mutating func addToMaterial(of call: String, _ change: (inout CallMaterial) -> Void) {
-        if let i = open.index(forKey: call) {
-            change(&open.values[i])
-            return
-        }
+        change(&open.values[materialIndex(of: call)])
+    }
+
+    /// Where `call`'s material is, made (and the call counted) when the call is new here.
+    @inline(__always)
+    private mutating func materialIndex(of call: String) -> [String: CallMaterial].Index {
+        if let i = open.index(forKey: call) { return i }
         callsSeen.insert(call)
-        var material = CallMaterial(callID: call)
-        change(&material)
-        open[call] = material
+        open[call] = CallMaterial(callID: call)
+        return open.index(forKey: call)!  // a second lookup once per call
     }
 
     /// Removes and returns a call's material (when it ended, or at the end of the file).
