@@ -115,57 +115,65 @@ enum Readings {
         for o in rtp {
             guard let k = kind(s, o), let ssrc = UInt32(ssrc: s.num(o, .ssrc)) else { continue }
             let inbound = s.type(o) == .inboundRTP
-            var r = StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
-                                  direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
-            if let codecID = s.str(o, .codecId), let codec = s.slot(codecID) {
-                r.codec = s.str(codec, .mimeType)
-                r.clockRate = s.num(codec, .clockRate)
-            }
-            if inbound {
-                r.packets = s.num(o, .packetsReceived)
-                r.bytes = s.num(o, .bytesReceived)
-                r.lost = s.num(o, .packetsLost)
-                r.jitterMs = s.num(o, .jitter) * 1000
-                let concealed = s.num(o, .concealedSamples)
-                if !concealed.isNaN {
-                    let silent = s.num(o, .silentConcealedSamples)
-                    r.audibleConcealed = concealed - (silent.isNaN ? 0 : silent)
-                }
-                r.totalSamples = s.num(o, .totalSamplesReceived)
-                r.concealmentEvents = s.num(o, .concealmentEvents)
-                r.jitterBufferDelay = s.num(o, .jitterBufferDelay)
-                r.jitterBufferEmitted = s.num(o, .jitterBufferEmittedCount)
-                r.frames = s.num(o, .framesDecoded)
-                r.freezeCount = s.num(o, .freezeCount)
-                r.freezeSeconds = s.num(o, .totalFreezesDuration)
-                r.pauseSeconds = s.num(o, .totalPausesDuration)
-                if let rtt = pathRTT?.slot {
-                    r.rttMs = s.num(rtt, .roundTripTime) * 1000
-                    r.rttTotalSeconds = s.num(rtt, .totalRoundTripTime)
-                    r.rttCount = s.num(rtt, .roundTripTimeMeasurements)
-                }
-            } else {
-                r.packets = s.num(o, .packetsSent)
-                r.bytes = s.num(o, .bytesSent)
-                r.frames = s.num(o, .framesDecoded)
-                r.qlBandwidth = s.num(o, .qlBandwidth)
-                r.qlCPU = s.num(o, .qlCPU)
-                r.qlOther = s.num(o, .qlOther)
-                r.qualityLimitation = s.str(o, .qualityLimitationReason)
-                if let ri = remoteInbound.last(where: { $0.ssrc == ssrc })?.slot {
-                    r.lost = s.num(ri, .packetsLost)
-                    r.jitterMs = s.num(ri, .jitter) * 1000
-                    r.rttMs = s.num(ri, .roundTripTime) * 1000
-                    r.rttTotalSeconds = s.num(ri, .totalRoundTripTime)
-                    r.rttCount = s.num(ri, .roundTripTimeMeasurements)
-                }
-            }
-            r.fps = s.num(o, .framesPerSecond)
-            r.width = s.num(o, .frameWidth)
-            r.height = s.num(o, .frameHeight)
-            out.append(r)
+            // Made in the array and filled where it lies: filled first and then appended, each
+            // reading was copied into the array and the original destroyed.
+            out.append(StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+                                     direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
+            fillW3C(&out[out.count - 1], from: s, object: o, inbound: inbound, pathRTT: pathRTT?.slot, remoteInbound: remoteInbound)
         }
         return out
+    }
+
+    /// A W3C stream reading's numbers and names from its RTP object `o` (and its codec and
+    /// remote report).
+    private static func fillW3C(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
+                                pathRTT: ChainState.Slot?, remoteInbound: [(ssrc: UInt32, slot: ChainState.Slot)]) {
+        if let codecID = s.str(o, .codecId), let codec = s.slot(codecID) {
+            r.codec = s.str(codec, .mimeType)
+            r.clockRate = s.num(codec, .clockRate)
+        }
+        if inbound {
+            r.packets = s.num(o, .packetsReceived)
+            r.bytes = s.num(o, .bytesReceived)
+            r.lost = s.num(o, .packetsLost)
+            r.jitterMs = s.num(o, .jitter) * 1000
+            let concealed = s.num(o, .concealedSamples)
+            if !concealed.isNaN {
+                let silent = s.num(o, .silentConcealedSamples)
+                r.audibleConcealed = concealed - (silent.isNaN ? 0 : silent)
+            }
+            r.totalSamples = s.num(o, .totalSamplesReceived)
+            r.concealmentEvents = s.num(o, .concealmentEvents)
+            r.jitterBufferDelay = s.num(o, .jitterBufferDelay)
+            r.jitterBufferEmitted = s.num(o, .jitterBufferEmittedCount)
+            r.frames = s.num(o, .framesDecoded)
+            r.freezeCount = s.num(o, .freezeCount)
+            r.freezeSeconds = s.num(o, .totalFreezesDuration)
+            r.pauseSeconds = s.num(o, .totalPausesDuration)
+            if let rtt = pathRTT {
+                r.rttMs = s.num(rtt, .roundTripTime) * 1000
+                r.rttTotalSeconds = s.num(rtt, .totalRoundTripTime)
+                r.rttCount = s.num(rtt, .roundTripTimeMeasurements)
+            }
+        } else {
+            r.packets = s.num(o, .packetsSent)
+            r.bytes = s.num(o, .bytesSent)
+            r.frames = s.num(o, .framesDecoded)
+            r.qlBandwidth = s.num(o, .qlBandwidth)
+            r.qlCPU = s.num(o, .qlCPU)
+            r.qlOther = s.num(o, .qlOther)
+            r.qualityLimitation = s.str(o, .qualityLimitationReason)
+            if let ri = remoteInbound.last(where: { $0.ssrc == r.ssrc })?.slot {
+                r.lost = s.num(ri, .packetsLost)
+                r.jitterMs = s.num(ri, .jitter) * 1000
+                r.rttMs = s.num(ri, .roundTripTime) * 1000
+                r.rttTotalSeconds = s.num(ri, .totalRoundTripTime)
+                r.rttCount = s.num(ri, .roundTripTimeMeasurements)
+            }
+        }
+        r.fps = s.num(o, .framesPerSecond)
+        r.width = s.num(o, .frameWidth)
+        r.height = s.num(o, .frameHeight)
     }
 
     private static func w3cPair(_ s: ChainState) -> PairReading? {
@@ -213,38 +221,44 @@ enum Readings {
             guard inbound || id.hasSuffix("_send") else { continue }
             let reported = s.num(o, .ssrc)
             guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
-            var r = StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
-                                  direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc)
-            if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: k, name: name) }
-            r.lost = s.num(o, .packetsLost)
-            r.jitterMs = s.num(o, .googJitterReceived)
-            if inbound {
-                r.packets = s.num(o, .packetsReceived)
-                r.bytes = s.num(o, .bytesReceived)
-                r.plcCalls = s.num(o, .googDecodingPLC)
-                r.decodeCalls = s.num(o, .googDecodingCTN)
-                r.jitterBufferMs = s.num(o, .googJitterBufferMs)
-                r.fps = s.num(o, .googFrameRateReceived)
-                // Negative sizes (-1: unknown) are not measurements; NaN compares false, as before.
-                let width = s.num(o, .googFrameWidthReceived), height = s.num(o, .googFrameHeightReceived)
-                r.width = width >= 0 ? width : .nan
-                r.height = height >= 0 ? height : .nan
-            } else {
-                r.packets = s.num(o, .packetsSent)
-                r.bytes = s.num(o, .bytesSent)
-                r.rttMs = s.num(o, .googRtt)
-                r.fps = s.num(o, .googFrameRateSent)
-                r.width = s.num(o, .googFrameWidthSent)
-                r.height = s.num(o, .googFrameHeightSent)
-                if s.str(o, .googBandwidthLimitedResolution) == "true" { r.qualityLimitation = "bandwidth" } else if s.str(o, .googCpuLimitedResolution) == "true" { r.qualityLimitation = "cpu" } else if k == .video { r.qualityLimitation = "none" }
-            }
-            out.append(r)
+            // Made in the array and filled where it lies, as in `w3c`.
+            out.append(StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+                                     direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
+            fillGoog(&out[out.count - 1], from: s, object: o, inbound: inbound, names: &names)
         }
         // goog reports RTT on send objects only: give inbound streams the connection's RTT.
         let rtt = out.first { $0.direction == .outbound && $0.kind == .audio && !$0.rttMs.isNaN }?.rttMs
             ?? out.first { $0.direction == .outbound && !$0.rttMs.isNaN }?.rttMs
         if let rtt { for i in out.indices where out[i].direction == .inbound { out[i].rttMs = rtt } }
         return out
+    }
+
+    /// A legacy stream reading's numbers and names from its `ssrc` object `o`.
+    private static func fillGoog(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
+                                 names: inout StreamNames) {
+        if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: r.kind, name: name) }
+        r.lost = s.num(o, .packetsLost)
+        r.jitterMs = s.num(o, .googJitterReceived)
+        if inbound {
+            r.packets = s.num(o, .packetsReceived)
+            r.bytes = s.num(o, .bytesReceived)
+            r.plcCalls = s.num(o, .googDecodingPLC)
+            r.decodeCalls = s.num(o, .googDecodingCTN)
+            r.jitterBufferMs = s.num(o, .googJitterBufferMs)
+            r.fps = s.num(o, .googFrameRateReceived)
+            // Negative sizes (-1: unknown) are not measurements; NaN compares false, as before.
+            let width = s.num(o, .googFrameWidthReceived), height = s.num(o, .googFrameHeightReceived)
+            r.width = width >= 0 ? width : .nan
+            r.height = height >= 0 ? height : .nan
+        } else {
+            r.packets = s.num(o, .packetsSent)
+            r.bytes = s.num(o, .bytesSent)
+            r.rttMs = s.num(o, .googRtt)
+            r.fps = s.num(o, .googFrameRateSent)
+            r.width = s.num(o, .googFrameWidthSent)
+            r.height = s.num(o, .googFrameHeightSent)
+            if s.str(o, .googBandwidthLimitedResolution) == "true" { r.qualityLimitation = "bandwidth" } else if s.str(o, .googCpuLimitedResolution) == "true" { r.qualityLimitation = "cpu" } else if r.kind == .video { r.qualityLimitation = "none" }
+        }
     }
 
     private static func googPair(_ s: ChainState) -> PairReading? {
