@@ -48,38 +48,11 @@ enum Findings {
             guard lo < hi else { return }
             let group = lo..<hi
             lo = hi
-            var w = IntervalMetrics(callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
-                                    startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs)
-            var t = IntervalTotals()
-            for i in group { t.add(xs[i]) }
-            w.packets = t.packets
-            w.packetsLost = t.packetsLost
-            if let p = w.packets, let l = w.packetsLost, p + l > 0 {
-                // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
-                w.lossPct = 100 * Double(l) / Double(p + l)
-            }
-            w.jitterMs = t.jitterMs.value
-            w.rttMs = t.rttMs.value
-            w.iceRttMs = t.iceRttMs.value
-            w.bitrateKbps = t.bitrateKbps.value
-            w.concealmentPct = t.concealmentPct.value
-            w.jitterBufferMs = t.jitterBufferMs.value
-            w.rFactor = t.rFactor.value
-            w.mosCQ = t.mosCQ.value
-            w.mosLQ = t.mosLQ.value
-            w.fps = t.fps.value
-            w.videoScore = t.videoScore.value
-            w.freezeMs = t.freezeMs
-            w.freezeCount = t.freezeCount
-            // The reason that limited the longest time (ties: the first name); a window has few.
-            var byReason: [(reason: String, ms: Int64)] = []
-            for i in group {
-                guard let q = xs[i].qualityLimitation else { continue }
-                let ms = xs[i].endTs - xs[i].startTs
-                if let k = byReason.firstIndex(where: { $0.reason == q }) { byReason[k].ms += ms } else { byReason.append((q, ms)) }
-            }
-            w.qualityLimitation = byReason.max { ($0.ms, $1.reason) < ($1.ms, $0.reason) }?.reason
-            out.append(w)
+            // Made in the array and filled where it lies: filled first and then appended, each
+            // window was copied into the array and the original destroyed.
+            out.append(IntervalMetrics(callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
+                                       startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs))
+            fill(&out[out.count - 1], from: xs, group)
         }
         for i in xs.indices {
             if i > lo, xs[i].startTs - xs[i - 1].endTs > minimumMs { flush(i) }
@@ -87,6 +60,39 @@ enum Findings {
         }
         flush(xs.endIndex)
         return out
+    }
+
+    /// A window's figures from its intervals `xs[group]`.
+    private static func fill(_ w: inout IntervalMetrics, from xs: ArraySlice<IntervalMetrics>, _ group: Range<Int>) {
+        var t = IntervalTotals()
+        for i in group { t.add(xs[i]) }
+        w.packets = t.packets
+        w.packetsLost = t.packetsLost
+        if let p = w.packets, let l = w.packetsLost, p + l > 0 {
+            // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
+            w.lossPct = 100 * Double(l) / Double(p + l)
+        }
+        w.jitterMs = t.jitterMs.value
+        w.rttMs = t.rttMs.value
+        w.iceRttMs = t.iceRttMs.value
+        w.bitrateKbps = t.bitrateKbps.value
+        w.concealmentPct = t.concealmentPct.value
+        w.jitterBufferMs = t.jitterBufferMs.value
+        w.rFactor = t.rFactor.value
+        w.mosCQ = t.mosCQ.value
+        w.mosLQ = t.mosLQ.value
+        w.fps = t.fps.value
+        w.videoScore = t.videoScore.value
+        w.freezeMs = t.freezeMs
+        w.freezeCount = t.freezeCount
+        // The reason that limited the longest time (ties: the first name); a window has few.
+        var byReason: [(reason: String, ms: Int64)] = []
+        for i in group {
+            guard let q = xs[i].qualityLimitation else { continue }
+            let ms = xs[i].endTs - xs[i].startTs
+            if let k = byReason.firstIndex(where: { $0.reason == q }) { byReason[k].ms += ms } else { byReason.append((q, ms)) }
+        }
+        w.qualityLimitation = byReason.max { ($0.ms, $1.reason) < ($1.ms, $0.reason) }?.reason
     }
 
     /// The conditions judged on a stream's windows, in the order their findings are listed.
