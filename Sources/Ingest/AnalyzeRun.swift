@@ -248,7 +248,12 @@ public final class AnalyzeRun {
                             guard f.partsDone == f.parts else { continue }
                             partsDone[key] = nil
                         }
-                        try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
+                        // A file nothing could be read from (another compression, damaged
+                        // throughout) stays out of the ledger: the next run reports it again
+                        // rather than skip it as ingested.
+                        if f.entry.records > 0 || f.textBytes > 0 || f.entry.skipped == 0 {
+                            try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
+                        }
                         progress.filesDone += 1
                         recordsOfFilesRead += f.entry.records
                         progress.compressedBytes += Int(f.entry.size)

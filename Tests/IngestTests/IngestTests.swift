@@ -310,6 +310,24 @@ final class IngestTests: XCTestCase {
         }
     }
 
+    /// A file nothing could be read from is reported on every run, not entered in the ledger
+    /// and then skipped as ingested; a readable file beside it is ingested once.
+    func testAFileThatCannotBeReadIsReportedAgainNextRun() throws {
+        let logs = try simulate(calls: 5, files: 1, seed: 16)
+        try Data([0x1F, 0x8B, 0x08, 0x00] + Array("{}\n".utf8)).write(to: logs.appendingPathComponent("old.ndjson.gz"))
+        let gz = logs.appendingPathComponent("old.ndjson.gz").path
+        let db = dir.appendingPathComponent("refused.sqlite").path
+        for run in 1...2 {
+            let report = try analyze([logs.path, gz], db: db)
+            XCTAssertEqual(report.issueCounts, ["unreadable file": 1], "run \(run)")
+            XCTAssertEqual(report.alreadyIngested.map(\.file), run == 1 ? [] : [try XCTUnwrap(LogFiles.find([logs.path]).files.first)],
+                           "run \(run)")
+        }
+        let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT path FROM ingested_files").compactMap { $0[0].string }
+        XCTAssertFalse(ledger.contains(gz))
+        XCTAssertEqual(ledger.count, 1)
+    }
+
     /// The ledger counts each file's calls: the distinct call ids of its records, a call that
     /// ends and comes back in the same file once.
     func testLedgerCountsEachFilesDistinctCalls() throws {
