@@ -209,7 +209,7 @@ struct AnalyzeBench: ParsableCommand {
             print("round \(round) of \(max(1, runs)): callstats analyze \(fmt(seconds)) s, " + others.joined(separator: ", "))
         }
         let mb = Double(text) / 1e6
-        var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "vs analyze"])
+        var table = Table(header: ["what", "seconds", "MB/s (NDJSON)", "records/s", "analyze ÷ this"])
         table.rows.append(["callstats analyze (all metrics, SQLite writes)", fmt(best), fmt(mb / best, 0), fmt(Double(records) / best, 0), "1.00x"])
         if let z = zstdTimes.best {
             table.rows.append(["zstd -d (decompress only, 1 thread)" + zstdTimes.partialText, fmt(z), fmt(mb / z, 0), "-", fmt(best / z) + "x"])
@@ -224,6 +224,18 @@ struct AnalyzeBench: ParsableCommand {
         }
         print(table.render())
         print("NDJSON: \(fmt(mb, 1)) MB, \(records) records; \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(AnalyzeBench.targets(analyze: best, zstd: zstdTimes.best, duckDB: duckTimes.best))
+    }
+
+    /// The speed targets, against this invocation's best times: the analysis in at most half of
+    /// DuckDB's time and in at most 1.5 times `zstd -d`'s.
+    static func targets(analyze: Double, zstd: Double?, duckDB: Double?) -> String {
+        func verdict(_ name: String, _ limit: Double, _ tool: Double?) -> String {
+            guard let tool, tool > 0 else { return "\(name) not measured" }
+            let ratio = analyze / tool
+            return "\(fmt(ratio))× \(name)'s time (at most \(fmt(limit))×: \(ratio <= limit ? "met" : "not met"))"
+        }
+        return "targets: " + verdict("DuckDB", 0.5, duckDB) + "; " + verdict("zstd -d", 1.5, zstd)
     }
 
     static func remove(_ db: String) {

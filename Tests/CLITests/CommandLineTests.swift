@@ -170,6 +170,14 @@ final class CommandLineTests: XCTestCase {
         }
         XCTAssertTrue(r.out.contains("NDJSON: "), r.out)
         XCTAssertTrue(r.out.contains("round 1 of 1: callstats analyze "), r.out)
+        // The targets line judges the ratio it prints: analyze ÷ zstd -d against 1.5.
+        let targets = try XCTUnwrap(r.out.split(separator: "\n").first { $0.hasPrefix("targets: ") }, r.out)
+        if let zstd = targets.range(of: "× zstd -d's time (at most 1.50×: ") {
+            let ratio = try XCTUnwrap(Double(targets[..<zstd.lowerBound].split(separator: " ").last ?? ""), String(targets))
+            XCTAssertTrue(targets[zstd.upperBound...].hasPrefix(ratio <= 1.5 ? "met)" : "not met)"), String(targets))
+        } else {
+            XCTAssertTrue(targets.hasSuffix("zstd -d not measured"), String(targets))
+        }
     }
 
     /// Without zstd and DuckDB on the path, every round still measures the analysis and SQLite,
@@ -180,6 +188,7 @@ final class CommandLineTests: XCTestCase {
                               environment: ["PATH": dir.appendingPathComponent("no-tools").path])
         XCTAssertEqual(r.status, 0, r.out + r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains("targets: DuckDB not measured; zstd -d not measured"), r.out)
         for round in 1...2 {
             let line = lines.first { $0.hasPrefix("round \(round) of 2: callstats analyze ") }
             XCTAssertNotNil(line, r.out)
