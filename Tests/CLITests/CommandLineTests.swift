@@ -174,7 +174,10 @@ final class CommandLineTests: XCTestCase {
         let targets = try XCTUnwrap(r.out.split(separator: "\n").first { $0.hasPrefix("targets: ") }, r.out)
         if let zstd = targets.range(of: "× zstd -d's time (at most 1.50×: ") {
             let ratio = try XCTUnwrap(Double(targets[..<zstd.lowerBound].split(separator: " ").last ?? ""), String(targets))
-            XCTAssertTrue(targets[zstd.upperBound...].hasPrefix(ratio <= 1.5 ? "met)" : "not met)"), String(targets))
+            // (The verdict is on the unrounded ratio: at 1.50 as printed, either can be right.)
+            if abs(ratio - 1.5) > 0.005 {
+                XCTAssertTrue(targets[zstd.upperBound...].hasPrefix(ratio < 1.5 ? "met)" : "not met)"), String(targets))
+            }
         } else {
             XCTAssertTrue(targets.hasSuffix("zstd -d not measured"), String(targets))
         }
