@@ -1,6 +1,7 @@
 /// Thresholds for findings and grades. Defaults are the published ones (see the README,
 /// "How a call is graded"): Teams CQD and Twilio for jitter, loss and RTT; Teams for
-/// concealment and frame rate; ITU-T G.109 categories for MOS.
+/// concealment and frame rate; ITU-T G.109 categories for MOS. Users set them by name
+/// (`AnalysisSettings.swift`): a field added here needs its setting there.
 public struct AnalysisConfig: Sendable, Equatable {
     /// Network loss, % per interval.
     public var lossWarnPct = 1.0
@@ -14,8 +15,9 @@ public struct AnalysisConfig: Sendable, Equatable {
     public var concealmentWarnPct = 7.0
     /// Received video frame rate while not paused, fps.
     public var lowFps = 7.0
-    /// Frozen share of an interval's video, %.
+    /// Frozen share of a window's video, %.
     public var freezeWarnPct = 10.0
+    public var freezePoorPct = 50.0
     /// Time from call creation to media, ms.
     public var setupWarnMs: Int64 = 5_000
     public var setupPoorMs: Int64 = 10_000

@@ -145,7 +145,7 @@ enum Findings {
                 let span = Double(i.endTs - i.startTs)
                 guard let ms = i.freezeMs, span > 0 else { return (false, false, nil) }
                 let pct = 100 * Double(ms) / span
-                return (pct > config.freezeWarnPct, pct > 50, pct)
+                return (pct > config.freezeWarnPct, pct > config.freezePoorPct, pct)
             case .bandwidthLimited: return (i.qualityLimitation == "bandwidth", false, nil)
             case .cpuLimited: return (i.qualityLimitation == "cpu", false, nil)
             }

@@ -23,7 +23,9 @@ public final class AnalyzeRun {
     public struct Options: Sendable {
         public var paths: [String]
         public var database: String
-        public var config = AnalysisConfig()
+        /// The analysis settings: nil for the database's own (the defaults for a new one);
+        /// others are refused while the database holds calls graded otherwise (`callstats regrade`).
+        public var config: AnalysisConfig?
         public var readers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         /// A transaction is committed at the next file boundary once this long has passed since
         /// the last commit, or once `callsPerTransaction` calls are in it: an interrupted run
@@ -93,6 +95,8 @@ public final class AnalyzeRun {
         public var gradesInRun: [Grade: Int]
         /// The schema version the run upgraded the database from, if it did.
         public var upgradedFrom: Int?
+        /// The settings the calls were graded with.
+        public var settings: AnalysisConfig
 
         public var skippedAnything: Bool { !issueCounts.isEmpty || !missing.isEmpty }
     }
@@ -112,6 +116,7 @@ public final class AnalyzeRun {
         let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
+        let config = try store.settingsForRun(asked: options.config)
         let search = LogFiles.find(options.paths)
         let found = search.files
 
@@ -153,7 +158,6 @@ public final class AnalyzeRun {
         let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
         let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
         let nextFile = AtomicCounter()
-        let config = options.config
         let pseudonymizer = options.pseudonymizer
 
         // Readers.
@@ -220,6 +224,7 @@ public final class AnalyzeRun {
         }
         try store.db.execute("BEGIN IMMEDIATE")
         do {
+            try store.record(settings: config)
             while let batch = queue.takeAll(readers: readers) {
                 for item in batch {
                     switch item {
@@ -297,7 +302,8 @@ public final class AnalyzeRun {
         return Report(progress: progress, alreadyIngested: already, missing: search.missing,
                       foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: issueCounts,
                       firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
-                      gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom)
+                      gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
+                      settings: config)
     }
 
     static let lastStretchCallsPerWrite = 8

@@ -22,6 +22,7 @@ import Darwin
 /// commit fail.
 public final class CallStore {
     public let db: Database
+    public let path: String
     private var lockFD: Int32 = -1
     /// Set while the database is written under a rollback journal: one this store created (or,
     /// rarely, one that could not be switched to WAL when it was opened).
@@ -39,6 +40,7 @@ public final class CallStore {
     /// `willUpgrade(from)`: called before a database of an older schema version is upgraded,
     /// which rewrites its intervals and events (a few seconds for 40,000 calls).
     public init(path: String, forWriting: Bool = true, willUpgrade: ((Int) -> Void)? = nil) throws {
+        self.path = path
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
         do {
             (db, upgradedFrom) = try CallStore.openDatabase(path: path, forWriting: forWriting, willUpgrade: willUpgrade)

@@ -282,6 +282,9 @@ public enum StoreError: Error, CustomStringConvertible {
     case locked(path: String, holder: String)
     case notADatabase(path: String, reason: String)
     case upgradeFailed(path: String, found: Int, supported: Int, reason: String)
+    /// The run asked for other analysis settings than the stored calls were graded with.
+    case otherSettings(path: String, differences: String)
+    case unreadableSettings(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -294,6 +297,12 @@ public enum StoreError: Error, CustomStringConvertible {
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
         case .upgradeFailed(let p, let f, let s, let r):
             "\(p) has schema version \(f); upgrading it to \(s) failed and changed nothing (\(r)); run again, or analyse the logs into a new database"
+        case .otherSettings(let p, let d):
+            "\(p) holds calls graded with other settings than this run asks for: \(d). "
+                + "Regrade them first (callstats regrade --db \(p) with the same --config or --set), "
+                + "leave --config and --set out to use the database's settings, or use another --db"
+        case .unreadableSettings(let p, let r):
+            "\(p): the analysis settings it records (meta.analysis_config) cannot be read: \(r)"
         }
     }
 }

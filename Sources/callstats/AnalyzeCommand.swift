@@ -20,6 +20,11 @@ struct AnalyzeCommand: ParsableCommand {
             Exit status: 0 when everything was read, 3 when some input was skipped (damaged or \
             malformed; each case is reported with file and line), 1 on failure.
 
+            Grading: findings and grades use the thresholds that `callstats config` lists. A \
+            database keeps the settings its calls were graded with, and later runs use them; \
+            --config and --set choose others for a new database (for one that holds calls graded \
+            otherwise, use `callstats regrade`).
+
             Privacy: with --pseudonymize-key, call ids and person fields of the call record (user, \
             caller, callee, email, phone, ...) become keyed pseudonyms (`anon-` + 16 hex digits) and \
             IP addresses in call, event and end records are replaced, before anything is stored. \
@@ -29,6 +34,7 @@ struct AnalyzeCommand: ParsableCommand {
               callstats analyze Data/sample --db calls.sqlite
               callstats analyze /var/log/callstats/*.ndjson.zst --db calls.sqlite --quiet
               callstats analyze logs/ --db shared.sqlite --pseudonymize-key 000102030405060708090a0b0c0d0e0f
+              callstats analyze logs/ --db strict.sqlite --set jitter_warn_ms=20 --set loss_warn_pct=0.5
             """)
 
     @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links).")
@@ -61,6 +67,8 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: .hidden)
     var callsPerTransaction: Int?
 
+    @OptionGroup var settings: SettingsOptions
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -76,6 +84,7 @@ struct AnalyzeCommand: ParsableCommand {
     func run() throws {
         var options = AnalyzeRun.Options(paths: paths, database: db)
         options.force = force
+        options.config = try settings.settings(database: db)
         if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
             options.pseudonymizer = CallPseudonymizer(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
         }
@@ -143,6 +152,7 @@ enum AnalyzeSummary {
         rows.append(("calls analysed", "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"))
         let t = r.totals
         rows.append(("database", "\(database): \(t.calls) calls, \(t.byGrade["poor"] ?? 0) poor, \(t.byGrade["no_media"] ?? 0) without media, \(t.files) files"))
+        rows.append(("settings", SettingsSummary.text(r.settings)))
         if let from = r.upgradedFrom {
             rows.append(("upgraded", "from schema version \(from) to \(Schema.version) (older callstats can read it, not write it)"))
         }
@@ -152,7 +162,6 @@ enum AnalyzeSummary {
             let parts = r.issueCounts.sorted { $0.value > $1.value }.map { "\($0.value) \($0.key)" }
             rows.append(("skipped", parts.joined(separator: ", ")))
         }
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+        return AlignedRows.render(rows)
     }
 }

@@ -14,7 +14,8 @@ struct Callstats: ParsableCommand {
               callstats simulate --calls 100 --out logs/      realistic sample logs
             """,
         subcommands: [
-            AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, CatCommand.self, CaptureCommand.self,
+            AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
+            CatCommand.self, CaptureCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )

@@ -1,0 +1,140 @@
+import Analysis
+import Foundation
+import Store
+
+/// The `regrade` job: every call of a database analysed again from its stored material, with
+/// other settings (or the same ones, after an upgrade of callstats changed the analysis), and
+/// every rollup rebuilt. No log is read: the material holds all a call's inputs.
+///
+/// One transaction: an interrupted regrade leaves the database as it was, never half graded
+/// one way and half the other. Calls are taken in batches (memory stays bounded); each batch
+/// is analysed on every core and written by this thread, the only one that touches SQLite.
+public final class RegradeRun {
+    public struct Options: Sendable {
+        public var database: String
+        /// nil: the database's own settings (analysis code changed, settings did not).
+        public var config: AnalysisConfig?
+        public var threads = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
+        public var callsPerBatch = 256
+        /// The least time between two `onProgress` calls, seconds.
+        public var progressInterval = 0.25
+
+        public init(database: String) { self.database = database }
+    }
+
+    public struct Report: Sendable {
+        public var calls: Int
+        public var gradesBefore: [String: Int]
+        public var gradesAfter: [String: Int]
+        public var findingsBefore: Int
+        public var findingsAfter: Int
+        public var previousSettings: AnalysisConfig
+        public var settings: AnalysisConfig
+        public var seconds: Double
+    }
+
+    public let options: Options
+    /// Calls regraded so far, of all, and the seconds since the start.
+    public var onProgress: ((_ done: Int, _ total: Int, _ seconds: Double) -> Void)?
+
+    public init(options: Options) { self.options = options }
+
+    public func run() throws -> Report {
+        let started = Date()
+        guard FileManager.default.fileExists(atPath: options.database) else { throw RegradeError.noDatabase(options.database) }
+        let store = try CallStore(path: options.database, forWriting: true)
+        let previous = try store.recordedSettings()
+        let config = options.config ?? previous
+        let before = try store.totals()
+        let findingsBefore = try Self.count("findings", in: store)
+        let withoutMaterial = Int(try store.db.scalar("SELECT count(*) FROM calls WHERE call_id NOT IN (SELECT call_id FROM call_material)")?.int64 ?? 0)
+        guard withoutMaterial == 0 else { throw RegradeError.callsWithoutMaterial(options.database, withoutMaterial) }
+        let total = try Self.count("call_material", in: store)
+        var done = 0, lastProgress = Date.distantPast
+
+        try store.db.execute("BEGIN IMMEDIATE")
+        do {
+            // Rewritten calls get new rows (and material rowids) past this one: not taken again.
+            let last = try store.db.scalar("SELECT max(rowid) FROM call_material")?.int64 ?? 0
+            var after: Int64 = 0
+            while true {
+                let rows = try store.db.rows("SELECT rowid, call_id, material FROM call_material WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
+                                             [.integer(after), .integer(last), .integer(Int64(options.callsPerBatch))])
+                guard let lastRow = rows.last else { break }
+                after = lastRow[0].int64 ?? after
+                let stored: [(id: String, bytes: [UInt8])] = rows.map {
+                    let bytes: [UInt8] = if case .blob(let b) = $0[2] { b } else { [] }
+                    return ($0[1].string ?? "", bytes)
+                }
+                for (i, result) in Self.analyse(stored, config: config, threads: options.threads).enumerated() {
+                    switch result {
+                    case .success(let (analysis, complete)):
+                        try store.write(analysis, complete: complete, material: stored[i].bytes)
+                    case .failure(let error):
+                        throw RegradeError.unreadableMaterial(options.database, callID: stored[i].id, reason: "\(error)")
+                    }
+                }
+                done += rows.count
+                if let onProgress, Date().timeIntervalSince(lastProgress) > options.progressInterval {
+                    lastProgress = Date()
+                    onProgress(done, total, Date().timeIntervalSince(started))
+                }
+            }
+            try store.record(settings: config)
+            try store.rebuildAllRollups()
+            try store.db.execute("COMMIT")
+        } catch {
+            try? store.db.execute("ROLLBACK")
+            throw error
+        }
+        return Report(calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,
+                      findingsBefore: findingsBefore, findingsAfter: try Self.count("findings", in: store),
+                      previousSettings: previous, settings: config, seconds: Date().timeIntervalSince(started))
+    }
+
+    private static func count(_ table: String, in store: CallStore) throws -> Int {
+        Int(try store.db.scalar("SELECT count(*) FROM \(table)")?.int64 ?? 0)
+    }
+
+    /// Each call's material decoded and analysed, `threads` calls at a time, in order.
+    private static func analyse(_ stored: [(id: String, bytes: [UInt8])], config: AnalysisConfig,
+                                threads: Int) -> [Result<(CallAnalysis, complete: Bool), Error>] {
+        var results = [Result<(CallAnalysis, complete: Bool), Error>?](repeating: nil, count: stored.count)
+        let workers = max(1, min(threads, stored.count))
+        results.withUnsafeMutableBufferPointer { out in
+            let out = UnsafeSendable(out)
+            // Worker w takes calls w, w + workers, …: each writes only its own slots.
+            DispatchQueue.concurrentPerform(iterations: workers) { w in
+                for i in stride(from: w, to: stored.count, by: workers) {
+                    out.value[i] = Result {
+                        let material = try CallMaterial(decoding: stored[i].bytes)
+                        return (CallAnalyzer.analyze(material, config: config), material.hasEnded)
+                    }
+                }
+            }
+        }
+        return results.map { $0! }
+    }
+}
+
+/// A buffer handed to worker threads that write disjoint slots of it.
+private struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+public enum RegradeError: Error, CustomStringConvertible {
+    case noDatabase(String)
+    case callsWithoutMaterial(String, Int)
+    case unreadableMaterial(String, callID: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .noDatabase(let p): "\(p): no such database"
+        case .callsWithoutMaterial(let p, let n):
+            "\(p): \(n) calls have no stored material (the inputs a regrade analyses again), so they cannot be regraded; nothing was changed"
+        case .unreadableMaterial(let p, let id, let reason):
+            "\(p): the stored material of call \(id) cannot be read (\(reason)); nothing was changed"
+        }
+    }
+}

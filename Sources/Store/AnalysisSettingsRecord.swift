@@ -1,0 +1,37 @@
+import Analysis
+
+/// The analysis settings a database's calls were graded with, kept in `meta.analysis_config`
+/// (the JSON of `AnalysisConfig.settingsJSON`), so that later runs grade new calls alike and a
+/// run asking for other settings is refused instead of mixing two gradings in one rollup.
+extension CallStore {
+    static let settingsKey = "analysis_config"
+
+    /// The recorded settings; the defaults for a database that records none (written before
+    /// settings were recorded, when every run used the defaults).
+    public func recordedSettings() throws -> AnalysisConfig {
+        guard let text = try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.settingsKey)])?.string else {
+            return AnalysisConfig()
+        }
+        do {
+            return try AnalysisConfig(settingsJSON: text, source: "meta.analysis_config")
+        } catch {
+            throw StoreError.unreadableSettings(path: path, reason: error.description)
+        }
+    }
+
+    /// Records `config` as the settings of every call stored (inside the caller's transaction).
+    public func record(settings config: AnalysisConfig) throws {
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.settingsKey), .text(config.settingsJSON)])
+    }
+
+    /// The settings a run uses: `asked` when given (refused if calls graded otherwise are
+    /// stored), else the database's own.
+    public func settingsForRun(asked: AnalysisConfig?) throws -> AnalysisConfig {
+        let recorded = try recordedSettings()
+        guard let asked else { return recorded }
+        if asked != recorded, !(try hasNoCalls()) {
+            throw StoreError.otherSettings(path: path, differences: asked.changesText(from: recorded, otherLabel: "database:"))
+        }
+        return asked
+    }
+}
