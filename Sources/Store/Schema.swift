@@ -293,7 +293,7 @@ public enum StoreError: Error, CustomStringConvertible {
         case .olderSchema(let p, let f, let s):
             "\(p) has schema version \(f), older than this callstats writes (\(s)) and it cannot be upgraded; analyse the logs into a new database"
         case .locked(let p, let h):
-            "\(p) is being written by another callstats analyze (\(h)); wait for it to finish or use another --db"
+            "\(p) is being written by another callstats run (analyze or regrade: \(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
         case .upgradeFailed(let p, let f, let s, let r):
             "\(p) has schema version \(f); upgrading it to \(s) failed and changed nothing (\(r)); run again, or analyse the logs into a new database"

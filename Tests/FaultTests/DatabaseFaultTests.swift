@@ -11,7 +11,7 @@ final class DatabaseFaultTests: XCTestCase {
     override func setUp() { dir = TestPaths.temporaryDirectory("faults-db") }
     override func tearDown() { try? FileManager.default.removeItem(at: dir) }
 
-    static let lockedMessage = "is being written by another callstats analyze"
+    static let lockedMessage = "is being written by another callstats run (analyze or regrade: "
 
     /// Three `analyze` processes started together on one database: each either completes or is
     /// refused at once with a message naming the other run; the database ends exactly as one

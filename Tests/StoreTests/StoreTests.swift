@@ -372,7 +372,7 @@ final class StoreTests: XCTestCase {
     func testSecondWriterIsRefusedClearly() throws {
         let first = try CallStore(path: path)
         XCTAssertThrowsError(try CallStore(path: path)) { error in
-            XCTAssertTrue("\(error)".contains("being written by another callstats analyze"), "\(error)")
+            XCTAssertTrue("\(error)".contains("being written by another callstats run (analyze or regrade"), "\(error)")
         }
         // Readers are not blocked.
         XCTAssertNoThrow(try CallStore(path: path, forWriting: false))

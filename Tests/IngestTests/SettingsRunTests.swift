@@ -1,0 +1,168 @@
+import Analysis
+import CallLog
+import Foundation
+import Ingest
+import Simulator
+import Store
+import TestSupport
+import XCTest
+
+/// Settings over runs: each database keeps its settings, runs use them and refuse others, and
+/// a regrade from stored material equals analysing the logs afresh with the new settings.
+final class SettingsRunTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("settings") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// Stricter than the defaults on every kind of finding the simulated calls have.
+    let strict: AnalysisConfig = {
+        var c = AnalysisConfig()
+        try! c.apply(assignments: ["jitter_warn_ms=12", "loss_warn_pct=0.3", "loss_poor_pct=2", "rtt_warn_ms=150", "rtt_poor_ms=250",
+                                   "freeze_warn_pct=3", "freeze_poor_pct=8", "concealment_warn_pct=2", "low_fps=20",
+                                   "mos_fair=4.1", "mos_poor=3.9", "persistence_count=2"])
+        return c
+    }()
+
+    func logs(calls: Int = 60, files: Int = 3) throws -> [String] {
+        let out = dir.appendingPathComponent("logs")
+        var config = SimulatorConfiguration(calls: calls, seed: 7)  // one with frozen video
+        config.files = files
+        _ = try Simulator(config).write(to: out.path) { _ in }
+        return LogFiles.find([out.path]).files
+    }
+
+    @discardableResult
+    func analyze(_ paths: [String], db: String, config: AnalysisConfig? = nil) throws -> AnalyzeRun.Report {
+        var o = AnalyzeRun.Options(paths: paths, database: db)
+        o.config = config
+        o.callsPerTransaction = 9
+        return try AnalyzeRun(options: o).run()
+    }
+
+    @discardableResult
+    func regrade(_ db: String, config: AnalysisConfig?, threads: Int = 2) throws -> RegradeRun.Report {
+        var o = RegradeRun.Options(database: db)
+        o.config = config
+        o.threads = threads
+        o.callsPerBatch = 16  // several batches
+        return try RegradeRun(options: o).run()
+    }
+
+    /// Every row a user sees, intervals included, as text (not `call_key`: the order calls were written).
+    func dump(_ db: String) throws -> String {
+        let store = try CallStore(path: db, forWriting: false)
+        let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
+            .compactMap { $0[0].string }.joined(separator: ", ")
+        var out = ""
+        for sql in ["SELECT \(callColumns) FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
+                    "SELECT * FROM intervals ORDER BY call_id, stream_id, start_ts", "SELECT * FROM findings ORDER BY call_id, code, start_ts, stream_id",
+                    "SELECT * FROM events ORDER BY call_id, ts, kind, action, type, detail", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4",
+                    "SELECT call_id, material FROM call_material ORDER BY call_id"] {
+            out += "-- \(sql)\n"
+            for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
+        }
+        return out
+    }
+
+    func settings(_ db: String) throws -> AnalysisConfig { try CallStore(path: db, forWriting: false).recordedSettings() }
+
+    func testRegradeEqualsAFreshAnalysisWithTheSameSettings() throws {
+        let files = try logs()
+        let freshDefault = dir.appendingPathComponent("default.sqlite").path
+        let freshStrict = dir.appendingPathComponent("strict.sqlite").path
+        let regraded = dir.appendingPathComponent("regraded.sqlite").path
+        try analyze(files, db: freshDefault)
+        try analyze(files, db: freshStrict, config: strict)
+        try analyze(files, db: regraded)
+        let defaultRows = try dump(freshDefault), strictRows = try dump(freshStrict)
+        XCTAssertNotEqual(defaultRows, strictRows, "the settings change the results")
+        let findings = { (db: String) in try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings")?.int64 ?? 0 }
+        XCTAssertGreaterThan(try findings(freshStrict), try findings(freshDefault) + 20, "stricter thresholds, more findings")
+        let poorFreezes = { (db: String) in
+            try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings WHERE code = 'long_freeze' AND severity = 'poor'")?.int64 ?? 0
+        }
+        XCTAssertGreaterThan(try poorFreezes(freshStrict), try poorFreezes(freshDefault), "freeze_poor_pct decides a freeze's severity")
+
+        let r = try regrade(regraded, config: strict)
+        XCTAssertEqual(r.calls, 60)
+        XCTAssertEqual(r.previousSettings, AnalysisConfig())
+        XCTAssertEqual(r.gradesAfter, try CallStore(path: freshStrict, forWriting: false).totals().byGrade)
+        XCTAssertNotEqual(r.gradesBefore, r.gradesAfter)
+        XCTAssertEqual(try dump(regraded), strictRows)
+        XCTAssertEqual(try settings(regraded), strict)
+
+        // And back, on one thread this time.
+        try regrade(regraded, config: AnalysisConfig(), threads: 1)
+        XCTAssertEqual(try dump(regraded), defaultRows)
+        XCTAssertEqual(try settings(regraded), AnalysisConfig())
+
+        // Without settings: the database's own, the same results.
+        try regrade(regraded, config: nil)
+        XCTAssertEqual(try dump(regraded), defaultRows)
+    }
+
+    func testRunsKeepTheDatabaseSettingsAndRefuseOthers() throws {
+        let files = try logs()
+        let all = dir.appendingPathComponent("all.sqlite").path
+        try analyze(files, db: all, config: strict)
+        let db = dir.appendingPathComponent("parts.sqlite").path
+        let first = try analyze(Array(files.prefix(2)), db: db, config: strict)
+        XCTAssertEqual(first.settings, strict)
+        XCTAssertEqual(try settings(db), strict)
+
+        // Other settings are refused while graded calls are stored, and change nothing.
+        let before = try dump(db)
+        XCTAssertThrowsError(try analyze([files[2]], db: db, config: AnalysisConfig())) { error in
+            guard case StoreError.otherSettings(let path, let differences) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, db)
+            XCTAssertTrue(differences.hasPrefix("loss_warn_pct 1 (database: 0.3), loss_poor_pct 5 (database: 2), jitter_warn_ms 30 (database: 12)"), differences)
+        }
+        XCTAssertEqual(try dump(db), before)
+
+        // Without settings the run uses the database's: the same as analysing everything at once.
+        let last = try analyze([files[2]], db: db)
+        XCTAssertEqual(last.settings, strict)
+        XCTAssertEqual(try dump(db), try dump(all))
+        // The same settings, given again, are accepted.
+        XCTAssertNoThrow(try analyze(files, db: db, config: strict))
+    }
+
+    func testADatabaseWithoutRecordedSettingsWasGradedWithTheDefaults() throws {
+        let files = try logs(calls: 12, files: 1)
+        let db = dir.appendingPathComponent("old.sqlite").path
+        try analyze(files, db: db)
+        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'analysis_config'")
+        XCTAssertEqual(try settings(db), AnalysisConfig())
+        XCTAssertThrowsError(try analyze(files, db: db, config: strict))
+        XCTAssertEqual(try analyze(files, db: db).settings, AnalysisConfig())
+
+        // Settings that cannot be read are an error, not the defaults.
+        try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter\": 1}' WHERE key = 'analysis_config'")
+        XCTAssertThrowsError(try analyze(files, db: db)) {
+            XCTAssertTrue("\($0)".contains("the analysis settings it records (meta.analysis_config) cannot be read: meta.analysis_config: unknown setting jitter"), "\($0)")
+        }
+    }
+
+    func testARegradeThatCannotReadACallChangesNothing() throws {
+        let files = try logs(calls: 40, files: 2)
+        let db = dir.appendingPathComponent("damaged.sqlite").path
+        try analyze(files, db: db)
+        // The store is let go after each change: it holds the database's write lock.
+        func change(_ sql: String, _ values: [SQLValue] = []) throws { try CallStore(path: db).db.run(sql, values) }
+        let victim = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
+        try change("UPDATE call_material SET material = x'00010203' WHERE call_id = ?", [.text(victim)])
+        let before = try dump(db)
+        XCTAssertThrowsError(try regrade(db, config: strict)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("\(db): the stored material of call \(victim) cannot be read ("), "\(error)")
+            XCTAssertTrue("\(error)".hasSuffix("); nothing was changed"), "\(error)")
+        }
+        XCTAssertEqual(try dump(db), before)
+        XCTAssertEqual(try settings(db), AnalysisConfig())
+
+        // A call without material cannot be regraded either: refused before anything is written.
+        try change("DELETE FROM call_material WHERE call_id = ?", [.text(victim)])
+        XCTAssertThrowsError(try regrade(db, config: strict)) {
+            XCTAssertEqual("\($0)", "\(db): 1 calls have no stored material (the inputs a regrade analyses again), so they cannot be regraded; nothing was changed")
+        }
+    }
+}
