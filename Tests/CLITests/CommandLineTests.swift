@@ -270,6 +270,53 @@ final class CommandLineTests: XCTestCase {
         XCTAssertGreaterThan(n[5], 0, "copied intervals match their originals, shifted")
     }
 
+    /// Thresholds as a user changes them: a settings file from `config`, `analyze --config`,
+    /// a run with other settings refused, `regrade`, and the database's settings shown.
+    func testSettingsFromTheCommandLine() throws {
+        let defaults = try callstats(["config", "--json"])
+        XCTAssertEqual(defaults.status, 0, defaults.err)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(defaults.out.utf8)) as? [String: Double])
+        XCTAssertEqual(object.count, 21)
+        XCTAssertEqual(object["jitter_warn_ms"], 30)
+        XCTAssertEqual(object["mos_poor"], 3.1)
+
+        let file = dir.appendingPathComponent("grading.json").path
+        let written = try callstats(["config", "--set", "jitter_warn_ms=40", "--json"])
+        try written.out.write(toFile: file, atomically: true, encoding: .utf8)
+        let db = dir.appendingPathComponent("graded.sqlite").path
+        let sample = TestPaths.sampleData.appendingPathComponent("sample").path
+        let first = try callstats(["analyze", sample, "--db", db, "--config", file, "--quiet"])
+        XCTAssertEqual(first.status, 0, first.err)
+        XCTAssertTrue(first.out.contains("\nsettings        jitter_warn_ms 40 (default 30)\n"), first.out)
+
+        let refused = try callstats(["analyze", sample, "--db", db, "--set", "jitter_warn_ms=50", "--quiet"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("graded.sqlite holds calls graded with other settings than this run asks for: jitter_warn_ms 50 (database: 40). Regrade them first"), refused.err)
+
+        let regraded = try callstats(["regrade", "--db", db, "--set", "jitter_warn_ms=50", "--quiet"])
+        XCTAssertEqual(regraded.status, 0, regraded.err)
+        XCTAssertTrue(regraded.out.hasPrefix("calls regraded  300\n"), regraded.out)
+        XCTAssertTrue(regraded.out.contains("\nsettings        jitter_warn_ms 50 (was 40)\n"), regraded.out)
+        let shown = try callstats(["config", "--db", db])
+        let row = try XCTUnwrap(shown.out.split(separator: "\n").first { $0.hasPrefix("jitter_warn_ms") })
+        XCTAssertEqual(row.split(separator: " ").prefix(4), ["jitter_warn_ms", "50", "*", "30"], shown.out)
+        XCTAssertTrue(shown.out.hasSuffix("(* 1 changed from the default)\n"), shown.out)
+        // Later runs use the database's settings.
+        let again = try callstats(["analyze", sample, "--db", db, "--quiet", "--force"])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertTrue(again.out.contains("\nsettings        jitter_warn_ms 50 (default 30)\n"), again.out)
+
+        let bad = dir.appendingPathComponent("bad.json").path
+        try "{\"jitter\": 1}".write(toFile: bad, atomically: true, encoding: .utf8)
+        let unknown = try callstats(["analyze", sample, "--db", dir.appendingPathComponent("new.sqlite").path, "--config", bad])
+        XCTAssertEqual(unknown.status, 1)
+        XCTAssertTrue(unknown.err.contains("bad.json: unknown setting jitter (`callstats config` lists them"), unknown.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("new.sqlite").path), "nothing created")
+        let malformed = try callstats(["regrade", "--db", db, "--set", "jitter_warn_ms"])
+        XCTAssertEqual(malformed.status, 1)
+        XCTAssertTrue(malformed.err.contains("--set jitter_warn_ms: expected name=number"), malformed.err)
+    }
+
     func testHelpIsUseful() throws {
         let r = try callstats(["analyze", "--help"])
         XCTAssertTrue(r.out.contains("--db"))

@@ -5,7 +5,7 @@ import Store
 import TestSupport
 import XCTest
 
-/// Real processes killed with SIGKILL at random moments: the log writer and `analyze`.
+/// Real processes killed with SIGKILL at random moments: the log writer, `analyze` and `regrade`.
 ///
 /// Kill moments are random (seeded), and no assertion depends on how fast the machine is:
 /// the writer is killed after a random number of its own flush reports, `analyze` after a
@@ -128,5 +128,50 @@ final class KillTests: XCTestCase {
         }
         XCTAssertGreaterThan(interrupted, 0, "some kills landed while analyze was running")
         Soak.figure("analyze_kills", interrupted)
+    }
+
+    /// A regrade runs in one transaction: killed anywhere, it leaves the database as it was
+    /// (calls, rollups and the recorded settings), and the next regrade completes.
+    func testKilledRegradeChangesNothing() throws {
+        let kills = Soak.count("CALLSTATS_SOAK_ANALYZE_KILLS", ci: 6)
+        let logs = try Corpus.simulate(into: dir.appendingPathComponent("logs"), calls: 150, files: 3, seed: 23)
+        let db = dir.appendingPathComponent("graded.sqlite").path
+        XCTAssertEqual(try Binary.run(["analyze", logs.path, "--db", db, "--quiet"]).status, 0)
+        let expected = try dumpDatabase(db)
+        let regrade = ["regrade", "--db", db, "--quiet", "--set", "jitter_warn_ms=10", "--set", "loss_warn_pct=0.2"]
+        // The clean regrade's duration, on a copy, is the scale of the kill moments.
+        let copy = dir.appendingPathComponent("copy.sqlite").path
+        try FileManager.default.copyItem(atPath: db, toPath: copy)
+        let started = Date()
+        XCTAssertEqual(try Binary.run(regrade.map { $0 == db ? copy : $0 }).status, 0)
+        let cleanSeconds = Date().timeIntervalSince(started)
+        let regraded = try dumpDatabase(copy)
+        XCTAssertNotEqual(regraded, expected, "the regrade changes the results")
+
+        var rng = SplitMix64(seed: 0x5E6D)
+        var interrupted = 0
+        for i in 0..<kills {
+            let p = try Binary.start(regrade)
+            usleep(useconds_t(Double(rng.next() % 1000) / 1000 * cleanSeconds * 1e6))
+            p.kill()
+            _ = p.stdout.fileHandleForReading.readDataToEndOfFile()
+            _ = p.stderr.fileHandleForReading.readDataToEndOfFile()
+            p.process.waitUntilExit()
+            let store = try CallStore(path: db, forWriting: false)
+            XCTAssertEqual(try store.db.scalar("PRAGMA integrity_check")?.string, "ok")
+            // Before its commit, nothing changed; after it (the kill came late), all of it.
+            let now = try dumpDatabase(db)
+            if now == regraded {
+                XCTAssertEqual(try store.recordedSettings().jitterWarnMs, 10, "the new settings, with the new results")
+                break
+            }
+            if p.wasKilled { interrupted += 1 }
+            assertSameResults(now, expected, "database after kill \(i)")
+            XCTAssertEqual(try store.recordedSettings().jitterWarnMs, 30, "the settings are the old ones")
+        }
+        XCTAssertGreaterThan(interrupted, 0, "some kills landed while regrade was running")
+        XCTAssertEqual(try Binary.run(regrade).status, 0)
+        assertSameResults(try dumpDatabase(db), regraded, "database after a regrade that ran to its end")
+        Soak.figure("regrade_kills", interrupted)
     }
 }
