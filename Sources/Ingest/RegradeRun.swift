@@ -54,27 +54,32 @@ public final class RegradeRun {
 
         try store.db.execute("BEGIN IMMEDIATE")
         do {
-            // Rewritten calls get new rows (and material rowids) past this one: not taken again.
-            let last = try store.db.scalar("SELECT max(rowid) FROM call_material")?.int64 ?? 0
-            var after: Int64 = 0
-            while true {
-                let rows = try store.db.rows("SELECT rowid, call_id, material FROM call_material WHERE rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?",
-                                             [.integer(after), .integer(last), .integer(Int64(options.callsPerBatch))])
-                guard let lastRow = rows.last else { break }
-                after = lastRow[0].int64 ?? after
-                let stored: [(id: String, bytes: [UInt8])] = rows.map {
-                    let bytes: [UInt8] = if case .blob(let b) = $0[2] { b } else { [] }
-                    return ($0[1].string ?? "", bytes)
-                }
-                for (i, result) in Self.analyse(stored, config: config, threads: options.threads).enumerated() {
+            try store.deleteAllAnalyses()
+            // In call-id order, as analyze writes them. While this thread writes one batch, the
+            // next is analysed (`Batch`): the writing takes longer than the analysis.
+            func batch(after id: String) throws -> Batch? {
+                let rows = try store.db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?",
+                                             [.text(id), .integer(Int64(options.callsPerBatch))])
+                guard !rows.isEmpty else { return nil }
+                return Batch(rows.map { row in
+                    let bytes: [UInt8] = if case .blob(let b) = row[1] { b } else { [] }
+                    return (row[0].string ?? "", bytes)
+                }, config: config, threads: options.threads)
+            }
+            var next = try batch(after: "")
+            while let current = next {
+                let results = current.results()
+                next = try batch(after: current.calls.last!.id)
+                for (i, result) in results.enumerated() {
                     switch result {
                     case .success(let (analysis, complete)):
-                        try store.write(analysis, complete: complete, material: stored[i].bytes)
+                        try store.write(analysis, complete: complete, material: nil, replacing: false)
                     case .failure(let error):
-                        throw RegradeError.unreadableMaterial(options.database, callID: stored[i].id, reason: "\(error)")
+                        next?.wait()  // no thread left behind
+                        throw RegradeError.unreadableMaterial(options.database, callID: current.calls[i].id, reason: "\(error)")
                     }
                 }
-                done += rows.count
+                done += results.count
                 if let onProgress, Date().timeIntervalSince(lastProgress) > options.progressInterval {
                     lastProgress = Date()
                     onProgress(done, total, Date().timeIntervalSince(started))
@@ -95,25 +100,44 @@ public final class RegradeRun {
     private static func count(_ table: String, in store: CallStore) throws -> Int {
         Int(try store.db.scalar("SELECT count(*) FROM \(table)")?.int64 ?? 0)
     }
+}
 
-    /// Each call's material decoded and analysed, `threads` calls at a time, in order.
-    private static func analyse(_ stored: [(id: String, bytes: [UInt8])], config: AnalysisConfig,
-                                threads: Int) -> [Result<(CallAnalysis, complete: Bool), Error>] {
-        var results = [Result<(CallAnalysis, complete: Bool), Error>?](repeating: nil, count: stored.count)
-        let workers = max(1, min(threads, stored.count))
-        results.withUnsafeMutableBufferPointer { out in
-            let out = UnsafeSendable(out)
-            // Worker w takes calls w, w + workers, …: each writes only its own slots.
-            DispatchQueue.concurrentPerform(iterations: workers) { w in
-                for i in stride(from: w, to: stored.count, by: workers) {
-                    out.value[i] = Result {
-                        let material = try CallMaterial(decoding: stored[i].bytes)
-                        return (CallAnalyzer.analyze(material, config: config), material.hasEnded)
+/// Calls' stored material decoded and analysed in the background, `threads` calls at a time.
+private final class Batch: @unchecked Sendable {
+    typealias Outcome = Result<(CallAnalysis, complete: Bool), Error>
+    let calls: [(id: String, bytes: [UInt8])]
+    /// Written by the workers before `done` is signalled, read after it.
+    private var outcomes: [Outcome?]
+    private let done = DispatchGroup()
+
+    init(_ calls: [(id: String, bytes: [UInt8])], config: AnalysisConfig, threads: Int) {
+        self.calls = calls
+        outcomes = Array(repeating: nil, count: calls.count)
+        let workers = max(1, min(threads, calls.count))
+        done.enter()
+        DispatchQueue.global().async { [self] in
+            outcomes.withUnsafeMutableBufferPointer { out in
+                let out = UnsafeSendable(out)
+                // Worker w takes calls w, w + workers, …: each writes only its own slots.
+                DispatchQueue.concurrentPerform(iterations: workers) { w in
+                    for i in stride(from: w, to: calls.count, by: workers) {
+                        out.value[i] = Result {
+                            let material = try CallMaterial(decoding: calls[i].bytes)
+                            return (CallAnalyzer.analyze(material, config: config), material.hasEnded)
+                        }
                     }
                 }
             }
+            done.leave()
         }
-        return results.map { $0! }
+    }
+
+    func wait() { done.wait() }
+
+    /// Every call's outcome, in order, once all are analysed.
+    func results() -> [Outcome] {
+        done.wait()
+        return outcomes.map { $0! }
     }
 }
 

@@ -226,6 +226,15 @@ public final class CallStore {
         if let material { try insert(.material) { r in try r.add(id); try r.add(SQLValue.blob(material)) } }
     }
 
+    /// Deletes every call's analysis (calls, streams, intervals, events, findings), keeping the
+    /// material it was made from: a regrade writes them all again. Whole tables at once, which
+    /// SQLite empties without visiting their rows (a delete per call took most of a regrade).
+    public func deleteAllAnalyses() throws {
+        for table in ["calls", "streams", "interval_rows", "event_rows", "findings"] {
+            try db.run("DELETE FROM \(table)")
+        }
+    }
+
     private enum Insert: Hashable {
         case call, stream, finding, material
         /// `rows` interval (event) rows in one statement: a call has tens to hundreds of
