@@ -53,18 +53,7 @@ final class AgreementAndFindingsTests: XCTestCase {
 
     /// Loss per 10 s interval: one bad interval raises nothing; three in a row do, with their span.
     func testFindingsNeedPersistence() throws {
-        func call(_ lossy: Set<Int>) throws -> CallAnalysis {
-            var s = W3CSnapshot(t: Double(t0))
-            var records: [LogRecord] = []
-            for k in 0..<12 {
-                let ts = t0 + Int64(k) * 10_000
-                s.t = Double(ts)
-                let lost = lossy.contains(k) ? 40.0 : 0  // 40 of 500: 7.4 %
-                s.received += 500 - lost; s.lost += lost; s.sent += 500
-                records.append(Harness.stats("p", s, ts: ts))
-            }
-            return try Harness.analyze(records)
-        }
+        func call(_ lossy: Set<Int>) throws -> CallAnalysis { try Harness.lossyCall(lossy, id: "p", t0: t0) }
         let blip = try call([5])
         XCTAssertFalse(blip.findings.contains { $0.code == "high_loss" })
         XCTAssertEqual(blip.call.grade, .good)
@@ -81,18 +70,7 @@ final class AgreementAndFindingsTests: XCTestCase {
     /// The call's worst MOS is its worst sustained run (three windows), not its worst sample:
     /// one lossy interval moves it a third as far as three in a row.
     func testWorstMOSIsTheWorstRunOfThreeWindows() throws {
-        func call(_ lossy: Set<Int>) throws -> CallAnalysis {
-            var s = W3CSnapshot(t: Double(t0))
-            var records: [LogRecord] = []
-            for k in 0..<12 {
-                let ts = t0 + Int64(k) * 10_000
-                s.t = Double(ts)
-                let lost = lossy.contains(k) ? 40.0 : 0
-                s.received += 500 - lost; s.lost += lost; s.sent += 500
-                records.append(Harness.stats("w", s, ts: ts))
-            }
-            return try Harness.analyze(records)
-        }
+        func call(_ lossy: Set<Int>) throws -> CallAnalysis { try Harness.lossyCall(lossy, id: "w", t0: t0) }
         for lossy in [Set([5]), Set([5, 6, 7])] {
             let r = try call(lossy)
             // Snapshots 10 s apart: each interval is one window.

@@ -69,20 +69,11 @@ final class SettingsTests: XCTestCase {
         }
     }
 
-    /// 12 snapshots 10 s apart; 40 of 500 packets (7.4 %) lost in the intervals `lossy`.
+    /// 7.4 % loss in the intervals `lossy` (`Harness.lossyCall`), analysed with `settings` changed.
     func call(_ lossy: Set<Int>, _ settings: [String] = []) throws -> CallAnalysis {
         var config = AnalysisConfig()
         try config.apply(assignments: settings)
-        var s = W3CSnapshot(t: Double(t0))
-        var records: [LogRecord] = []
-        for k in 0..<12 {
-            let ts = t0 + Int64(k) * 10_000
-            s.t = Double(ts)
-            let lost = lossy.contains(k) ? 40.0 : 0
-            s.received += 500 - lost; s.lost += lost; s.sent += 500
-            records.append(Harness.stats("s", s, ts: ts))
-        }
-        return try Harness.analyze(records, config: config)
+        return try Harness.lossyCall(lossy, id: "s", t0: t0, config: config)
     }
 
     func testThresholdsDecideFindingsAndGrades() throws {

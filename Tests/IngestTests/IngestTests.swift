@@ -26,20 +26,7 @@ final class IngestTests: XCTestCase {
         return try AnalyzeRun(options: o).run()
     }
 
-    /// Everything a user sees, as text, to compare databases (not the calls' filing numbers,
-    /// `call_key`, which follow the order calls were written).
-    func dump(_ db: String) throws -> String {
-        let store = try CallStore(path: db, forWriting: false)
-        let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
-            .compactMap { $0[0].string }.joined(separator: ", ")
-        var out = ""
-        for sql in ["SELECT \(callColumns) FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
-                    "SELECT count(*), sum(packets), round(sum(mos_cq), 6) FROM intervals", "SELECT * FROM findings ORDER BY call_id, code, start_ts",
-                    "SELECT * FROM events ORDER BY call_id, ts, kind, action, type", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"] {
-            for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
-        }
-        return out
-    }
+    func dump(_ db: String) throws -> String { try databaseText(db) }
 
     func testSecondRunChangesNothingAndDuplicatesAreRecognised() throws {
         let logs = try simulate(calls: 40, files: 3)

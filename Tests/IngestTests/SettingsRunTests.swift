@@ -48,21 +48,7 @@ final class SettingsRunTests: XCTestCase {
         return try RegradeRun(options: o).run()
     }
 
-    /// Every row a user sees, intervals included, as text (not `call_key`: the order calls were written).
-    func dump(_ db: String) throws -> String {
-        let store = try CallStore(path: db, forWriting: false)
-        let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
-            .compactMap { $0[0].string }.joined(separator: ", ")
-        var out = ""
-        for sql in ["SELECT \(callColumns) FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
-                    "SELECT * FROM intervals ORDER BY call_id, stream_id, start_ts", "SELECT * FROM findings ORDER BY call_id, code, start_ts, stream_id",
-                    "SELECT * FROM events ORDER BY call_id, ts, kind, action, type, detail", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4",
-                    "SELECT call_id, material FROM call_material ORDER BY call_id"] {
-            out += "-- \(sql)\n"
-            for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
-        }
-        return out
-    }
+    func dump(_ db: String) throws -> String { try databaseText(db, everyInterval: true, material: true) }
 
     func settings(_ db: String) throws -> AnalysisConfig { try CallStore(path: db, forWriting: false).recordedSettings() }
 
