@@ -114,6 +114,13 @@ extension AnalysisConfig {
         changes(from: other).map { "\($0.name) \(Self.text($0.value)) (\(otherLabel) \(Self.text($0.other)))" }.joined(separator: ", ")
     }
 
+    /// "defaults", or the settings that differ from them with the default in brackets: what
+    /// summaries and reports say the calls were graded with.
+    public var summaryText: String {
+        let changes = changesText(from: AnalysisConfig(), otherLabel: "default")
+        return changes.isEmpty ? "defaults" : changes
+    }
+
     /// Reads a settings object (`settingsJSON`'s form) over `base`: names it leaves out keep
     /// `base`'s values. `source` names the text in errors (a file's path).
     public init(settingsJSON text: String, over base: AnalysisConfig = AnalysisConfig(), source: String) throws(SettingsError) {

@@ -36,7 +36,8 @@ public struct ReportData {
         ("setup", "Time to media (ms)", "media_ms", 0, 250, 40),
     ]
 
-    public init(database db: Database, name: String, generatedAt: Int64, options: Options = Options()) throws {
+    /// `grading`: the settings the calls were graded with, as the header says them.
+    public init(database db: Database, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options()) throws {
         callCount = try db.scalar("SELECT count(*) FROM calls")?.int64 ?? 0
         poorCount = try db.scalar("SELECT count(*) FROM calls WHERE grade = 'poor'")?.int64 ?? 0
         let first = try db.scalar("SELECT min(start_ts) FROM calls")?.int64
@@ -52,6 +53,7 @@ public struct ReportData {
         meta["first"] = first.map { .number(Double($0)) } ?? .null
         meta["last"] = last.map { .number(Double($0)) } ?? .null
         meta["period"] = .string(period)
+        meta["grading"] = .string(grading)
 
         var root = JSONObject()
         root["meta"] = .object(meta)

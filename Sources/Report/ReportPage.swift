@@ -304,7 +304,7 @@ public enum ReportPage {
           } catch (e) { fail(e && e.stack || String(e)); }
         }
 
-        document.getElementById("meta").textContent = D.meta.db + " · " + thousands(D.meta.calls) + " calls" + (D.meta.first !== null ? " · " + iso(D.meta.first) + " to " + iso(D.meta.last) + " UTC" : "") + " · generated " + iso(D.meta.generated) + " UTC";
+        document.getElementById("meta").textContent = D.meta.db + " · " + thousands(D.meta.calls) + " calls" + (D.meta.first !== null ? " · " + iso(D.meta.first) + " to " + iso(D.meta.last) + " UTC" : "") + " · graded with " + D.meta.grading + " · generated " + iso(D.meta.generated) + " UTC";
         if (!D.meta.calls) { document.getElementById("summary").textContent = "This database holds no calls yet: run callstats analyze first."; document.body.dataset.rendered = "ok"; document.body.dataset.charts = 0; }
         else { setupFilters(); draw(); }
         """#

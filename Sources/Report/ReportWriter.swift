@@ -16,7 +16,8 @@ public enum ReportWriter {
         let started = Date()
         let store = try CallStore(path: database, forWriting: false)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data = try ReportData(database: store.db, name: (database as NSString).lastPathComponent, generatedAt: now, options: options)
+        let data = try ReportData(database: store.db, name: (database as NSString).lastPathComponent, generatedAt: now,
+                                  grading: try store.recordedSettingsSummary(), options: options)
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)
         return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))

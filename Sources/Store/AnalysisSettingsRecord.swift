@@ -19,6 +19,9 @@ extension CallStore {
         }
     }
 
+    /// The recorded settings as reports say them: "defaults", or those that differ from them.
+    public func recordedSettingsSummary() throws -> String { try recordedSettings().summaryText }
+
     /// Records `config` as the settings of every call stored (inside the caller's transaction).
     public func record(settings config: AnalysisConfig) throws {
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.settingsKey), .text(config.settingsJSON)])

@@ -152,7 +152,7 @@ enum AnalyzeSummary {
         rows.append(("calls analysed", "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"))
         let t = r.totals
         rows.append(("database", "\(database): \(t.calls) calls, \(t.byGrade["poor"] ?? 0) poor, \(t.byGrade["no_media"] ?? 0) without media, \(t.files) files"))
-        rows.append(("settings", SettingsSummary.text(r.settings)))
+        rows.append(("settings", r.settings.summaryText))
         if let from = r.upgradedFrom {
             rows.append(("upgraded", "from schema version \(from) to \(Schema.version) (older callstats can read it, not write it)"))
         }

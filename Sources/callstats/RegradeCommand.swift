@@ -64,18 +64,10 @@ enum RegradeSummary {
             ("calls regraded", "\(r.calls)"),
             ("grades", grades.joined(separator: ", ")),
             ("findings", "\(r.findingsBefore) → \(r.findingsAfter)"),
-            ("settings", changed.isEmpty ? "unchanged (\(SettingsSummary.text(r.settings)))" : changed),
+            ("settings", changed.isEmpty ? "unchanged (\(r.settings.summaryText))" : changed),
             ("time", String(format: "%.2f s  (%.0f calls/s)", r.seconds, r.seconds > 0 ? Double(r.calls) / r.seconds : 0)),
             ("database", database),
         ])
-    }
-}
-
-enum SettingsSummary {
-    /// "defaults", or the settings that differ from them.
-    static func text(_ config: AnalysisConfig) -> String {
-        let changes = config.changesText(from: AnalysisConfig(), otherLabel: "default")
-        return changes.isEmpty ? "defaults" : changes
     }
 }
 

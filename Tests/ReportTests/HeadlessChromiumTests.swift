@@ -46,6 +46,7 @@ final class HeadlessChromiumTests: XCTestCase {
         XCTAssertEqual(dom.components(separatedBy: "<canvas").count - 1, charts, "every canvas on the page was drawn")
         XCTAssertTrue(dom.contains("By network") && dom.contains("By candidate type"), "breakdowns")
         XCTAssertEqual(dom.components(separatedBy: "class=\"tile\"").count - 1, 8, "summary tiles")
+        XCTAssertTrue(dom.contains(" UTC · graded with defaults · generated "), "the header says how the calls were graded")
         let png = ReportFixtures.directory.appendingPathComponent("shot-\(UUID().uuidString).png").path
         _ = try run(["--window-size=1400,2400", "--screenshot=" + png, "file://" + html])
         let size = (try? FileManager.default.attributesOfItem(atPath: png)[.size] as? Int) ?? 0

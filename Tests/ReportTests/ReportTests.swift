@@ -28,6 +28,7 @@ final class ReportTests: XCTestCase {
         let meta = try XCTUnwrap(data["meta"] as? [String: Any])
         XCTAssertEqual(meta["calls"] as? Int, calls)
         XCTAssertEqual(meta["period"] as? String, "hour", "the sample spans a week: hourly buckets")
+        XCTAssertEqual(meta["grading"] as? String, "defaults")
 
         // Over time: the `all` rows add up to every call, by grade.
         let series = try XCTUnwrap(data["series"] as? [String: Any])
@@ -77,6 +78,15 @@ final class ReportTests: XCTestCase {
         let worst = try XCTUnwrap(data["worst"] as? [[String: Any]])
         XCTAssertEqual(worst.first?["platform"] as? String, ReportFixtures.hostile, "the text reads back unchanged")
         XCTAssertEqual(worst.first?["id"] as? String, "call-" + ReportFixtures.hostile)
+    }
+
+    /// The header says which thresholds the grades come from when they are not the defaults.
+    func testTheReportSaysHowCallsWereGraded() throws {
+        let db = ReportFixtures.directory.appendingPathComponent("graded-\(UUID().uuidString).sqlite").path
+        try FileManager.default.copyItem(atPath: ReportFixtures.sampleDatabase, toPath: db)
+        try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter_warn_ms\": 40, \"loss_warn_pct\": 2}' WHERE key = 'analysis_config'")
+        let meta = try XCTUnwrap(try ReportFixtures.data(ofPage: write(db).html)["meta"] as? [String: Any])
+        XCTAssertEqual(meta["grading"] as? String, "loss_warn_pct 2 (default 1), jitter_warn_ms 40 (default 30)")
     }
 
     func testEmptyDatabaseSaysSo() throws {
