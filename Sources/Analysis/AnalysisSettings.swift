@@ -124,6 +124,8 @@ extension AnalysisConfig {
     /// Reads a settings object (`settingsJSON`'s form) over `base`: names it leaves out keep
     /// `base`'s values. `source` names the text in errors (a file's path).
     public init(settingsJSON text: String, over base: AnalysisConfig = AnalysisConfig(), source: String) throws(SettingsError) {
+        // Some editors start a UTF-8 file with a byte order mark, which JSON does not allow.
+        let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         let value: JSONValue
         do {
             value = try JSONValue.parse(text)

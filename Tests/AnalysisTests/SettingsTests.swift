@@ -52,6 +52,7 @@ final class SettingsTests: XCTestCase {
         XCTAssertEqual(error("{\"mos_poor\": 3.8}"), "grading.json: mos_poor (3.8) is above mos_fair (3.6)")
         XCTAssertEqual(error("[1, 2]"), "grading.json: expected a JSON object of setting names and numbers")
         XCTAssertEqual(error("{\"jitter_warn_ms\": 40}"), "accepted", "names left out keep their defaults")
+        XCTAssertEqual(error("\u{FEFF}{\"jitter_warn_ms\": 40}\n"), "accepted", "a byte order mark is not an error")
     }
 
     func testAssignments() throws {
