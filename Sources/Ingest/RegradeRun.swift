@@ -57,16 +57,18 @@ public final class RegradeRun {
             try store.deleteAllAnalyses()
             // In call-id order, as analyze writes them. While this thread writes one batch, the
             // next is analysed (`Batch`): the writing takes longer than the analysis.
-            func batch(after id: String) throws -> Batch? {
-                let rows = try store.db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?",
-                                             [.text(id), .integer(Int64(options.callsPerBatch))])
+            // (The first batch has no lower bound: any id, even an empty one, is taken.)
+            func batch(after id: String?) throws -> Batch? {
+                let limit = SQLValue.integer(Int64(options.callsPerBatch))
+                let rows = try id.map { try store.db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?", [.text($0), limit]) }
+                    ?? store.db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [limit])
                 guard !rows.isEmpty else { return nil }
                 return Batch(rows.map { row in
                     let bytes: [UInt8] = if case .blob(let b) = row[1] { b } else { [] }
                     return (row[0].string ?? "", bytes)
                 }, config: config, threads: options.threads)
             }
-            var next = try batch(after: "")
+            var next = try batch(after: nil)
             while let current = next {
                 let results = current.results()
                 next = try batch(after: current.calls.last!.id)
@@ -85,6 +87,8 @@ public final class RegradeRun {
                     onProgress(done, total, Date().timeIntervalSince(started))
                 }
             }
+            // Every analysis was deleted: each must have been written again.
+            guard done == total else { throw RegradeError.callsMissed(options.database, written: done, stored: total) }
             try store.record(settings: config)
             try store.rebuildAllRollups()
             try store.db.execute("COMMIT")
@@ -151,6 +155,7 @@ public enum RegradeError: Error, CustomStringConvertible {
     case noDatabase(String)
     case callsWithoutMaterial(String, Int)
     case unreadableMaterial(String, callID: String, reason: String)
+    case callsMissed(String, written: Int, stored: Int)
 
     public var description: String {
         switch self {
@@ -159,6 +164,8 @@ public enum RegradeError: Error, CustomStringConvertible {
             "\(p): \(n) calls have no stored material (the inputs a regrade analyses again), so they cannot be regraded; nothing was changed"
         case .unreadableMaterial(let p, let id, let reason):
             "\(p): the stored material of call \(id) cannot be read (\(reason)); nothing was changed"
+        case .callsMissed(let p, let written, let stored):
+            "\(p): \(written) calls were analysed again of \(stored) stored, so nothing was changed"
         }
     }
 }
