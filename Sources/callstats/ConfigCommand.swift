@@ -76,11 +76,11 @@ struct ConfigCommand: ParsableCommand {
     var json = false
 
     func run() throws {
+        if let db, !FileManager.default.fileExists(atPath: db) { throw SettingsFileError(message: "\(db): no such database") }
         let config: AnalysisConfig
         if let asked = try settings.settings(database: db) {
             config = asked
         } else if let db {
-            guard FileManager.default.fileExists(atPath: db) else { throw SettingsFileError(message: "\(db): no such database") }
             config = try SettingsOptions.recordedSettings(of: db)
         } else {
             config = AnalysisConfig()
