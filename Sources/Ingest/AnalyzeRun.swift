@@ -116,7 +116,7 @@ public final class AnalyzeRun {
         let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
-        let config = try store.settingsForRun(asked: options.config)
+        let config = try store.settingsForRun(asked: options.config, hasCalls: !startedWithoutCalls)
         let search = LogFiles.find(options.paths)
         let found = search.files
 

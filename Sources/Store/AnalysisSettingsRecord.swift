@@ -28,11 +28,12 @@ extension CallStore {
     }
 
     /// The settings a run uses: `asked` when given (refused if calls graded otherwise are
-    /// stored), else the database's own.
-    public func settingsForRun(asked: AnalysisConfig?) throws -> AnalysisConfig {
+    /// stored), else the database's own. `hasCalls`: whether the database holds calls (the
+    /// caller has looked).
+    public func settingsForRun(asked: AnalysisConfig?, hasCalls: Bool) throws -> AnalysisConfig {
         let recorded = try recordedSettings()
         guard let asked else { return recorded }
-        if asked != recorded, !(try hasNoCalls()) {
+        if asked != recorded, hasCalls {
             throw StoreError.otherSettings(path: path, differences: asked.changesText(from: recorded, otherLabel: "database:"))
         }
         return asked

@@ -122,7 +122,6 @@ struct CaptureCommand: ParsableCommand {
             ("records", "\(c.records) → \(path)"),
             ("time", String(format: "%.2f s", Date().timeIntervalSince(started))),
         ]
-        let width = rows.map(\.0.count).max() ?? 0
-        for (k, v) in rows { print(k.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + v) }
+        for line in AlignedRows.render(rows) { print(line) }
     }
 }

@@ -25,7 +25,7 @@ struct SettingsOptions: ParsableArguments {
             do {
                 text = try String(contentsOfFile: configFile, encoding: .utf8)
             } catch {
-                throw SettingsFileError(message: "\(configFile): cannot be read (\((error as NSError).localizedDescription))")
+                throw CommandFailure(message: "\(configFile): cannot be read (\((error as NSError).localizedDescription))")
             }
             config = try AnalysisConfig(settingsJSON: text, source: configFile)
         } else {
@@ -40,11 +40,6 @@ struct SettingsOptions: ParsableArguments {
         guard FileManager.default.fileExists(atPath: database) else { return AnalysisConfig() }
         return try CallStore(path: database, forWriting: false).recordedSettings()
     }
-}
-
-struct SettingsFileError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }
 
 /// `callstats config`: the analysis settings (thresholds and model constants) with their
@@ -76,7 +71,7 @@ struct ConfigCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        if let db, !FileManager.default.fileExists(atPath: db) { throw SettingsFileError(message: "\(db): no such database") }
+        if let db, !FileManager.default.fileExists(atPath: db) { throw CommandFailure(message: "\(db): no such database") }
         let config: AnalysisConfig
         if let asked = try settings.settings(database: db) {
             config = asked

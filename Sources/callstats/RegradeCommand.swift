@@ -36,7 +36,6 @@ struct RegradeCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
-        guard FileManager.default.fileExists(atPath: db) else { throw SettingsFileError(message: "\(db): no such database") }
         var options = RegradeRun.Options(database: db)
         options.config = try settings.settings(database: db)
         if let threads { options.threads = max(1, threads) }
@@ -68,13 +67,5 @@ enum RegradeSummary {
             ("time", String(format: "%.2f s  (%.0f calls/s)", r.seconds, r.seconds > 0 ? Double(r.calls) / r.seconds : 0)),
             ("database", database),
         ])
-    }
-}
-
-enum AlignedRows {
-    /// Label/value lines, the values aligned.
-    static func render(_ rows: [(String, String)]) -> [String] {
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
     }
 }

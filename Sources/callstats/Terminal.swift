@@ -35,6 +35,21 @@ enum Terminal {
     }
 }
 
+/// Label/value lines of a command's summary, the values aligned.
+enum AlignedRows {
+    static func render(_ rows: [(String, String)]) -> [String] {
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+    }
+}
+
+/// A command that cannot go on, said in one line (ArgumentParser prints "Error: " and it, and
+/// exits with status 1).
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
 /// Buffered standard output: one write per 64 KiB instead of one per line.
 struct OutputBuffer {
     private var bytes: [UInt8] = []
