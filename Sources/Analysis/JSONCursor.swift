@@ -160,6 +160,14 @@ struct JSONCursor {
     mutating func numberOrNumericString() throws(ScanError) -> Double? {
         let c = try peek()
         if c == 0x22 {
+            // Read where it lies, the closing quote ending the number: a cursor over the string
+            // alone is too short for `number`'s one-word path.
+            var inPlace = self
+            inPlace.pos += 1
+            if let v = try? inPlace.number(), inPlace.pos < inPlace.end, inPlace.base[inPlace.pos] == 0x22 {
+                pos = inPlace.pos + 1
+                return v
+            }
             let raw = try rawString()
             var inner = JSONCursor(raw)
             guard inner.end > 0, let v = try? inner.number(), inner.pos == inner.end else { return nil }

@@ -90,6 +90,32 @@ final class JSONCursorTests: XCTestCase {
         }
     }
 
+    /// Legacy stats quote their numbers: a string that is exactly a number reads as it, anything
+    /// else as absent, and either way the cursor ends after the string's closing quote.
+    func testNumericStrings() throws {
+        func read(_ value: String, _ suffix: String) throws -> (Double?, Int) {
+            var bytes = Array((value + suffix).utf8)
+            return try bytes.withUnsafeMutableBufferPointer { b throws(JSONCursor.ScanError) in
+                var c = JSONCursor(UnsafeBufferPointer(b))
+                let v = try c.numberOrNumericString()
+                return (v, c.pos)
+            }
+        }
+        let cases: [(String, Double?)] = [
+            (#""67136""#, 67136), (#""0""#, 0), (#""-12""#, -12), (#""1234567890123""#, 1_234_567_890_123),
+            (#""0.25""#, 0.25), (#""1e3""#, 1000), (#"" 12""#, 12), (#""""#, nil), (#""12 ""#, nil),
+            (#""12abc""#, nil), (#""opus""#, nil), (#""1.""#, nil), (#""\u0031""#, nil), (#""12\"3""#, nil),
+            ("12", 12), ("null", nil), ("true", nil), ("[1]", nil),
+        ]
+        for (value, expected) in cases {
+            for suffix in [#","googRtt":"1"}"#, "}", ""] {
+                let (v, pos) = try read(value, suffix)
+                XCTAssertEqual(v?.bitPattern, expected?.bitPattern, "\(value)\(suffix)")
+                XCTAssertEqual(pos, value.utf8.count, "after \(value)\(suffix)")
+            }
+        }
+    }
+
     func testEqualBytes() {
         let a = Array("\"packetsReceived\":12345,\"jitter\":0.002".utf8)
         var b = a
