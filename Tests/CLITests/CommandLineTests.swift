@@ -169,6 +169,10 @@ final class CommandLineTests: XCTestCase {
             XCTAssertNotNil(seconds, "\(row): \(r.out)")
         }
         XCTAssertTrue(r.out.contains("NDJSON: "), r.out)
+        // The corpus is read through once before the rounds: every byte of every file.
+        let files = try FileManager.default.contentsOfDirectory(atPath: corpus).filter { $0.hasSuffix(".ndjson.zst") }
+        let bytes = try files.reduce(0) { try $0 + (FileManager.default.attributesOfItem(atPath: corpus + "/" + $1)[.size] as! NSNumber).intValue }
+        XCTAssertTrue(r.out.contains("corpus: \(files.count) files, \(String(format: "%.1f", Double(bytes) / 1e6)) MB compressed, read once into the page cache"), r.out)
         XCTAssertTrue(r.out.contains("round 1 of 1: callstats analyze "), r.out)
         // The targets line judges the ratio it prints: analyze ÷ zstd -d against 1.5.
         let targets = try XCTUnwrap(r.out.split(separator: "\n").first { $0.hasPrefix("targets: ") }, r.out)
