@@ -292,8 +292,8 @@ func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)
 
 enum BenchCorpus {
     /// Reads every file through once and returns the bytes read, so that the first tool of the
-    /// first round does not read the corpus from disk for all of them (a corpus unused for a
-    /// day took 3.1 s to analyse in that round against 0.9-1.0 s in the next).
+    /// first round does not read the corpus from disk for all of them (a corpus that the page
+    /// cache had dropped took 3.1 s to analyse in that round against 0.9-1.0 s in the next).
     static func warm(_ files: [String]) -> Int {
         var total = 0
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 16)
