@@ -203,6 +203,12 @@ final class LineBuffer: @unchecked Sendable {
 /// `wrote` finds the lines that completes, and the incomplete line at a chunk's end moves to
 /// the next chunk. Lines longer than `maximumLineBytes` are skipped and reported, and so are a
 /// damaged frame's incomplete line and an incomplete last line.
+///
+/// zstd reads back into what it decoded (`ZstdDecoder.outputMayMove`), so while a frame is
+/// being decoded the chunker never writes over decoded bytes: a skipped line's bytes stay in
+/// the buffer until it is full, a chunk is handed out only once the decoder may move on, the
+/// buffer before the current one (`behind`) is kept until the next move, and a new buffer has
+/// room for a whole window after the incomplete line it starts with.
 struct LineChunker {
     let path: String
     let chunkBytes: Int
@@ -214,6 +220,9 @@ struct LineChunker {
     private var lineStart = 0
     private var skippingLongLine = false
     private var skippedBytes = 0
+    /// The buffer written before the current one: zstd may still read it, so it stays alive
+    /// until the next move; then, if no one else holds it, the one after next reuses it.
+    private var behind: LineBuffer?
 
     init(path: String, chunkBytes: Int, maximumLineBytes: Int) {
         self.path = path
@@ -229,22 +238,17 @@ struct LineChunker {
         chunk.issues.append((chunk.lines.count, LogIssue(file: path, line: line, category: category, message: message)))
     }
 
-    /// Free memory after the bytes written; when there is none, the complete lines are handed
-    /// out first, and a line that fills the chunk alone makes it larger.
-    mutating func space(_ handOut: (inout LineChunk) throws -> Void) rethrows -> UnsafeMutableRawBufferPointer {
-        if filled == chunk.capacity {
-            if lineStart > 0 || !chunk.issues.isEmpty { try handOutLines(handOut) }
-            if filled == chunk.capacity {  // one incomplete line fills it: at most `maximumLineBytes`
-                let larger = LineBuffer(capacity: 2 * chunk.capacity)
-                larger.bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk.buffer.bytes[..<filled]))
-                chunk.buffer = larger
-            }
-        }
+    /// Free memory after the bytes written, at least `minimum` bytes; when there is not that
+    /// much, the complete lines are handed out and the incomplete one moves to a buffer with
+    /// room for it, `minimum` and `reserve` bytes (`ZstdDecoder.outputReserve`).
+    mutating func space(atLeast minimum: Int = 1, reserve: Int = 0, _ handOut: (inout LineChunk) throws -> Void) rethrows -> UnsafeMutableRawBufferPointer {
+        if chunk.capacity - filled < minimum { try handOutLines(handOut, room: minimum, reserve: reserve) }
         return UnsafeMutableRawBufferPointer(rebasing: chunk.buffer.bytes[filled...])
     }
 
-    /// `n` bytes were written into the last `space`: records the lines they complete.
-    mutating func wrote(_ n: Int, _ handOut: (inout LineChunk) throws -> Void) rethrows {
+    /// `n` bytes were written into the last `space`: records the lines they complete, and
+    /// hands out a chunk's worth of them when the output `mayMove` to another buffer.
+    mutating func wrote(_ n: Int, mayMove: Bool = true, reserve: Int = 0, _ handOut: (inout LineChunk) throws -> Void) rethrows {
         let base = UnsafeRawPointer(chunk.buffer.bytes.baseAddress!)
         var from = filled
         filled += n
@@ -264,24 +268,27 @@ struct LineChunker {
             lineStart = end + 1
             from = end + 1
         }
-        chunk.byteCount = lineStart
-        // An incomplete line past the limit is dropped as it comes.
+        // An incomplete line past the limit is dropped as it comes: its bytes are passed over,
+        // not written over (zstd may read them back).
         if skippingLongLine {
             skippedBytes += filled - lineStart
-            filled = lineStart
+            lineStart = filled
         } else if filled - lineStart > maximumLineBytes {
             skippingLongLine = true
             skippedBytes = filled - lineStart
-            filled = lineStart
+            lineStart = filled
         }
-        if lineStart >= chunkBytes { try handOutLines(handOut) }
+        chunk.byteCount = lineStart
+        if lineStart >= chunkBytes && mayMove && !(chunk.lines.isEmpty && chunk.issues.isEmpty) { try handOutLines(handOut, room: 1, reserve: reserve) }
     }
 
     /// Decompresses `input` into the chunk.
     mutating func decompress(_ input: UnsafeRawBufferPointer, with decoder: ZstdDecoder,
                              _ handOut: (inout LineChunk) throws -> Void) rethrows {
-        try decoder.decompress(input, into: { try space(handOut) }, wrote: { try wrote($0, handOut) }, damaged: { d in
-            // Text decoded so far from the damaged frame may end mid-line: drop that tail.
+        try decoder.decompress(input, into: { try space(atLeast: $0, reserve: decoder.outputReserve, handOut) },
+                               wrote: { try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut) }, damaged: { d in
+            // Text decoded so far from the damaged frame may end mid-line: drop that tail. (The
+            // frame is over, so zstd reads none of it back.)
             filled = lineStart
             skippingLongLine = false
             let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
@@ -296,24 +303,38 @@ struct LineChunker {
                  "\(skippingLongLine ? skippedBytes : filled - lineStart) bytes after the last newline; skipped")
             filled = lineStart
         }
-        if !chunk.lines.isEmpty || !chunk.issues.isEmpty { try handOutLines(handOut) }
+        if !chunk.lines.isEmpty || !chunk.issues.isEmpty { try handOut(&chunk) }
     }
 
-    /// Hands out the complete lines and starts the next chunk with the incomplete one.
-    private mutating func handOutLines(_ handOut: (inout LineChunk) throws -> Void) rethrows {
+    /// Hands out the complete lines (if any) and moves the incomplete one to the start of a
+    /// buffer with room for `room` and `reserve` more bytes.
+    private mutating func handOutLines(_ handOut: (inout LineChunk) throws -> Void, room: Int, reserve: Int) rethrows {
         let previous = chunk.buffer
-        try handOut(&chunk)
-        chunk.removeAll()
         let rest = filled - lineStart
-        // A chunk grown for a long line goes back to the usual size once it is handed out, and
-        // one given in exchange gets it.
-        let usual = Self.capacity(for: chunkBytes)
-        if chunk.capacity < max(usual, rest) || chunk.capacity > 2 * usual {
-            chunk.buffer = LineBuffer(capacity: max(usual, rest + 64))
+        if !chunk.lines.isEmpty || !chunk.issues.isEmpty {
+            try handOut(&chunk)
+            chunk.removeAll()
         }
+        // What the buffer must hold, and what a new one gets: room for a long line to double
+        // (geometric growth), and an eighth more so that buffers passed back fit again.
+        let required = rest + reserve + room
+        let allocated = max(Self.capacity(for: chunkBytes), (2 * rest + reserve + room) * 9 / 8)
+        // A buffer grown for a long line goes back to the usual size once the line is out.
+        func fits(_ buffer: LineBuffer) -> Bool { buffer.bytes.count >= required && buffer.bytes.count <= 2 * allocated }
+        // A consumer that read the lines where they lay gives the buffer back: the next one is
+        // then the buffer behind, while zstd reads back into this one.
+        if chunk.buffer === previous {
+            var reused = behind
+            behind = nil
+            chunk.buffer = reused != nil && isKnownUniquelyReferenced(&reused!) && fits(reused!) ? reused! : LineBuffer(capacity: allocated)
+        } else if !fits(chunk.buffer) {
+            chunk.buffer = LineBuffer(capacity: allocated)
+        }
+        behind = previous
         if rest > 0 { memmove(chunk.buffer.bytes.baseAddress!, previous.bytes.baseAddress! + lineStart, rest) }
         filled = rest
         lineStart = 0
+        chunk.byteCount = 0
     }
 }
 

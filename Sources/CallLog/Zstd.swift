@@ -27,13 +27,14 @@ public final class ZstdCompressor {
         }
     }
 
-    public init(level: Int32 = 3) {
+    /// A 1 MiB window (`windowLog` 20) bounds memory (apps, readers) at every level; logs gain
+    /// nothing beyond it. (Tests use smaller ones, to make the decoder move its output often.)
+    public init(level: Int32 = 3, windowLog: Int32 = 20) {
         cctx = ZSTD_createCCtx()
         self.level = level
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)
-        // A 1 MiB window bounds memory (apps, readers) at every level; logs gain nothing beyond it.
-        ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, 20)
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, windowLog)
     }
 
     deinit { ZSTD_freeCCtx(cctx) }
@@ -72,6 +73,12 @@ public final class ZstdCompressor {
 /// Feeds compressed chunks, hands back decompressed bytes. A corrupt frame is reported and
 /// decoding resumes at the next frame's magic number; a file that ends inside a frame yields
 /// every block that was completely written (the caller reports the cut).
+///
+/// Blocks are decoded one at a time straight into the caller's memory (zstd's buffer-less
+/// API), not into a window of zstd's own that is then copied out: that copy cost a fifth of
+/// the decompression time (a 174 MB log: 0.077-0.083 s through `ZSTD_decompressStream`,
+/// 0.059-0.066 s block by block; PERFORMANCE.md). The price is that zstd reads back into the
+/// output: see `outputMayMove`.
 public final class ZstdDecoder {
     private let dctx: OpaquePointer
     /// True while a frame has started but not finished.
@@ -82,6 +89,31 @@ public final class ZstdDecoder {
     private var carry: [UInt8] = []
     /// Compressed bytes consumed so far (for error positions).
     public private(set) var compressedOffset: Int = 0
+
+    /// The piece zstd asks for next, gathered here when it crosses the end of an input.
+    private let staged: UnsafeMutableRawBufferPointer
+    private var stagedCount = 0
+    /// Where the staged piece starts in the file.
+    private var stagedOffset = 0
+    /// The current frame's header bytes, until they tell its window.
+    private var headerBytes: [UInt8] = []
+    /// How far back the current frame's blocks may refer, and the most one block may decode to
+    /// (0 until its header is read).
+    public private(set) var windowSize = 0
+    private var blockSizeMax = 0
+    /// Skippable frames' content is stepped over here: zstd would want it in one piece.
+    private var skippableHeaderRead = false
+    private var skipRemaining = 0
+    /// The end of the last output, and the output written there without a move.
+    private var outputEnd: UnsafeMutableRawPointer?
+    private var runBytes = 0
+    private var runHoldsFrameStart = false
+
+    /// Larger windows are refused as damage rather than given memory (128 MiB, as `zstd -d`
+    /// refuses without `--long`/`--memory`; `ZSTD_d_windowLogMax` does not apply to this API).
+    public static let windowSizeLimit = 1 << 27
+    /// The largest piece zstd asks for: a block (skippable frames are stepped over).
+    private static let largestPiece = Int(ZSTD_BLOCKSIZE_MAX) + 3
 
     public struct Damage: Sendable, Equatable {
         /// Offset in the compressed file where the damage was detected.
@@ -94,12 +126,28 @@ public final class ZstdDecoder {
 
     public init() {
         dctx = ZSTD_createDCtx()
-        ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 27)  // refuse absurd windows from hostile input
+        staged = .allocate(byteCount: Self.largestPiece, alignment: 16)
     }
 
-    deinit { ZSTD_freeDCtx(dctx) }
+    deinit {
+        ZSTD_freeDCtx(dctx)
+        staged.deallocate()
+        emitBuffer.deallocate()
+    }
 
     static let magic: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD]
+
+    /// Whether the next output may go elsewhere than right after the last. A block may copy
+    /// from up to `windowSize` bytes back, and zstd finds those bytes in the current run of
+    /// output and the one before it only. So output may move when no frame is being decoded,
+    /// when the current run holds the frame's start (nothing before it is referred to), or
+    /// when the run holds a whole window. The run before the current one must stay where it is,
+    /// unchanged, until the output moves again.
+    public var outputMayMove: Bool { !insideFrame || runHoldsFrameStart || runBytes >= windowSize }
+
+    /// The room a new output buffer needs after the bytes it starts with, so that it holds a
+    /// whole window by the time it has no room for another block: a window and two blocks.
+    public var outputReserve: Int { insideFrame && windowSize > 0 ? windowSize + 2 * blockSizeMax : 0 }
 
     /// Decompresses `input`; `emit` receives decompressed bytes, `damaged` each corrupt region.
     public func decompress(
@@ -107,17 +155,36 @@ public final class ZstdDecoder {
         emit: (UnsafeRawBufferPointer) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
-        try withUnsafeTemporaryAllocation(byteCount: ZSTD_DStreamOutSize(), alignment: 16) { tmp in
-            try decompress(input, into: { tmp }, wrote: { try emit(UnsafeRawBufferPointer(rebasing: tmp[..<$0])) }, damaged: damaged)
-        }
+        try decompress(input, into: { minimum in
+            let size = max(windowSize + 2 * minimum, 1 << 16)
+            if emitBuffer.count < size {
+                // Only before a frame's first block (a frame's window and blocks keep their size),
+                // so nothing in the old buffer is read again.
+                emitBuffer.deallocate()
+                emitBuffer = .allocate(byteCount: size, alignment: 16)
+                emitFilled = 0
+            } else if emitBuffer.count - emitFilled < minimum {
+                // Round and round: what the next blocks write over is more than a window back.
+                emitFilled = 0
+            }
+            return UnsafeMutableRawBufferPointer(rebasing: emitBuffer[emitFilled...])
+        }, wrote: { n in
+            try emit(UnsafeRawBufferPointer(rebasing: emitBuffer[emitFilled..<emitFilled + n]))
+            emitFilled += n
+        }, damaged: damaged)
     }
 
-    /// Decompresses `input` straight into memory the caller owns: `space` gives where the next
-    /// bytes go (at least one byte), and `wrote` how many went there. A reader that keeps lines
-    /// where they were decoded (`LineChunker`) copies nothing.
+    /// The `emit` form's output: a window and two blocks, written round and round.
+    private var emitBuffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    private var emitFilled = 0
+
+    /// Decompresses `input` straight into memory the caller owns: `space(minimum)` gives where
+    /// the next bytes go (at least `minimum` bytes), and `wrote` how many went there. A reader
+    /// that keeps lines where they were decoded (`LineChunker`) copies nothing. The memory must
+    /// follow `outputMayMove`.
     public func decompress(
         _ input: UnsafeRawBufferPointer,
-        into space: () throws -> UnsafeMutableRawBufferPointer,
+        into space: (_ minimum: Int) throws -> UnsafeMutableRawBufferPointer,
         wrote: (Int) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
@@ -138,48 +205,153 @@ public final class ZstdDecoder {
         }
     }
 
+    /// Feeds zstd the pieces it asks for (`ZSTD_nextSrcSizeToDecompress`): straight from `src`,
+    /// or gathered in `staged` when a piece crosses the end of `src`.
     private func decode(
         _ src: UnsafeRawBufferPointer,
-        into space: () throws -> UnsafeMutableRawBufferPointer,
+        into space: (Int) throws -> UnsafeMutableRawBufferPointer,
         wrote: (Int) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
-        // Offsets are `start + inBuf.pos`: zstd also consumes input while it empties a full
-        // output buffer, and a running sum that missed that, or counted a position twice,
-        // reported damage past the end of the file.
         let start = compressedOffset
-        var inBuf = ZSTD_inBuffer(src: src.baseAddress, size: src.count, pos: 0)
-        defer { if !resyncing { compressedOffset = start + inBuf.pos } }
-        // A full output buffer may leave more output inside zstd, with no more input needed.
-        var outputFull = false
-        while inBuf.pos < inBuf.size || outputFull {
-            let out = try space()
-            var outBuf = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
-            let r = ZSTD_decompressStream(dctx, &outBuf, &inBuf)
-            if ZSTD_isError(r) != 0 {
-                outputFull = false
-                let errorAt = start + inBuf.pos
-                ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only)
+        var pos = 0
+        defer { if !resyncing { compressedOffset = start + pos } }
+        while true {
+            if skipRemaining > 0 {
+                let n = min(skipRemaining, src.count - pos)
+                pos += n
+                skipRemaining -= n
+                if skipRemaining > 0 { return }
                 insideFrame = false
-                // Resume at the next frame start after the failing position.
-                let rest = UnsafeRawBufferPointer(rebasing: src[min(inBuf.pos + 1, src.count)...])
-                if let at = ZstdDecoder.findMagic(rest) {
-                    let skip = at + (inBuf.pos + 1 <= src.count ? 1 : 0)
-                    damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: skip))
-                    inBuf.pos = min(inBuf.pos + skip, inBuf.size)
+            }
+            if !insideFrame {
+                if pos == src.count { return }
+                beginFrame()
+            }
+            let need = ZSTD_nextSrcSizeToDecompress(dctx)
+            if need == 0 {
+                insideFrame = false
+                continue
+            }
+            let kind = ZSTD_nextInputType(dctx)
+            if kind == ZSTDnit_skippableFrame && skippableHeaderRead {
+                skipRemaining = need
+                continue
+            }
+            let piece: UnsafeRawPointer
+            let pieceOffset: Int
+            let wasStaged = stagedCount > 0 || src.count - pos < need
+            if wasStaged {
+                if need > staged.count {
+                    // Only a damaged block header asks for more than a block.
+                    guard let resume = try report(ZSTD_error_srcSize_wrong, at: start + pos, pieceStart: pos, in: src, staged: nil,
+                                                  into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                    pos = resume
                     continue
-                } else {
-                    damaged(Damage(offset: errorAt, message: String(cString: ZSTD_getErrorName(r)), skipped: nil))
-                    resyncing = true
-                    carry = Array(rest.suffix(3))
-                    compressedOffset = start + src.count
-                    return
+                }
+                if stagedCount == 0 { stagedOffset = start + pos }
+                let take = min(need - stagedCount, src.count - pos)
+                (staged.baseAddress! + stagedCount).copyMemory(from: src.baseAddress! + pos, byteCount: take)
+                stagedCount += take
+                pos += take
+                if stagedCount < need { return }
+                piece = UnsafeRawPointer(staged.baseAddress!)
+                pieceOffset = stagedOffset
+                stagedCount = 0
+            } else {
+                piece = src.baseAddress! + pos
+                pieceOffset = start + pos
+                pos += need
+            }
+            let isBlock = kind == ZSTDnit_block || kind == ZSTDnit_lastBlock
+            var out = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            if isBlock {
+                out = try space(blockSizeMax)
+                if let end = outputEnd, out.baseAddress != end {
+                    precondition(outputMayMove, "zstd output moved before a window was written")
+                    runBytes = 0
+                    runHoldsFrameStart = false
                 }
             }
-            insideFrame = r != 0
-            if outBuf.pos > 0 { try wrote(outBuf.pos) }
-            outputFull = outBuf.pos == out.count
+            let r = ZSTD_decompressContinue(dctx, out.baseAddress, out.count, piece, need)
+            if ZSTD_isError(r) != 0 {
+                guard let resume = try report(ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: wasStaged ? pos : pos - need, in: src,
+                                              staged: wasStaged ? UnsafeRawBufferPointer(start: piece + 1, count: need - 1) : nil,
+                                              into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                pos = resume
+                continue
+            }
+            if kind == ZSTDnit_skippableFrame { skippableHeaderRead = true }
+            if windowSize == 0 && kind == ZSTDnit_frameHeader {
+                headerBytes.append(contentsOf: UnsafeRawBufferPointer(start: piece, count: need))
+                var header = ZSTD_frameHeader()
+                if ZSTD_getFrameHeader(&header, headerBytes, headerBytes.count) == 0 {
+                    guard header.windowSize <= UInt64(Self.windowSizeLimit) else {
+                        guard let resume = try report(ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: wasStaged ? pos : pos - need,
+                                                      in: src, staged: wasStaged ? UnsafeRawBufferPointer(start: piece + 1, count: need - 1) : nil,
+                                                      into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                        pos = resume
+                        continue
+                    }
+                    windowSize = max(Int(header.windowSize), 1)
+                    blockSizeMax = max(Int(header.blockSizeMax), 1)
+                }
+            }
+            if r > 0 {
+                outputEnd = out.baseAddress! + r
+                runBytes += r
+                try wrote(r)
+            }
         }
+    }
+
+    private func beginFrame() {
+        ZSTD_decompressBegin(dctx)
+        insideFrame = true
+        headerBytes.removeAll(keepingCapacity: true)
+        windowSize = 0
+        blockSizeMax = 0
+        outputEnd = nil
+        runBytes = 0
+        runHoldsFrameStart = true
+        skippableHeaderRead = false
+    }
+
+    /// Reports damage found in a piece: the one at `pieceStart` in `src`, or, when it was
+    /// staged, the one whose bytes after the first are `tail` and that ended at `pieceStart`.
+    /// Returns where in `src` decoding resumes: at the next frame start after the piece's
+    /// first byte (nil when none is in `src`: the next input is searched, or the rest was
+    /// decoded here because the frame start lay in the staged bytes).
+    private func report(
+        _ code: ZSTD_ErrorCode, at offset: Int, pieceStart: Int, in src: UnsafeRawBufferPointer,
+        staged tail: UnsafeRawBufferPointer?,
+        into space: (Int) throws -> UnsafeMutableRawBufferPointer, wrote: (Int) throws -> Void, damaged: (Damage) -> Void
+    ) rethrows -> Int? {
+        insideFrame = false
+        stagedCount = 0
+        skipRemaining = 0
+        skippableHeaderRead = false
+        let message = String(cString: ZSTD_getErrorString(code))
+        let from = tail == nil ? min(pieceStart + 1, src.count) : pieceStart
+        let rest = UnsafeRawBufferPointer(rebasing: src[from...])
+        let tailCount = tail?.count ?? 0
+        if let tail, let at = ZstdDecoder.findMagic(Array(tail) + Array(rest.prefix(3))), at < tailCount {
+            // The next frame starts among the staged bytes: decode them and the rest from a copy.
+            damaged(Damage(offset: offset, message: message, skipped: at + 1))
+            let joined = Array(tail[at...]) + Array(rest)
+            compressedOffset = offset + 1 + at
+            try joined.withUnsafeBytes { try decode($0, into: space, wrote: wrote, damaged: damaged) }
+            return nil
+        }
+        if let at = ZstdDecoder.findMagic(rest) {
+            damaged(Damage(offset: offset, message: message, skipped: tailCount + at + 1))
+            return from + at
+        }
+        damaged(Damage(offset: offset, message: message, skipped: nil))
+        resyncing = true
+        carry = Array((Array(tail ?? UnsafeRawBufferPointer(start: nil, count: 0)) + Array(rest)).suffix(3))
+        compressedOffset = offset + 1 + tailCount + rest.count
+        return nil
     }
 
     static func findMagic<C: Collection>(_ bytes: C) -> Int? where C.Element == UInt8, C.Index == Int {

@@ -87,4 +87,80 @@ final class LineChunkerTests: XCTestCase {
         for var c in kept { Self.collect(&c, into: &seen) }
         XCTAssertEqual(seen, Self.expected())
     }
+
+    /// zstd copies from up to a window back, and finds those bytes in the chunk's memory
+    /// (`ZstdDecoder.outputMayMove`): whatever the window, the chunk size, the size of the
+    /// reads, the frames and whether chunks are kept, every line comes out as written, and no
+    /// frame is reported damaged (a reused buffer would fail the frame's checksum); a skippable
+    /// frame among them is stepped over. The same for the form that hands each block to a
+    /// closure.
+    func testZstdFindsWhatItCopiesFromInTheChunks() {
+        // Lines that repeat parts of lines far back (up to 6,000 lines, about 400 KB).
+        var text: [UInt8] = []
+        var expected: [String] = []
+        for k in 0..<12_000 {
+            let line = #"{"n":\#(k),"echo":\#((k &* 7_919) % 6_000),"pad":"\#(String(repeating: "x", count: (k &* 31) % 90))","id":"\#((k % 6_000) &* 2_654_435_761 % 1_000_003)"}"#
+            text += Array(line.utf8) + [0x0A]
+            expected.append("\(k + 1) " + line)
+        }
+        for windowLog in [10, 14, 20] as [Int32] {
+            for frames in [1, 7] {
+                // Several frames, flushed inside as the log writer does, or one.
+                let compressor = ZstdCompressor(level: 3, windowLog: windowLog)
+                var file: [UInt8] = []
+                let frameBytes = text.count / frames + 1
+                for f in 0..<frames {
+                    let part = text[min(text.count, f * frameBytes)..<min(text.count, (f + 1) * frameBytes)]
+                    let half = part.startIndex + part.count / 2
+                    compressor.compress(Array(part[..<half]), .flush, into: &file)
+                    compressor.compress(Array(part[half...]), .end, into: &file)
+                    // A skippable frame after the first, with more content (200,000 bytes) than
+                    // zstd takes in one piece: stepped over.
+                    if f == 0 && frames > 1 { file += [0x50, 0x2A, 0x4D, 0x18, 0x40, 0x0D, 0x03, 0] + [UInt8](repeating: 0x41, count: 200_000) }
+                }
+                // The form that hands each block to a closure, fed whole and in small reads.
+                let whole = ZstdDecoder.decompressAll(file)
+                XCTAssertTrue(whole.output == text && whole.damage.isEmpty, "decompressAll, window 2^\(windowLog), \(frames) frames")
+                let emitting = ZstdDecoder()
+                var emitted: [UInt8] = []
+                for at in stride(from: 0, to: file.count, by: 7) {
+                    file[at..<min(file.count, at + 7)].withUnsafeBytes {
+                        emitting.decompress($0, emit: { emitted += $0 }, damaged: { XCTFail("\($0)") })
+                    }
+                }
+                XCTAssertTrue(emitted == text, "reads of 7, window 2^\(windowLog), \(frames) frames")
+                for chunkBytes in [100, 5_000, 1 << 20] {
+                    for read in [7, 4_096, 1 << 20] {
+                        for keep in [false, true] {
+                            let what = "window 2^\(windowLog), \(frames) frames, chunks of \(chunkBytes), reads of \(read), chunks kept: \(keep)"
+                            let decoder = ZstdDecoder()
+                            var chunker = LineChunker(path: "t", chunkBytes: chunkBytes, maximumLineBytes: 1 << 20)
+                            var kept: [LineChunk] = []
+                            var seen: [String] = []
+                            let handOut = { (c: inout LineChunk) in
+                                if keep {
+                                    kept.append(c)
+                                    c = kept.count > 3 ? kept.removeFirst() : LineChunk()  // given back, as the shared reader does
+                                    Self.collect(&kept[kept.count - 1], into: &seen)
+                                } else {
+                                    Self.collect(&c, into: &seen)
+                                }
+                            }
+                            var at = 0
+                            while at < file.count {
+                                file[at..<min(file.count, at + read)].withUnsafeBytes { chunker.decompress($0, with: decoder, handOut) }
+                                at += read
+                            }
+                            chunker.finish(handOut)
+                            XCTAssertFalse(decoder.insideFrame, what)
+                            if seen != expected {
+                                let first = (0..<min(seen.count, expected.count)).first { seen[$0] != expected[$0] } ?? min(seen.count, expected.count)
+                                XCTFail("\(what): \(seen.count) lines, first difference at \(first): \(seen.dropFirst(first).first ?? "none")")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

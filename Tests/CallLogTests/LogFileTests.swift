@@ -125,6 +125,21 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(issues.filter { $0.category == .damagedFrame }.count, 1, "\(issues)")
     }
 
+    /// Input that is nothing but damaged frame starts (a magic number, a header descriptor with
+    /// its reserved bit set, a window byte) is skipped start by start in one input without
+    /// piling up work, and the frame after it is read whole.
+    func testManyDamagedFrameStartsInOneInput() {
+        let text = Self.frameTexts(1)[0]
+        let file = Array([[UInt8]](repeating: [0x28, 0xB5, 0x2F, 0xFD, 0x08, 0x00], count: 20_000).joined()) + ZstdCompressor.compressFrame(text)
+        for chunk in [file.count, 65_536] {
+            let (decoder, output, damage) = Self.decode(file, inChunksOf: chunk)
+            XCTAssertEqual(damage.count, 20_000, "chunks of \(chunk)")
+            XCTAssertTrue(output == text, "chunks of \(chunk)")
+            XCTAssertEqual(decoder.compressedOffset, file.count, "chunks of \(chunk)")
+            XCTAssertFalse(decoder.insideFrame)
+        }
+    }
+
     /// Content decides, not the name: a rotated zstd log is decoded, a plain log named `.zst`
     /// is still read as zstd (its damage reported), and a gzip log is refused by name.
     func testFileContentIsToldByItsFirstBytes() throws {

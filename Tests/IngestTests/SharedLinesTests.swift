@@ -163,8 +163,10 @@ final class SharedLinesTests: XCTestCase {
     func testTheWindowHoldsItsBytesWhateverTheLines() throws {
         var text = ""
         for k in 0..<60 { text += "{\"k\":\(k),\"pad\":\"\(String(repeating: "z", count: k % 3 == 0 ? 5_000 : 40))\"}\n" }
+        // A frame per line: inside a frame, a chunk is at least zstd's window (the whole text
+        // for one frame), since the decoder reads back into it (`LineChunker`).
         var bytes: [UInt8] = []
-        ZstdCompressor(level: 1).compress(Array(text.utf8), .end, into: &bytes)
+        for line in text.split(separator: "\n") { bytes += ZstdCompressor.compressFrame(Array((line + "\n").utf8), level: 1) }
         let path = dir.appendingPathComponent("long.ndjson.zst").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let lines = events(readingWhole: path, maximumLineBytes: 64 << 20)
