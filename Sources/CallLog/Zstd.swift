@@ -75,10 +75,9 @@ public final class ZstdCompressor {
 /// every block that was completely written (the caller reports the cut).
 ///
 /// Blocks are decoded one at a time straight into the caller's memory (zstd's buffer-less
-/// API), not into a window of zstd's own that is then copied out: that copy cost a fifth of
-/// the decompression time (a 174 MB log: 0.077-0.083 s through `ZSTD_decompressStream`,
-/// 0.059-0.066 s block by block; PERFORMANCE.md). The price is that zstd reads back into the
-/// output: see `outputMayMove`.
+/// API), not into a window of zstd's own that is then copied out: into 1.25 MiB chunks, a
+/// 174 MB log took a median 0.075 s through `ZSTD_decompressStream` and 0.064 s block by block
+/// (PERFORMANCE.md). The price is that zstd reads back into the output: see `outputMayMove`.
 public final class ZstdDecoder {
     private let dctx: OpaquePointer
     /// True while a frame has started but not finished.
