@@ -72,14 +72,18 @@ public final class RegradeRun {
             while let current = next {
                 let results = current.results()
                 next = try batch(after: current.calls.last!.id)
-                for (i, result) in results.enumerated() {
-                    switch result {
-                    case .success(let (analysis, complete)):
-                        try store.write(analysis, complete: complete, material: nil, replacing: false)
-                    case .failure(let error):
-                        next?.wait()  // no thread left behind
-                        throw RegradeError.unreadableMaterial(options.database, callID: current.calls[i].id, reason: "\(error)")
+                do {
+                    for (i, result) in results.enumerated() {
+                        switch result {
+                        case .success(let (analysis, complete)):
+                            try store.write(analysis, complete: complete, material: nil, replacing: false)
+                        case .failure(let error):
+                            throw RegradeError.unreadableMaterial(options.database, callID: current.calls[i].id, reason: "\(error)")
+                        }
                     }
+                } catch {
+                    next?.wait()  // no thread left behind, whatever failed
+                    throw error
                 }
                 done += results.count
                 if let onProgress, Date().timeIntervalSince(lastProgress) > options.progressInterval {

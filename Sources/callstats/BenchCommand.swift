@@ -302,7 +302,12 @@ enum BenchCorpus {
             let fd = open(file, O_RDONLY)
             guard fd >= 0 else { continue }
             defer { close(fd) }
-            while case let n = read(fd, buffer, 1 << 20), n > 0 { total += n }
+            while true {
+                let n = read(fd, buffer, 1 << 20)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                total += n
+            }
         }
         return total
     }
