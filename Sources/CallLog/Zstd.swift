@@ -262,6 +262,9 @@ public final class ZstdDecoder {
                 pieceOffset = start + pos
                 pos += need
             }
+            // Where the piece lay, for a report of damage in it.
+            let pieceStart = wasStaged ? pos : pos - need
+            let stagedTail = wasStaged ? UnsafeRawBufferPointer(start: piece + 1, count: need - 1) : nil
             let isBlock = kind == ZSTDnit_block || kind == ZSTDnit_lastBlock
             var out = UnsafeMutableRawBufferPointer(start: nil, count: 0)
             if isBlock {
@@ -274,8 +277,7 @@ public final class ZstdDecoder {
             }
             let r = ZSTD_decompressContinue(dctx, out.baseAddress, out.count, piece, need)
             if ZSTD_isError(r) != 0 {
-                guard let resume = try report(ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: wasStaged ? pos : pos - need, in: src,
-                                              staged: wasStaged ? UnsafeRawBufferPointer(start: piece + 1, count: need - 1) : nil,
+                guard let resume = try report(ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: pieceStart, in: src, staged: stagedTail,
                                               into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
                 pos = resume
                 continue
@@ -286,9 +288,9 @@ public final class ZstdDecoder {
                 var header = ZSTD_frameHeader()
                 if ZSTD_getFrameHeader(&header, headerBytes, headerBytes.count) == 0 {
                     guard header.windowSize <= UInt64(Self.windowSizeLimit) else {
-                        guard let resume = try report(ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: wasStaged ? pos : pos - need,
-                                                      in: src, staged: wasStaged ? UnsafeRawBufferPointer(start: piece + 1, count: need - 1) : nil,
-                                                      into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                        guard let resume = try report(ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: pieceStart,
+                                                      in: src, staged: stagedTail, into: space, wrote: wrote, damaged: damaged)
+                        else { pos = src.count; return }
                         pos = resume
                         continue
                     }

@@ -140,6 +140,24 @@ final class LogFileTests: XCTestCase {
         }
     }
 
+    /// A frame that asks for a window over 128 MiB is refused as damage (as `zstd -d` refuses
+    /// it), and the next frame is read. Both hold one raw block, `{}` and a newline; only the
+    /// window descriptor differs (2^28 bytes, then 2^20).
+    func testAFrameWithAWindowTooLargeIsRefused() {
+        let frame = { (window: UInt8) -> [UInt8] in [0x28, 0xB5, 0x2F, 0xFD, 0x00, window, 0x19, 0x00, 0x00, 0x7B, 0x7D, 0x0A] }
+        let file = frame(18 << 3) + frame(10 << 3)
+        for chunk in [file.count, 5, 1] {
+            let (decoder, output, damage) = Self.decode(file, inChunksOf: chunk)
+            XCTAssertEqual(damage.count, 1, "chunks of \(chunk): \(damage)")
+            XCTAssertTrue(damage.first?.message.contains("memory") == true, "chunks of \(chunk): \(damage)")
+            // Found at the window descriptor (byte 5); the next frame starts 7 bytes on.
+            XCTAssertEqual(damage.first?.offset, 5, "chunks of \(chunk)")
+            if chunk == file.count { XCTAssertEqual(damage.first?.skipped, 7) }
+            XCTAssertEqual(String(decoding: output, as: UTF8.self), "{}\n", "chunks of \(chunk)")
+            XCTAssertFalse(decoder.insideFrame)
+        }
+    }
+
     /// Content decides, not the name: a rotated zstd log is decoded, a plain log named `.zst`
     /// is still read as zstd (its damage reported), and a gzip log is refused by name.
     func testFileContentIsToldByItsFirstBytes() throws {
