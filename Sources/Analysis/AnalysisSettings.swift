@@ -15,52 +15,49 @@ extension AnalysisConfig {
         public let isWhole: Bool
         let get: @Sendable (AnalysisConfig) -> Double
         let set: @Sendable (inout AnalysisConfig, Double) -> Void
+
+        init(_ name: String, _ unit: String, _ meaning: String, _ field: WritableKeyPath<AnalysisConfig, Double> & Sendable) {
+            (self.name, self.unit, self.meaning, isWhole) = (name, unit, meaning, false)
+            get = { $0[keyPath: field] }
+            set = { $0[keyPath: field] = $1 }
+        }
+
+        init(_ name: String, _ unit: String, _ meaning: String, whole field: WritableKeyPath<AnalysisConfig, Int64> & Sendable) {
+            (self.name, self.unit, self.meaning, isWhole) = (name, unit, meaning, true)
+            get = { Double($0[keyPath: field]) }
+            set = { $0[keyPath: field] = Int64($1) }
+        }
+
+        init(_ name: String, _ unit: String, _ meaning: String, whole field: WritableKeyPath<AnalysisConfig, Int> & Sendable) {
+            (self.name, self.unit, self.meaning, isWhole) = (name, unit, meaning, true)
+            get = { Double($0[keyPath: field]) }
+            set = { $0[keyPath: field] = Int($1) }
+        }
     }
 
     /// Every setting, in the order `callstats config` lists them and settings files are written.
     public static let settings: [Setting] = [
-        .init(name: "loss_warn_pct", unit: "%", meaning: "inbound network loss over an interval: warn above", isWhole: false,
-              get: { $0.lossWarnPct }, set: { $0.lossWarnPct = $1 }),
-        .init(name: "loss_poor_pct", unit: "%", meaning: "inbound network loss: poor above", isWhole: false,
-              get: { $0.lossPoorPct }, set: { $0.lossPoorPct = $1 }),
-        .init(name: "jitter_warn_ms", unit: "ms", meaning: "inbound jitter: warn above", isWhole: false,
-              get: { $0.jitterWarnMs }, set: { $0.jitterWarnMs = $1 }),
-        .init(name: "rtt_warn_ms", unit: "ms", meaning: "RTCP round-trip time: warn above", isWhole: false,
-              get: { $0.rttWarnMs }, set: { $0.rttWarnMs = $1 }),
-        .init(name: "rtt_poor_ms", unit: "ms", meaning: "RTCP round-trip time: poor above", isWhole: false,
-              get: { $0.rttPoorMs }, set: { $0.rttPoorMs = $1 }),
-        .init(name: "concealment_warn_pct", unit: "%", meaning: "concealed share of played audio: warn above", isWhole: false,
-              get: { $0.concealmentWarnPct }, set: { $0.concealmentWarnPct = $1 }),
-        .init(name: "low_fps", unit: "fps", meaning: "received video frame rate while not paused: warn below", isWhole: false,
-              get: { $0.lowFps }, set: { $0.lowFps = $1 }),
-        .init(name: "freeze_warn_pct", unit: "%", meaning: "frozen share of a window's video: warn above", isWhole: false,
-              get: { $0.freezeWarnPct }, set: { $0.freezeWarnPct = $1 }),
-        .init(name: "freeze_poor_pct", unit: "%", meaning: "frozen share of a window's video: poor above", isWhole: false,
-              get: { $0.freezePoorPct }, set: { $0.freezePoorPct = $1 }),
-        .init(name: "setup_warn_ms", unit: "ms", meaning: "time from the answer to media: warn above", isWhole: true,
-              get: { Double($0.setupWarnMs) }, set: { $0.setupWarnMs = Int64($1) }),
-        .init(name: "setup_poor_ms", unit: "ms", meaning: "time from the answer to media: poor above", isWhole: true,
-              get: { Double($0.setupPoorMs) }, set: { $0.setupPoorMs = Int64($1) }),
-        .init(name: "mos_fair", unit: "MOS", meaning: "worst sustained MOS-CQ: the call is fair below", isWhole: false,
-              get: { $0.mosFair }, set: { $0.mosFair = $1 }),
-        .init(name: "mos_poor", unit: "MOS", meaning: "worst sustained MOS-CQ: the call is poor below", isWhole: false,
-              get: { $0.mosPoor }, set: { $0.mosPoor = $1 }),
-        .init(name: "window_ms", unit: "ms", meaning: "intervals merged into windows at least this long", isWhole: true,
-              get: { Double($0.windowMs) }, set: { $0.windowMs = Int64($1) }),
-        .init(name: "persistence_count", unit: "windows", meaning: "a finding needs its condition in this many of the last persistence_window windows", isWhole: true,
-              get: { Double($0.persistenceCount) }, set: { $0.persistenceCount = Int($1) }),
-        .init(name: "persistence_window", unit: "windows", meaning: "windows that persistence_count looks back over", isWhole: true,
-              get: { Double($0.persistenceWindow) }, set: { $0.persistenceWindow = Int($1) }),
-        .init(name: "worst_windows", unit: "windows", meaning: "consecutive windows averaged for the worst sustained MOS", isWhole: true,
-              get: { Double($0.worstWindow) }, set: { $0.worstWindow = Int($1) }),
-        .init(name: "gap_factor", unit: "periods", meaning: "snapshots further apart than this many median periods are no interval", isWhole: false,
-              get: { $0.gapFactor }, set: { $0.gapFactor = $1 }),
-        .init(name: "clock_skew_ms", unit: "ms", meaning: "agent and stats clocks differing by more is reported", isWhole: true,
-              get: { Double($0.clockSkewMs) }, set: { $0.clockSkewMs = Int64($1) }),
-        .init(name: "device_allowance_ms", unit: "ms", meaning: "added to one-way delay for devices and processing (E-model)", isWhole: false,
-              get: { $0.deviceAllowanceMs }, set: { $0.deviceAllowanceMs = $1 }),
-        .init(name: "packet_time_ms", unit: "ms", meaning: "audio packet time added to one-way delay (E-model)", isWhole: false,
-              get: { $0.packetTimeMs }, set: { $0.packetTimeMs = $1 }),
+        .init("loss_warn_pct", "%", "inbound network loss over an interval: warn above", \.lossWarnPct),
+        .init("loss_poor_pct", "%", "inbound network loss: poor above", \.lossPoorPct),
+        .init("jitter_warn_ms", "ms", "inbound jitter: warn above", \.jitterWarnMs),
+        .init("rtt_warn_ms", "ms", "RTCP round-trip time: warn above", \.rttWarnMs),
+        .init("rtt_poor_ms", "ms", "RTCP round-trip time: poor above", \.rttPoorMs),
+        .init("concealment_warn_pct", "%", "concealed share of played audio: warn above", \.concealmentWarnPct),
+        .init("low_fps", "fps", "received video frame rate while not paused: warn below", \.lowFps),
+        .init("freeze_warn_pct", "%", "frozen share of a window's video: warn above", \.freezeWarnPct),
+        .init("freeze_poor_pct", "%", "frozen share of a window's video: poor above", \.freezePoorPct),
+        .init("setup_warn_ms", "ms", "time from the answer to media: warn above", whole: \.setupWarnMs),
+        .init("setup_poor_ms", "ms", "time from the answer to media: poor above", whole: \.setupPoorMs),
+        .init("mos_fair", "MOS", "worst sustained MOS-CQ: the call is fair below", \.mosFair),
+        .init("mos_poor", "MOS", "worst sustained MOS-CQ: the call is poor below", \.mosPoor),
+        .init("window_ms", "ms", "intervals merged into windows at least this long", whole: \.windowMs),
+        .init("persistence_count", "windows", "a finding needs its condition in this many of the last persistence_window windows", whole: \.persistenceCount),
+        .init("persistence_window", "windows", "windows that persistence_count looks back over", whole: \.persistenceWindow),
+        .init("worst_windows", "windows", "consecutive windows averaged for the worst sustained MOS", whole: \.worstWindow),
+        .init("gap_factor", "periods", "snapshots further apart than this many median periods are no interval", \.gapFactor),
+        .init("clock_skew_ms", "ms", "agent and stats clocks differing by more is reported", whole: \.clockSkewMs),
+        .init("device_allowance_ms", "ms", "added to one-way delay for devices and processing (E-model)", \.deviceAllowanceMs),
+        .init("packet_time_ms", "ms", "audio packet time added to one-way delay (E-model)", \.packetTimeMs),
     ]
 
     public static func setting(named name: String) -> Setting? { settings.first { $0.name == name } }
