@@ -130,15 +130,20 @@ extension AnalysisConfig {
             throw .badFile(source, Self.position(of: error.offset, in: text) + ": " + error.message)
         }
         guard let object = value.objectValue else { throw .badFile(source, "expected a JSON object of setting names and numbers") }
+        // The parsed object keeps its members in order, duplicates included: the n-th entry is
+        // the n-th key in the text, whose line an error names.
+        let lines = Self.keyLines(in: text)
         var config = base
         var seen = Set<String>()
-        for (name, v) in object.entries {
-            guard seen.insert(name).inserted else { throw .badFile(source, "\(name) is given twice") }
-            guard let number = v.doubleValue else { throw .badFile(source, "\(name): expected a number") }
+        for (n, (name, v)) in object.entries.enumerated() {
+            let at = n < lines.count ? "line \(lines[n]): " : ""
+            guard seen.insert(name).inserted else { throw .badFile(source, "\(at)\(name) is given twice") }
+            guard Self.setting(named: name) != nil else { throw .badFile(source, at + SettingsError.unknownSetting(name).description) }
+            guard let number = v.doubleValue else { throw .badFile(source, "\(at)\(name): expected a number") }
             do {
                 try config.set(name, to: number)
             } catch {
-                throw .badFile(source, error.description)
+                throw .badFile(source, at + error.description)
             }
         }
         if let first = config.problems.first { throw .badFile(source, first) }
@@ -159,6 +164,32 @@ extension AnalysisConfig {
     /// A value as settings files write it: whole numbers without a fraction, others in full.
     public static func text(_ v: Double) -> String {
         v.rounded() == v && abs(v) < 1e15 ? String(Int64(v)) : "\(v)"
+    }
+
+    /// The line of each key of a JSON text's top-level object, in order (the text has parsed).
+    static func keyLines(in text: String) -> [Int] {
+        var lines: [Int] = []
+        var line = 1, depth = 0
+        var inString = false, escaped = false, expectKey = false
+        for byte in text.utf8 {
+            if byte == 0x0A { line += 1 }
+            if inString {
+                if escaped { escaped = false } else if byte == 0x5C { escaped = true } else if byte == 0x22 { inString = false }
+                continue
+            }
+            switch byte {
+            case 0x22:
+                inString = true
+                if depth == 1 && expectKey { lines.append(line); expectKey = false }
+            case 0x7B, 0x5B:
+                depth += 1
+                expectKey = depth == 1 && byte == 0x7B
+            case 0x7D, 0x5D: depth -= 1
+            case 0x2C: expectKey = depth == 1
+            default: break
+            }
+        }
+        return lines
     }
 
     /// "line L, column C" of a byte offset.

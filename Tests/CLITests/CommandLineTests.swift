@@ -314,7 +314,7 @@ final class CommandLineTests: XCTestCase {
         try "{\"jitter\": 1}".write(toFile: bad, atomically: true, encoding: .utf8)
         let unknown = try callstats(["analyze", sample, "--db", dir.appendingPathComponent("new.sqlite").path, "--config", bad])
         XCTAssertEqual(unknown.status, 1)
-        XCTAssertTrue(unknown.err.contains("bad.json: unknown setting jitter (`callstats config` lists them"), unknown.err)
+        XCTAssertTrue(unknown.err.contains("bad.json: line 1: unknown setting jitter (`callstats config` lists them"), unknown.err)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("new.sqlite").path), "nothing created")
         let missing = try callstats(["config", "--db", dir.appendingPathComponent("none.sqlite").path, "--set", "jitter_warn_ms=40"])
         XCTAssertEqual(missing.status, 1)

@@ -125,7 +125,7 @@ final class SettingsRunTests: XCTestCase {
         // Settings that cannot be read are an error, not the defaults.
         try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter\": 1}' WHERE key = 'analysis_config'")
         XCTAssertThrowsError(try analyze(files, db: db)) {
-            XCTAssertTrue("\($0)".contains("the analysis settings it records (meta.analysis_config) cannot be read: meta.analysis_config: unknown setting jitter"), "\($0)")
+            XCTAssertTrue("\($0)".contains("the analysis settings it records (meta.analysis_config) cannot be read: meta.analysis_config: line 1: unknown setting jitter"), "\($0)")
         }
     }
 
