@@ -136,6 +136,7 @@ final class SettingsRunTests: XCTestCase {
         // The store is let go after each change: it holds the database's write lock.
         func change(_ sql: String, _ values: [SQLValue] = []) throws { try CallStore(path: db).db.run(sql, values) }
         let victim = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
+        let material = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
         try change("UPDATE call_material SET material = x'00010203' WHERE call_id = ?", [.text(victim)])
         let before = try dump(db)
         XCTAssertThrowsError(try regrade(db, config: strict)) { error in
@@ -144,6 +145,17 @@ final class SettingsRunTests: XCTestCase {
         }
         XCTAssertEqual(try dump(db), before)
         XCTAssertEqual(try settings(db), AnalysisConfig())
+
+        // A write that fails half-way (here a trigger refuses one call, in the second batch of
+        // 16 while the third is analysed) leaves the database as it was, too.
+        try change("UPDATE call_material SET material = ? WHERE call_id = ?", [material, .text(victim)])
+        let refused = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 20")?.string)
+        try change("CREATE TRIGGER refuse BEFORE INSERT ON calls WHEN NEW.call_id = '\(refused)' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+        let beforeWrite = try dump(db)
+        XCTAssertThrowsError(try regrade(db, config: strict)) { XCTAssertTrue("\($0)".contains("refused by the test"), "\($0)") }
+        XCTAssertEqual(try dump(db), beforeWrite)
+        XCTAssertEqual(try settings(db), AnalysisConfig())
+        try change("DROP TRIGGER refuse")
 
         // A call without material cannot be regraded either: refused before anything is written.
         try change("DELETE FROM call_material WHERE call_id = ?", [.text(victim)])
