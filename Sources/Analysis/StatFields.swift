@@ -15,9 +15,9 @@ enum NumField: Int, CaseIterable {
     case concealedSamples, silentConcealedSamples, concealmentEvents, totalSamplesReceived
     case jitterBufferDelay, jitterBufferEmittedCount
     case framesDecoded, frameWidth, frameHeight, framesPerSecond, freezeCount, totalFreezesDuration
-    case pauseCount, totalPausesDuration, totalInterFrameDelay
+    case totalPausesDuration
     case qlBandwidth, qlCPU, qlOther  // qualityLimitationDurations members
-    case roundTripTime, totalRoundTripTime, roundTripTimeMeasurements, fractionLost
+    case roundTripTime, totalRoundTripTime, roundTripTimeMeasurements
     // Candidate pair.
     case currentRoundTripTime, responsesReceived
     // Codec.
@@ -40,7 +40,7 @@ enum NumField: Int, CaseIterable {
 }
 
 enum StrField: Int, CaseIterable {
-    case kind, codecId, mimeType, localId, state, localCandidateId, remoteCandidateId, candidateType
+    case kind, codecId, mimeType, state, localCandidateId, remoteCandidateId, candidateType
     case networkType, protocolName, relayProtocol, selectedCandidatePairId, qualityLimitationReason
     case nominated, mediaType
     // goog.
@@ -57,11 +57,42 @@ enum StrField: Int, CaseIterable {
     }
 }
 
+/// The types of object the metrics read; every other type (remote-outbound-rtp, media sources,
+/// certificates…) is `other`, read for its timestamp only and not held by a chain.
 enum StatType: UInt8 {
-    case other, inboundRTP, outboundRTP, remoteInbound, remoteOutbound, candidatePair
+    case other, inboundRTP, outboundRTP, remoteInbound, candidatePair
     case localCandidate, remoteCandidate, transport, codec
     // goog.
     case googSSRC, googCandidatePair, googLocalCandidate, googRemoteCandidate
+
+    /// Whether the metrics read number `f` from an object of this type; the scanner skips the
+    /// others unread (a candidate pair's and a transport's byte and packet counters change at
+    /// every poll, and no metric takes them from there). `other`, the type of an object whose
+    /// type is not read yet, and the legacy types read every number.
+    @inline(__always) func reads(_ f: NumField) -> Bool { numbersRead & (1 << UInt64(f.rawValue)) != 0 }
+
+    /// `reads` as a bit per `NumField` (at most 64 of them: `ScannerTests` checks).
+    private var numbersRead: UInt64 {
+        func bit(_ f: NumField) -> UInt64 { 1 << UInt64(f.rawValue) }
+        switch self {
+        case .inboundRTP:
+            return bit(.ssrc) | bit(.packetsReceived) | bit(.packetsLost) | bit(.bytesReceived) | bit(.jitter)
+                | bit(.concealedSamples) | bit(.silentConcealedSamples) | bit(.concealmentEvents) | bit(.totalSamplesReceived)
+                | bit(.jitterBufferDelay) | bit(.jitterBufferEmittedCount) | bit(.framesDecoded) | bit(.frameWidth)
+                | bit(.frameHeight) | bit(.framesPerSecond) | bit(.freezeCount) | bit(.totalFreezesDuration)
+                | bit(.totalPausesDuration)
+        case .outboundRTP:
+            return bit(.ssrc) | bit(.packetsSent) | bit(.bytesSent) | bit(.framesDecoded) | bit(.frameWidth) | bit(.frameHeight)
+                | bit(.framesPerSecond) | bit(.qlBandwidth) | bit(.qlCPU) | bit(.qlOther)
+        case .remoteInbound:
+            return bit(.ssrc) | bit(.packetsLost) | bit(.jitter) | bit(.roundTripTime) | bit(.totalRoundTripTime)
+                | bit(.roundTripTimeMeasurements)
+        case .candidatePair: return bit(.currentRoundTripTime) | bit(.responsesReceived)
+        case .codec: return bit(.clockRate)
+        case .localCandidate, .remoteCandidate, .transport: return 0
+        case .other, .googSSRC, .googCandidatePair, .googLocalCandidate, .googRemoteCandidate: return ~0
+        }
+    }
 
     /// From the raw bytes of the `type` string: no String is made for the ~20 objects a report has.
     init(raw name: UnsafeBufferPointer<UInt8>) {
@@ -78,7 +109,6 @@ enum StatType: UInt8 {
         case 16 where JSONCursor.equals(name, "remote-candidate"): self = .remoteCandidate
         case 17 where JSONCursor.equals(name, "googCandidatePair"): self = .googCandidatePair
         case 18 where JSONCursor.equals(name, "remote-inbound-rtp"): self = .remoteInbound
-        case 19 where JSONCursor.equals(name, "remote-outbound-rtp"): self = .remoteOutbound
         default: self = .other
         }
     }

@@ -522,6 +522,8 @@ struct StatsScanner {
                                    valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
+        // Numbers another type does not read were never read: a new type is read whole.
+        let typeBefore = o.type
         var ignored: String?
         let old = previous.baseAddress!
         let firstRecorded = record.count
@@ -640,6 +642,7 @@ struct StatsScanner {
             if !inserted { i += 1 }
         }
         if i < layout.endIndex { guard clear(layout[i...], in: &o) else { return false } }
+        guard o.type == typeBefore else { return false }
         if o.type == .googSSRC { GoogStats.classify(&o, id: nil) }
         return true
     }
@@ -696,7 +699,8 @@ struct StatsScanner {
 
     private static func readMember(_ cur: inout JSONCursor, entry: FieldTable.Entry?, into o: inout StatObject, id: inout String?) throws(JSONCursor.ScanError) {
         switch entry {
-        case .num(let f)?: o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan
+        case .num(let f)?:
+            if o.type.reads(f) { o.num[f.rawValue] = try cur.numberOrNumericString() ?? .nan } else { try cur.skipValue() }
         case .str(let f)?:
             o.stringsWritten |= 1 << f.rawValue
             if try cur.peek() == 0x22 {

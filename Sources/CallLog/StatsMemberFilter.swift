@@ -23,14 +23,14 @@ public struct StatsMemberFilter: Sendable, Equatable {
     /// as the unfiltered log (a test holds the analyser's field table to this list).
     public static let analysed: Set<String> = [
         // RTP streams.
-        "ssrc", "kind", "mediaType", "codecId", "mimeType", "clockRate", "localId",
+        "ssrc", "kind", "mediaType", "codecId", "mimeType", "clockRate",
         "packetsReceived", "packetsLost", "packetsSent", "bytesReceived", "bytesSent", "jitter",
         "concealedSamples", "silentConcealedSamples", "concealmentEvents", "totalSamplesReceived",
         "jitterBufferDelay", "jitterBufferEmittedCount",
         "framesDecoded", "frameWidth", "frameHeight", "framesPerSecond", "freezeCount", "totalFreezesDuration",
-        "pauseCount", "totalPausesDuration", "totalInterFrameDelay",
+        "totalPausesDuration",
         "qualityLimitationReason", "qualityLimitationDurations",
-        "roundTripTime", "totalRoundTripTime", "roundTripTimeMeasurements", "fractionLost",
+        "roundTripTime", "totalRoundTripTime", "roundTripTimeMeasurements",
         // ICE.
         "state", "nominated", "currentRoundTripTime", "responsesReceived", "localCandidateId", "remoteCandidateId",
         "candidateType", "networkType", "protocol", "relayProtocol", "selectedCandidatePairId",
@@ -46,7 +46,8 @@ public struct StatsMemberFilter: Sendable, Equatable {
     /// into one call by hand: addresses, transport states, encoder and decoder, and the
     /// retransmission and keyframe counters.
     public static let essential: Set<String> = analysed.union([
-        "transportId", "remoteId", "mid", "payloadType", "channels",
+        "transportId", "remoteId", "localId", "mid", "payloadType", "channels",
+        "pauseCount", "totalInterFrameDelay", "fractionLost",
         "address", "port", "url", "relatedAddress", "relatedPort", "tcpType",
         "iceState", "dtlsState", "iceRole", "selectedCandidatePairChanges",
         "encoderImplementation", "decoderImplementation",

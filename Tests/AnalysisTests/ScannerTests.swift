@@ -331,6 +331,34 @@ final class ScannerTests: XCTestCase {
         }
     }
 
+    /// Each type reads only the numbers its metrics use (a candidate pair's byte counters are
+    /// skipped). When an object's type changes, numbers whose bytes did not change but that the
+    /// old type skipped must be read: the state equals a fresh read at every step.
+    func testNumbersSkippedForOneTypeAreReadWhenTheTypeChanges() throws {
+        let pair = #"{"id":"P2","timestamp":TS,"type":"candidate-pair","packetsReceived":40,"bytesSent":900,"currentRoundTripTime":0.05,"responsesReceived":10}"#
+        func with(_ pairs: [(String, String)]) -> String { pairs.reduce(pair) { $0.replacingOccurrences(of: $1.0, with: $1.1) } }
+        let steps: [(String, String)] = [
+            ("a pair", report("1000", [pair])),
+            ("its consent counter grows", report("2000", [with([("10}", "11}")])])),
+            ("a pair becomes a stream", report("3000", [with([("candidate-pair", "inbound-rtp"), ("10}", "12}")])])),
+            ("its packets grow", report("4000", [with([("candidate-pair", "inbound-rtp"), ("40", "41"), ("10}", "13}")])])),
+            ("a stream becomes a pair", report("5000", [with([("40", "41"), ("10}", "14}")])])),
+            ("a pair becomes an outbound stream", report("6000", [with([("candidate-pair", "outbound-rtp"), ("40", "41"), ("10}", "15}")])])),
+        ]
+        var kept = StatsScanner()
+        for (name, text) in steps {
+            var fresh = StatsScanner()
+            let state = try scan(&kept, text)
+            assertSame(state, try scan(&fresh, text), name)
+            if name == "its consent counter grows" {
+                XCTAssertNil(state.objects["P2"]?[.packetsReceived], "a pair's packet counter is not read")
+                XCTAssertEqual(state.objects["P2"]?[.responsesReceived], 11)
+            }
+            if name == "a pair becomes a stream" { XCTAssertEqual(state.objects["P2"]?[.packetsReceived], 40) }
+            if name == "a pair becomes an outbound stream" { XCTAssertEqual(state.objects["P2"]?[.bytesSent], 900) }
+        }
+    }
+
     /// Legacy (goog) objects hold their fields in a `values` object, whose members are compared
     /// one by one like an object's own: whatever changes inside it (members gone, added, written
     /// twice, an id or timestamp among them, spaces, the object empty or not an object), the
