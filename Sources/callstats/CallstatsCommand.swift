@@ -1,4 +1,6 @@
 import ArgumentParser
+import CallLog
+import Store
 
 @main
 struct Callstats: ParsableCommand {
@@ -13,10 +15,17 @@ struct Callstats: ParsableCommand {
               callstats capture -r call.pcap -o logs/         measure calls on the wire
               callstats simulate --calls 100 --out logs/      realistic sample logs
             """,
+        version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
             CatCommand.self, CaptureCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )
+
+    /// The release, and the versions of the formats it reads and writes: what a bug report needs.
+    static let release = "0.1.0"
+    static var versionText: String {
+        "callstats \(release) (log format v\(LogRecord.formatVersion), database schema v\(Schema.version))"
+    }
 }

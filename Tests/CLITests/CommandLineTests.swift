@@ -1,4 +1,6 @@
+import CallLog
 import Foundation
+import Store
 import TestSupport
 import XCTest
 
@@ -334,5 +336,10 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(r.out.contains("Exit status"))
         let missing = try callstats(["query", "--db", dir.appendingPathComponent("none.sqlite").path, "SELECT 1"])
         XCTAssertNotEqual(missing.status, 0)
+        // What a bug report needs: the release and the formats it reads and writes.
+        let version = try callstats(["--version"])
+        XCTAssertEqual(version.status, 0, version.err)
+        XCTAssertTrue(version.out.hasPrefix("callstats 0."), version.out)
+        XCTAssertTrue(version.out.hasSuffix(" (log format v\(LogRecord.formatVersion), database schema v\(Schema.version))\n"), version.out)
     }
 }
