@@ -71,6 +71,20 @@ struct FullReportReading {
         placed += 1
     }
 
+    /// `place` for the last report's id at `q`, compared where both lie; copied only when the
+    /// recycled layout holds another id there.
+    @inline(__always) private mutating func placeLast(_ q: Int) {
+        if placed < layout.order.count {
+            let same = last.order.withUnsafeBufferPointer { ids in
+                layout.order.withUnsafeBufferPointer { here in here[placed] == ids[q] }
+            }
+            if !same { layout.order[placed] = last.order[q] }
+        } else {
+            layout.order.append(last.order[q])
+        }
+        placed += 1
+    }
+
     /// What reading one object leaves for the report: its timestamp and where its value lay, and
     /// whether the chain holds the object.
     private typealias ObjectRead = (timestamp: Double, value: Range<Int>, inState: Bool)
@@ -96,13 +110,20 @@ struct FullReportReading {
                                        members: membersBefore..<layout.members.count, inState: read.inState))
     }
 
+    /// An object's id: the last report's at a position (most objects: not copied), or one read
+    /// from this report.
+    private enum ObjectID {
+        case last(Int)
+        case read(String)
+    }
+
     private enum Recognition {
         /// The same as the last report's object but for its timestamp, and kept (the cursor is
         /// past it).
         case unchanged(ObjectRead)
         /// An object that starts with its id (the cursor is after it); `q` is its position in the
         /// last report when `atItsPlace`.
-        case withID(String, q: Int, atItsPlace: Bool)
+        case withID(ObjectID, q: Int, atItsPlace: Bool)
         /// No leading id (the cursor is at the object): it is read whole.
         case withoutID
     }
@@ -113,7 +134,7 @@ struct FullReportReading {
     private mutating func recognize(_ cur: inout JSONCursor, at objectStart: Int, in state: inout ChainState) throws(JSONCursor.ScanError) -> Recognition {
         let position = placed
         var q = position - drift
-        var found: (id: String, isExpected: Bool)?
+        var found: ObjectID?
         var atItsPlace = false
         var afterID = 0
         while true {
@@ -124,12 +145,11 @@ struct FullReportReading {
                 // candidates): the chain's copy is already right, unless this report already
                 // wrote, added or removed that id (a duplicate: then it is read, so that the
                 // last one wins as in a fresh read).
-                let id = last.order[q]
-                let index = heldSlot(of: id, lastAt: q, in: state)
+                let index = heldSlot(lastAt: q, in: state)
                 let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation }
                                else { !last.spans[q].inState }
                 if asBefore {
-                    keep(id, at: index, as: q, objectStart: objectStart, timestamp: unchanged, in: &state)
+                    keep(at: index, as: q, objectStart: objectStart, timestamp: unchanged, in: &state)
                     return .unchanged((unchanged.timestamp, unchanged.range, index != nil))
                 }
                 cur.pos = objectStart
@@ -137,14 +157,18 @@ struct FullReportReading {
             }
             if let found {
                 cur.pos = afterID  // moved, but changed: read from after the id
-                return .withID(found.id, q: q, atItsPlace: atItsPlace)
+                return .withID(found, q: q, atItsPlace: atItsPlace)
+            }
+            // Nearly always the last report's id at this place, compared where it lies.
+            if q >= 0, q < last.order.count, let length = expectedIDLength(cur, lastAt: q) {
+                cur.pos += length
+                return .withID(.last(q), q: q, atItsPlace: true)
             }
             guard let f = try StatsScanner.leadingID(&cur, expected: q >= 0 && q < last.order.count ? last.order[q] : nil) else {
                 return .withoutID
             }
-            found = f
-            atItsPlace = f.isExpected
-            guard !f.isExpected, previousUsable else { return .withID(f.id, q: q, atItsPlace: atItsPlace) }
+            if f.isExpected { return .withID(.last(q), q: q, atItsPlace: true) }
+            guard previousUsable else { return .withID(.read(f.id), q: q, atItsPlace: false) }
             // Not where the drift says: look the id up among the last report's objects.
             if previousPositions == nil {
                 var index = IDIndex()
@@ -152,8 +176,9 @@ struct FullReportReading {
                 previousPositions = index
             }
             guard let moved = IDIndex.withBytes(of: f.id, { previousPositions?.find($0, in: last.order) }) else {
-                return .withID(f.id, q: q, atItsPlace: atItsPlace)
+                return .withID(.read(f.id), q: q, atItsPlace: false)
             }
+            found = .last(moved)
             drift = position - moved
             q = moved
             atItsPlace = true
@@ -162,20 +187,31 @@ struct FullReportReading {
         }
     }
 
-    /// The chain's slot for `id`, the last report's object at `q` (which is in range). An object
-    /// the chain did not hold after the last report (media sources and playout, which change at
-    /// every poll) can be held now only if this report added it: otherwise it is not looked up.
+    /// The length of `{"id":"<id>"` when the cursor is at exactly those bytes for the last
+    /// report's id at `q` (in range), else nil; the id is read where it lies, not copied.
     @inline(__always)
-    private func heldSlot(of id: String, lastAt q: Int, in state: ChainState) -> ChainState.Slot? {
+    private func expectedIDLength(_ cur: JSONCursor, lastAt q: Int) -> Int? {
+        last.order.withUnsafeBufferPointer { ids in
+            ids[q].utf8.withContiguousStorageIfAvailable { StatsScanner.startsWithID(cur, $0) } ?? nil
+        }
+    }
+
+    /// The chain's slot for the last report's object at `q` (in range), its id compared where
+    /// it lies (a copy of it cost a retain and a release for every object). An object the chain
+    /// did not hold after the last report (media sources and playout, which change at every
+    /// poll) can be held now only if this report added it: otherwise it is not looked up.
+    @inline(__always)
+    private func heldSlot(lastAt q: Int, in state: ChainState) -> ChainState.Slot? {
         if !last.spans[q].inState && !addedObjects { return nil }
-        return state.objects.index(forKey: id, hint: q < last.slots.count ? last.slots[q] : nil)
+        let hint = q < last.slots.count ? last.slots[q] : nil
+        return last.order.withUnsafeBufferPointer { ids in state.objects.index(forKey: ids[q], hint: hint) }
     }
 
     /// Keeps the last report's object at `q`, unchanged but for its timestamp.
     @inline(__always)
-    private mutating func keep(_ id: String, at index: Int?, as q: Int, objectStart: Int,
+    private mutating func keep(at index: Int?, as q: Int, objectStart: Int,
                                timestamp unchanged: (timestamp: Double, range: Range<Int>), in state: inout ChainState) {
-        place(id)
+        placeLast(q)
         layout.slots.append(index ?? -1)
         if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
         // Its members lie where they lay in the object, those after the timestamp moved by the
@@ -197,17 +233,28 @@ struct FullReportReading {
     /// An object that starts with its id (all that browsers and SDKs write), the cursor after
     /// the id. An object the chain already has is read straight into it, keeping unchanged
     /// strings; at its place in the last report, only its changed members are read.
-    private mutating func readWithID(_ cur: inout JSONCursor, id: String, q: Int, atItsPlace: Bool, objectStart: Int,
+    private mutating func readWithID(_ cur: inout JSONCursor, id: ObjectID, q: Int, atItsPlace: Bool, objectStart: Int,
                                      into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
-        place(id)
+        switch id {
+        case .last(let k): placeLast(k)
+        case .read(let s): place(s)
+        }
         let firstMember = layout.members.count
         let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
             && last.spans[q].end <= previous.count
         // The last report's object, from its `{`.
         let previousObject = comparable ? UnsafeBufferPointer(rebasing: previous[last.spans[q].start..<last.spans[q].end]) : previous
-        let held = atItsPlace && previousUsable && q >= 0 && q < last.spans.count
-            ? heldSlot(of: id, lastAt: q, in: state)
-            : state.objects.index(forKey: id, hint: q >= 0 && q < last.slots.count ? last.slots[q] : nil)
+        // At its place, the id is the last report's at `q`.
+        let hint = q >= 0 && q < last.slots.count ? last.slots[q] : nil
+        let held: ChainState.Slot?
+        if atItsPlace && previousUsable && q >= 0 && q < last.spans.count {
+            held = heldSlot(lastAt: q, in: state)
+        } else {
+            switch id {
+            case .last(let k): held = last.order.withUnsafeBufferPointer { ids in state.objects.index(forKey: ids[k], hint: hint) }
+            case .read(let s): held = state.objects.index(forKey: s, hint: hint)
+            }
+        }
         if let index = held {
             if state.objects[index].generation == generation { layout.duplicateIDs = true }
             let afterID = cur.pos
@@ -262,7 +309,11 @@ struct FullReportReading {
             layout.slots.append(-1)
             return (object.timestamp, object.timestampValue, false)
         }
-        state.objects.append(id, copying: object, generation: object.generation)
+        let key = switch id {
+        case .last(let k): last.order[k]
+        case .read(let s): s
+        }
+        state.objects.append(key, copying: object, generation: object.generation)
         addedObjects = true
         layout.slots.append(state.objects.count - 1)
         return (object.timestamp, object.timestampValue, true)

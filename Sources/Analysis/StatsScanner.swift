@@ -398,7 +398,7 @@ struct StatsScanner {
 
     /// The length of `{"id":"<id>"` when the cursor is at exactly those bytes, else nil (spaces,
     /// another id, or an id that JSON would need to escape: those take the complete path).
-    private static func startsWithID(_ c: JSONCursor, _ id: UnsafeBufferPointer<UInt8>) -> Int? {
+    static func startsWithID(_ c: JSONCursor, _ id: UnsafeBufferPointer<UInt8>) -> Int? {
         let n = id.count
         guard c.end - c.pos >= n + 8, let idStart = id.baseAddress else { return nil }
         let p = c.base + c.pos
