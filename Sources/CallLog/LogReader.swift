@@ -17,6 +17,21 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
         case lineTooLong = "line too long"
         case invalidRecord = "invalid record"
         case missingDeltaBase = "delta without base"
+
+        /// "1 invalid record", "2 invalid records": how a summary counts them.
+        public func counted(_ n: Int) -> String {
+            guard n != 1 else { return "1 \(rawValue)" }
+            let plural = switch self {
+            case .unreadableFile: "unreadable files"
+            case .damagedFrame: "damaged zstd frames"
+            case .truncatedFile: "truncated files"
+            case .partialLine: "incomplete last lines"
+            case .lineTooLong: "lines too long"
+            case .invalidRecord: "invalid records"
+            case .missingDeltaBase: "deltas without base"
+            }
+            return "\(n) \(plural)"
+        }
     }
 
     public var file: String

@@ -159,7 +159,9 @@ enum AnalyzeSummary {
         if r.issueCounts.isEmpty {
             rows.append(("skipped", "nothing"))
         } else {
-            let parts = r.issueCounts.sorted { $0.value > $1.value }.map { "\($0.value) \($0.key)" }
+            let parts = r.issueCounts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map {
+                LogIssue.Category(rawValue: $0.key)?.counted($0.value) ?? "\($0.value) \($0.key)"
+            }
             rows.append(("skipped", parts.joined(separator: ", ")))
         }
         return AlignedRows.render(rows)

@@ -83,6 +83,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(r.status, 3, r.out + r.err)
         XCTAssertTrue(r.err.contains("extra.ndjson:1: invalid record: missing field \"ts\""), r.err)
         XCTAssertTrue(r.err.contains("extra.ndjson:2: invalid record"), r.err)
+        XCTAssertTrue(r.out.contains("\nskipped         2 invalid records\n"), r.out)
         let q = "SELECT count(*), round(sum(mos_cq), 6) FROM calls"
         XCTAssertEqual(try callstats(["query", "--db", dirty, q]).out, try callstats(["query", "--db", clean, q]).out)
         XCTAssertFalse(files.isEmpty)

@@ -29,6 +29,17 @@ final class LogFileTests: XCTestCase {
         return out
     }
 
+    /// A summary counts skipped input in words people read: "1 invalid record", "2 invalid records".
+    func testIssueCountsReadAsEnglish() {
+        for c in LogIssue.Category.allCases {
+            XCTAssertEqual(c.counted(1), "1 \(c.rawValue)")
+            XCTAssertNotEqual(c.counted(2), "2 \(c.rawValue)", "\(c) has a plural")
+        }
+        XCTAssertEqual(LogIssue.Category.invalidRecord.counted(2), "2 invalid records")
+        XCTAssertEqual(LogIssue.Category.lineTooLong.counted(3), "3 lines too long")
+        XCTAssertEqual(LogIssue.Category.missingDeltaBase.counted(0), "0 deltas without base")
+    }
+
     func testRoundTripCompressedAndPlain() throws {
         for name in ["a.ndjson.zst", "a.ndjson"] {
             let path = dir.appendingPathComponent(name).path
