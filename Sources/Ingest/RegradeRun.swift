@@ -165,7 +165,7 @@ public enum RegradeError: Error, CustomStringConvertible {
         switch self {
         case .noDatabase(let p): "\(p): no such database"
         case .callsWithoutMaterial(let p, let n):
-            "\(p): \(n) calls have no stored material (the inputs a regrade analyses again), so they cannot be regraded; nothing was changed"
+            "\(p): \(n == 1 ? "1 call has" : "\(n) calls have") no stored material (the inputs a regrade analyses again), so \(n == 1 ? "it cannot be" : "they cannot be") regraded; nothing was changed"
         case .unreadableMaterial(let p, let id, let reason):
             "\(p): the stored material of call \(id) cannot be read (\(reason)); nothing was changed"
         case .callsMissed(let p, let written, let stored):

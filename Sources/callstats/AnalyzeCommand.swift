@@ -151,7 +151,8 @@ enum AnalyzeSummary {
         let g = r.gradesInRun
         rows.append(("calls analysed", "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"))
         let t = r.totals
-        rows.append(("database", "\(database): \(t.calls) calls, \(t.byGrade["poor"] ?? 0) poor, \(t.byGrade["no_media"] ?? 0) without media, \(t.files) files"))
+        rows.append(("database", "\(database): \(t.calls) \(t.calls == 1 ? "call" : "calls"), \(t.byGrade["poor"] ?? 0) poor, "
+                     + "\(t.byGrade["no_media"] ?? 0) without media, \(t.files) \(t.files == 1 ? "file" : "files")"))
         rows.append(("settings", r.settings.summaryText))
         if let from = r.upgradedFrom {
             rows.append(("upgraded", "from schema version \(from) to \(Schema.version) (older callstats can read it, not write it)"))

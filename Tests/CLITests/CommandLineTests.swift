@@ -84,6 +84,9 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(r.err.contains("extra.ndjson:1: invalid record: missing field \"ts\""), r.err)
         XCTAssertTrue(r.err.contains("extra.ndjson:2: invalid record"), r.err)
         XCTAssertTrue(r.out.contains("\nskipped         2 invalid records\n"), r.out)
+        let alone = dir.appendingPathComponent("alone.sqlite").path
+        let one = try callstats(["analyze", plain.path, "--db", alone, "--quiet"])
+        XCTAssertTrue(one.out.contains("\(alone): 0 calls, 0 poor, 0 without media, 1 file\n"), one.out)
         let q = "SELECT count(*), round(sum(mos_cq), 6) FROM calls"
         XCTAssertEqual(try callstats(["query", "--db", dirty, q]).out, try callstats(["query", "--db", clean, q]).out)
         XCTAssertFalse(files.isEmpty)

@@ -160,7 +160,7 @@ final class SettingsRunTests: XCTestCase {
         // A call without material cannot be regraded either: refused before anything is written.
         try change("DELETE FROM call_material WHERE call_id = ?", [.text(victim)])
         XCTAssertThrowsError(try regrade(db, config: strict)) {
-            XCTAssertEqual("\($0)", "\(db): 1 calls have no stored material (the inputs a regrade analyses again), so they cannot be regraded; nothing was changed")
+            XCTAssertEqual("\($0)", "\(db): 1 call has no stored material (the inputs a regrade analyses again), so it cannot be regraded; nothing was changed")
         }
     }
 }
