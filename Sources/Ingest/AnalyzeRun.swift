@@ -55,6 +55,11 @@ public final class AnalyzeRun {
         public var pseudonymizer: CallPseudonymizer?
         /// The least time between two `onProgress` calls, seconds.
         public var progressInterval = 0.25
+        /// How many of a file's problems a reader hands over one by one (to be shown and kept
+        /// among `Report.firstIssues`); the rest are counted. Set it at least as high as the
+        /// number of problems to be shown.
+        public var issuesHandedOver = Options.defaultIssuesHandedOver
+        public static let defaultIssuesHandedOver = 100
 
         public init(paths: [String], database: String) {
             self.paths = paths
@@ -159,6 +164,7 @@ public final class AnalyzeRun {
         let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
         let nextFile = AtomicCounter()
         let pseudonymizer = options.pseudonymizer
+        let issuesHandedOver = options.issuesHandedOver
 
         // Readers.
         let group = DispatchGroup()
@@ -170,12 +176,13 @@ public final class AnalyzeRun {
                     let i = nextFile.next()
                     guard i < wholeFiles.count, !queue.isCancelled else { break }
                     FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
-                                     pseudonymizer: pseudonymizer, progress: reading, into: queue)
+                                     pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
                 }
                 for (file, lines) in zip(sharedFiles, sharedLines) {
                     guard !queue.isCancelled else { lines.leave(reader: r); continue }
                     FileReading.read(path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
-                                     config: config, pseudonymizer: pseudonymizer, progress: reading, into: queue)
+                                     config: config, pseudonymizer: pseudonymizer, progress: reading,
+                                     issuesHandedOver: issuesHandedOver, into: queue)
                 }
             }
         }
@@ -259,6 +266,7 @@ public final class AnalyzeRun {
                         if f.entry.records > 0 || f.textBytes > 0 || f.entry.skipped == 0 {
                             try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
                         }
+                        for (category, n) in f.issuesCounted { issueCounts[category.rawValue, default: 0] += n }
                         progress.filesDone += 1
                         recordsOfFilesRead += f.entry.records
                         progress.compressedBytes += Int(f.entry.size)
@@ -459,6 +467,8 @@ struct FileDone {
     /// How many readers share the file, and how many of their parts this holds.
     var parts = 1
     var partsDone = 1
+    /// Problems past the ones handed over one by one, counted by category.
+    var issuesCounted: [LogIssue.Category: Int] = [:]
 
     /// Adds another reader's part: its records, skips and calls (the parts' calls are disjoint).
     mutating func add(_ other: FileDone) {
@@ -467,5 +477,6 @@ struct FileDone {
         entry.calls += other.entry.calls
         textBytes += other.textBytes
         partsDone += other.partsDone
+        issuesCounted.merge(other.issuesCounted, uniquingKeysWith: +)
     }
 }

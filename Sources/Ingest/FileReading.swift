@@ -30,9 +30,13 @@ enum FileReading {
     /// Reads the file, or with `shared` this reader's part of it: the calls it claims among the
     /// lines that `SharedLines` decompressed once for every reader of the file (one large file
     /// still uses every core). `readers`: how many readers share it (the parts the writer adds up).
+    /// `issuesHandedOver`: how many of the file's problems go to the writer one by one (the rest
+    /// are counted, and the counts go with the file's end).
     static func read(path: String, fingerprint: FileFingerprint, shared: (lines: SharedLines, reader: Int, readers: Int)? = nil,
-                     config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, into queue: HandOffQueue) {
-        var intake = LineIntake(path: path, config: config, pseudonymizer: pseudonymizer, progress: progress, queue: queue)
+                     config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress,
+                     issuesHandedOver: Int = AnalyzeRun.Options.defaultIssuesHandedOver, into queue: HandOffQueue) {
+        var intake = LineIntake(path: path, config: config, pseudonymizer: pseudonymizer, progress: progress, queue: queue,
+                                issuesHandedOver: issuesHandedOver)
         // Closures written at the call, not kept in a constant: a closure in a constant may
         // escape, so the state it changes was boxed and every line's access to it checked at
         // run time (`swift_beginAccess`, 0.2 % of the instructions on the simulated corpus).
@@ -47,7 +51,8 @@ enum FileReading {
         let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
                                         mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
                                         calls: intake.ingestor.callsSeen.count)
-        queue.put(.fileDone(FileDone(entry: entry, textBytes: intake.textBytes, parts: shared?.readers ?? 1)))
+        queue.put(.fileDone(FileDone(entry: entry, textBytes: intake.textBytes, parts: shared?.readers ?? 1,
+                                     issuesCounted: intake.issuesCounted)))
     }
 }
 
@@ -63,11 +68,19 @@ private struct LineIntake {
     let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)
     var ingestor = RecordIngestor()
     var records = 0, skipped = 0, textBytes = 0
+    /// Problems handed to the writer one by one, at most `issuesHandedOver`; past that they are
+    /// only counted here, by category. A file of garbage lines handed each over, and woke the
+    /// writer for it: 1 MB/s on a file of one-byte lines.
+    let issuesHandedOver: Int
+    var issuesSent = 0
+    var issuesCounted: [LogIssue.Category: Int] = [:]
     /// What `progress` has been told: it is told every `ReadProgress.batchBytes` of text and at
     /// the end, since a lock per line would cost more than the line.
     var recordsReported = 0, textBytesReported = 0
 
-    init(path: String, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, queue: HandOffQueue) {
+    init(path: String, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, queue: HandOffQueue,
+         issuesHandedOver: Int) {
+        self.issuesHandedOver = issuesHandedOver
         self.path = path
         self.config = config
         self.pseudonymizer = pseudonymizer
@@ -86,14 +99,23 @@ private struct LineIntake {
         case .agentNote:
             records += 1
         case .skipped(let category, let message):
-            skipped += 1
-            queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message)))
+            if issuesSent < issuesHandedOver {
+                issue(LogIssue(file: path, line: n, category: category, message: message))
+            } else {
+                skipped += 1
+                issuesCounted[category, default: 0] += 1
+            }
         }
     }
 
     mutating func issue(_ issue: LogIssue) {
         skipped += 1
-        queue.put(.issue(issue))
+        if issuesSent < issuesHandedOver {
+            issuesSent += 1
+            queue.put(.issue(issue))
+        } else {
+            issuesCounted[issue.category, default: 0] += 1
+        }
     }
 
     /// The calls still open at the file's end, and the last of the progress.

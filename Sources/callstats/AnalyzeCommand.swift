@@ -91,6 +91,7 @@ struct AnalyzeCommand: ParsableCommand {
         if let threads { options.readers = max(1, threads) }
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
         if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
+        options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
         let run = AnalyzeRun(options: options)
         let shown = IssueCounter(limit: quiet ? 0 : showIssues)
         run.onIssue = { issue in

@@ -233,6 +233,36 @@ final class IngestTests: XCTestCase {
         XCTAssertTrue(report.firstIssues.contains { $0.file == path && $0.line != nil })
     }
 
+    /// A file of garbage is counted whole, but only its first problems are handed over one by
+    /// one (shown and kept); the rest are counted by the reader. Valid records between them are
+    /// kept. Read by one reader or shared by three, the counts are the same.
+    func testManyBadLinesAreCountedNotHandedOverOneByOne() throws {
+        let logs = dir.appendingPathComponent("garbage")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        let good = LogRecord(kind: .event, call: "kept-call", ts: 1_700_000_000_000, body: ["action": "callMetric", "type": "callCreate"])
+        let text = String(repeating: "x\n", count: 3_000) + good.jsonLine + "\n" + String(repeating: "{}\n", count: 2_000)
+        try text.write(to: logs.appendingPathComponent("garbage.ndjson"), atomically: true, encoding: .utf8)
+        for (share, readers) in [(false, 1), (true, 3)] {
+            let db = dir.appendingPathComponent("garbage-\(readers).sqlite").path
+            var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+            o.issuesHandedOver = 10
+            o.shareFiles = share
+            o.readers = readers
+            let run = AnalyzeRun(options: o)
+            let handedOver = LockedCounter()
+            run.onIssue = { _ in handedOver.add() }
+            let report = try run.run()
+            XCTAssertEqual(report.issueCounts, ["invalid record": 5_000], "\(readers) readers")
+            XCTAssertEqual(report.progress.records, 1)
+            XCTAssertEqual(report.callsInRun, 1)
+            XCTAssertLessThanOrEqual(handedOver.value, 10 * readers, "\(readers) readers")
+            XCTAssertGreaterThanOrEqual(handedOver.value, 10)
+            XCTAssertEqual(report.firstIssues.first?.line, 1)
+            let skipped = try CallStore(path: db, forWriting: false).db.scalar("SELECT skipped FROM ingested_files")?.int64
+            XCTAssertEqual(skipped, 5_000)
+        }
+    }
+
     /// One file read by several readers side by side, each taking its share of the calls, gives
     /// the database, the ledger entry and the issues of one reader taking the whole file.
     func testFileSharedByReadersEqualsOneReader() throws {
@@ -439,4 +469,12 @@ final class IngestTests: XCTestCase {
 /// The progress reports of one run, kept by the test.
 private final class ProgressLog: @unchecked Sendable {
     var all: [AnalyzeRun.Progress] = []
+}
+
+/// A count that several threads add to.
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    func add() { lock.lock(); n += 1; lock.unlock() }
 }
