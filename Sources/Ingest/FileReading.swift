@@ -99,23 +99,24 @@ private struct LineIntake {
         case .agentNote:
             records += 1
         case .skipped(let category, let message):
-            if issuesSent < issuesHandedOver {
-                issue(LogIssue(file: path, line: n, category: category, message: message))
-            } else {
-                skipped += 1
-                issuesCounted[category, default: 0] += 1
-            }
+            if handOver(category) { queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message))) }
         }
     }
 
     mutating func issue(_ issue: LogIssue) {
+        if handOver(issue.category) { queue.put(.issue(issue)) }
+    }
+
+    /// Counts a problem: true while it is to be handed over (the first `issuesHandedOver`),
+    /// false once it is only counted by category.
+    private mutating func handOver(_ category: LogIssue.Category) -> Bool {
         skipped += 1
-        if issuesSent < issuesHandedOver {
-            issuesSent += 1
-            queue.put(.issue(issue))
-        } else {
-            issuesCounted[issue.category, default: 0] += 1
+        guard issuesSent < issuesHandedOver else {
+            issuesCounted[category, default: 0] += 1
+            return false
         }
+        issuesSent += 1
+        return true
     }
 
     /// The calls still open at the file's end, and the last of the progress.
