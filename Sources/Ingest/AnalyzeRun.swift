@@ -171,6 +171,7 @@ public final class AnalyzeRun {
         for r in 0..<readers {
             group.enter()
             Thread.detachNewThread {
+                ReadingPriority.lowerCurrentThread()
                 defer { group.leave(); queue.readerFinished() }
                 while true {
                     let i = nextFile.next()

@@ -95,7 +95,10 @@ final class SharedLines: @unchecked Sendable {
             // Started by the first reader to arrive: decoding ahead while the readers are still
             // on other files would only take a core from them.
             started = true
-            Thread.detachNewThread { self.decode() }
+            Thread.detachNewThread {
+                ReadingPriority.lowerCurrentThread()
+                self.decode()
+            }
         }
         readerState[reader] = .reading
         nextChunk[reader] = frontier
