@@ -277,8 +277,10 @@ public final class AnalyzeRun {
                         // writing their pages overlaps the readers' last work, and the final
                         // commit, which nothing overlaps, holds only the last file's calls.
                         if progress.filesDone + readers >= work.count { enterLastStretch() }
-                        if inTransaction >= options.callsPerTransaction || inTransaction > 0 && lastStretch
-                            || inTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction {
+                        // The last file's calls commit with the run's final commit, just after.
+                        let lastFile = progress.filesDone == work.count
+                        if !lastFile && (inTransaction >= options.callsPerTransaction || inTransaction > 0 && lastStretch
+                            || inTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction) {
                             try writeUnwritten()
                             try commitBatch(store, &touchedStarts)
                             inTransaction = 0
