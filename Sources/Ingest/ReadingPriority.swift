@@ -7,10 +7,11 @@ import Glibc
 /// With two cores, the two readers and the writer share them, and the scheduler gives each an
 /// equal part: the writer falls behind while the readers run, and writes what is left alone,
 /// on one core, once they finish. Below the writer, the readers leave it a core whenever it
-/// has calls to write, so its work overlaps theirs. (700 real-shaped calls, ten alternating
-/// runs of each build: wall median 0.68 → 0.66 s; after the last reader ended, the writer took
-/// 10-62 ms, median 35, before and 13-32 ms, median 17, after. 7,000 simulated calls, six
-/// runs: 1.09 → 1.06 s.)
+/// has calls to write, so more of its work overlaps theirs. Measured with the last file's calls
+/// in the final commit (alternating runs of each build, PERFORMANCE.md): on 7,000 simulated calls, where the writer has the most to do, wall
+/// median 1.059 → 1.026 s and 1.059 → 1.049 s in two sets of ten; on 700 real-shaped calls no
+/// change in twenty (0.629 and 0.628 s), though the writer's time alone after the readers
+/// shrank (mean of eight runs 16 → 12 ms).
 ///
 /// Three steps of `nice`: the writer then gets about two thirds of a core it shares with a
 /// reader, where the scheduler's equal shares gave it half. Lowering a thread's priority needs
@@ -24,7 +25,8 @@ enum ReadingPriority {
     static func lowerCurrentThread() {
         #if os(Linux)
         // `who` 0 is the calling thread on Linux. Failure only leaves the priority as it was.
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) + niceSteps)
+        let thread = __priority_which_t(PRIO_PROCESS.rawValue)
+        _ = setpriority(thread, 0, getpriority(thread, 0) + niceSteps)
         #endif
     }
 }
