@@ -7,14 +7,12 @@ import Glibc
 /// With two cores, the two readers and the writer share them, and the scheduler gives each an
 /// equal part: the writer falls behind while the readers run, and writes what is left alone,
 /// on one core, once they finish. Below the writer, the readers leave it a core whenever it
-/// has calls to write, so more of its work overlaps theirs. Measured with the last file's calls
-/// in the final commit (alternating runs of each build, PERFORMANCE.md): on 7,000 simulated calls, where the writer has the most to do, wall
-/// median 1.059 → 1.026 s and 1.059 → 1.049 s in two sets of ten; on 700 real-shaped calls no
-/// change in twenty (0.629 and 0.628 s), though the writer's time alone after the readers
-/// shrank (mean of eight runs 16 → 12 ms).
+/// has calls to write, so more of its work overlaps theirs: 1-3 % less wall time on 7,000
+/// simulated calls, where the writer has the most to do; no change on 700 real-shaped calls
+/// (PERFORMANCE.md, history "From d2a4507").
 ///
-/// Three steps of `nice`: the writer then gets about two thirds of a core it shares with a
-/// reader, where the scheduler's equal shares gave it half. Lowering a thread's priority needs
+/// Three steps of `nice`: the writer's scheduling weight is then about twice a reader's (1,024
+/// against 526 in the Linux scheduler's table), where before they were equal. Lowering a thread's priority needs
 /// no privilege; raising the writer's would. It also leaves the rest of the machine a little
 /// more room while a long run goes on. Linux gives each thread a nice value of its own; where
 /// the value is the process's (Darwin), nothing is changed.
