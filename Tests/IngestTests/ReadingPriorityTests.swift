@@ -14,7 +14,7 @@ final class ReadingPriorityTests: XCTestCase {
         let logs = dir.appendingPathComponent("logs")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         // More calls than the hand-off queue and the writer's first batch hold together (2,048
-        // each): when the writer shows its first progress, a reader is still handing calls over.
+        // each): while the writer is held in its first progress call, a reader cannot finish.
         for file in 0..<2 {
             let lines = (0..<2_500).map { n in
                 LogRecord(kind: .event, call: "call-\(file)-\(n)", ts: 1_700_000_000_000 + Int64(n),
@@ -31,9 +31,16 @@ final class ReadingPriorityTests: XCTestCase {
         let seen = NiceValues()
         let before = try XCTUnwrap(Self.currentThreadID().flatMap { Self.niceValues()[$0] })
         run.onProgress = { _ in  // on the writer: the thread that called `run`
-            guard seen.all.isEmpty else { return }
-            seen.all = Self.niceValues()
+            guard seen.writer == nil else { return }
             seen.writer = Self.currentThreadID()
+            let writerNice = seen.writer.flatMap { Self.niceValues()[$0] } ?? 0
+            // A reader that has not been scheduled yet lowers its priority once it runs.
+            let deadline = Date().addingTimeInterval(10)
+            repeat {
+                seen.all = Self.niceValues()
+                if seen.all.values.contains(writerNice + ReadingPriority.niceSteps) { break }
+                usleep(10_000)
+            } while Date() < deadline
         }
         let report = try run.run()
         XCTAssertEqual(report.callsInRun, 5_000)
