@@ -1,3 +1,5 @@
+import Quality
+
 /// One RTP packet as the statistics need it.
 public struct RTPPacketObservation: Sendable {
     public var arrivalNanos: Int64
@@ -70,8 +72,10 @@ public struct RTPStreamStatistics: Sendable {
     var seenWindow: (UInt64, UInt64) = (0, 0)
 
     // Timing, following Wireshark's rtppacket_analyse so the figures compare directly.
+    /// RFC 3550 interarrival jitter.
+    var jitter = InterarrivalJitter()
     /// RFC 3550 interarrival jitter, in milliseconds.
-    public private(set) var jitterMs = 0.0
+    public var jitterMs: Double { jitter.milliseconds }
     public private(set) var maxJitterMs = 0.0
     /// Wireshark's "mean jitter": a running mean over regular packets.
     public private(set) var meanJitterMs = 0.0
@@ -151,10 +155,10 @@ public struct RTPStreamStatistics: Sendable {
                 jitterComputed = true
                 // D(i,j) of RFC 3550 §6.4.1, in ms, against the last packet with a known clock
                 // rate: telephone events and unknown payload types do not move the reference.
-                let nominalMs = Double(extendedTimestamp - sequenceTimestamp) * 1000 / Double(p.clockRate)
-                let difference = abs(timeMs - (lastTimeMs + nominalMs))
-                currentJitter = (15 * jitterMs + difference) / 16
-                jitterMs = currentJitter
+                let difference = InterarrivalJitter.transitDifferenceMs(
+                    arrivalMs: timeMs, previousArrivalMs: lastTimeMs,
+                    timestampStep: extendedTimestamp - sequenceTimestamp, clockRate: p.clockRate)
+                currentJitter = jitter.add(transitDifferenceMs: difference)
                 sequenceTimestamp = extendedTimestamp
             }
             lastTimeMs = timeMs
