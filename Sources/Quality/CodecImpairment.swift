@@ -1,5 +1,5 @@
 /// Version of every constant in this module that changes stored scores (E-model defaults, codec table,
-/// industry formulas, video score coefficients). Store it with each score row; bump it whenever one of
+/// video score coefficients). Store it with each score row; bump it whenever one of
 /// those values changes so old and new rows are never compared blindly.
 public enum QualityModel {
     public static let modelVersion = "callstats-quality-1 (G.107-2015 NB; codecs 1; video 1)"

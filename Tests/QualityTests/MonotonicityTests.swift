@@ -48,24 +48,6 @@ final class MonotonicityTests: XCTestCase {
         }
     }
 
-    func testTwilioNonIncreasing() throws {
-        var rng = SeededGenerator(seed: 0x5EED_0003)
-        for _ in 0..<cases {
-            let rtt = Double.random(in: 0...1200, using: &rng)
-            let jitter = Double.random(in: 0...100, using: &rng)
-            let loss = Double.random(in: 0...40, using: &rng)
-            let base = try XCTUnwrap(IndustryScores.twilioMOS(roundTripTimeMs: rtt, jitterMs: jitter, lossPercent: loss))
-            let step = Double.random(in: 0...200, using: &rng)
-            let worseRTT = try XCTUnwrap(IndustryScores.twilioMOS(roundTripTimeMs: rtt + step, jitterMs: jitter, lossPercent: loss))
-            let worseJitter = try XCTUnwrap(IndustryScores.twilioMOS(roundTripTimeMs: rtt, jitterMs: jitter + step / 4, lossPercent: loss))
-            let worseLoss = try XCTUnwrap(IndustryScores.twilioMOS(roundTripTimeMs: rtt, jitterMs: jitter, lossPercent: loss + step / 20))
-            XCTAssertLessThanOrEqual(worseRTT, base + 1e-12)
-            XCTAssertLessThanOrEqual(worseJitter, base + 1e-12)
-            XCTAssertLessThanOrEqual(worseLoss, base + 1e-12)
-            XCTAssertTrue((1.0...4.5).contains(base))
-        }
-    }
-
     private struct VideoCase {
         var active: Double
         var notFrozenFps: Double
