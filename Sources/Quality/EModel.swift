@@ -61,6 +61,13 @@ public struct EModelParameters: Sendable, Equatable {
     /// The echo path of a packet call is about as long as the one-way delay, and the listener-echo loop
     /// twice that (the G.107/G.108 planning convention). The echo itself stays at the default
     /// TELR = 65 dB because WebRTC endpoints cancel echo.
+    /// Scores one VoIP interval: conversational (with delay) and listening (without).
+    ///
+    /// - Parameters:
+    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
+    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
+    ///   - burstRatio: BurstR, 1 for random loss.
+    ///   - codec: Ie and Bpl of the codec.
     public static func voip(
         oneWayDelayMs: Double,
         codec: CodecImpairment,
@@ -109,14 +116,6 @@ public struct EModelBreakdown: Sendable, Equatable {
 
 /// ITU-T G.107 E-model: the transmission rating factor R for a narrow-band connection.
 public enum EModel {
-    /// R of the simplified form with no delay and no impairment. G.107 quotes 93.2 for the defaults.
-    public static let simplifiedBaseRating = 93.2
-
-    /// R = Ro − Is − Id − Ie,eff + A (G.107 eq. 7-1).
-    public static func rating(_ parameters: EModelParameters) -> Double {
-        breakdown(parameters).rating
-    }
-
     /// The full model with every intermediate term (G.107 §7.1–7.6).
     public static func breakdown(_ p: EModelParameters) -> EModelBreakdown {
         breakdown(p, fixed: FixedTerms(p))
@@ -254,53 +253,6 @@ public enum EModel {
         return ie + (95 - ie) * loss / (loss / burst + bpl)
     }
 
-    /// Ie,eff for a codec from the codec table.
-    public static func effectiveEquipmentImpairment(
-        codec: CodecImpairment, packetLossPercent: Double, burstRatio: Double
-    ) -> Double {
-        effectiveEquipmentImpairment(
-            equipmentImpairment: codec.equipmentImpairment,
-            packetLossRobustness: codec.packetLossRobustness,
-            packetLossPercent: packetLossPercent,
-            burstRatio: burstRatio)
-    }
-
-    /// Loss percentage and burst ratio of a 2-state Markov (Gilbert) loss model.
-    ///
-    /// - Parameters:
-    ///   - lossAfterReceived: p, probability that a packet is lost when the previous one arrived.
-    ///   - receivedAfterLoss: q, probability that a packet arrives when the previous one was lost.
-    /// - Returns: Ppl = 100·p/(p+q) and BurstR = 1/(p+q); nil when p + q is not positive.
-    public static func markovLoss(
-        lossAfterReceived p: Double, receivedAfterLoss q: Double
-    ) -> (packetLossPercent: Double, burstRatio: Double)? {
-        guard p >= 0, q >= 0, p + q > 0 else { return nil }
-        return (100 * p / (p + q), 1 / (p + q))
-    }
-
-    /// Delay impairment of the simplified model (Cole & Rosenbluth 2001 fit of the full model with defaults):
-    /// `Id = 0.024·Ta + 0.11·(Ta − 177.3)` above the 177.3 ms knee.
-    ///
-    /// It folds the default echo terms in, so it is only meaningful with `simplifiedBaseRating`.
-    public static func simplifiedDelayImpairment(oneWayDelayMs ta: Double) -> Double {
-        0.024 * ta + (ta > 177.3 ? 0.11 * (ta - 177.3) : 0)
-    }
-
-    /// R = 93.2 − Id(Ta) − Ie,eff: the simplified form used by monitoring tools.
-    ///
-    /// Within about 1 R of the full model up to Ta = 300 ms; more pessimistic beyond ~350 ms.
-    public static func simplifiedRating(oneWayDelayMs: Double, effectiveEquipmentImpairment: Double) -> Double {
-        simplifiedBaseRating - simplifiedDelayImpairment(oneWayDelayMs: oneWayDelayMs)
-            - effectiveEquipmentImpairment
-    }
-
-    /// Scores one VoIP interval with both forms of the model.
-    ///
-    /// - Parameters:
-    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
-    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
-    ///   - burstRatio: BurstR, 1 for random loss.
-    ///   - codec: Ie and Bpl of the codec.
     /// The VoIP connection's terms that no interval changes (`EModelParameters.voip` sets only
     /// delay, codec and loss).
     private static let voipFixedTerms = FixedTerms(
@@ -312,6 +264,13 @@ public enum EModel {
         return b.basicSignalToNoise - b.simultaneousImpairment - b.delayImpairment
     }()
 
+    /// Scores one VoIP interval: conversational (with delay) and listening (without).
+    ///
+    /// - Parameters:
+    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
+    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
+    ///   - burstRatio: BurstR, 1 for random loss.
+    ///   - codec: Ie and Bpl of the codec.
     public static func voip(
         oneWayDelayMs: Double,
         packetLossPercent: Double,
@@ -324,19 +283,15 @@ public enum EModel {
         let full = breakdown(parameters, fixed: voipFixedTerms)
         // Listening quality: the same connection with zero delay (Ta = T = Tr = 0). Without delay
         // only Ie,eff varies, so the rest is computed once; the sum is evaluated in the order
-        // `breakdown` uses, so the result is the same double as `rating(undelayed)`.
+        // `breakdown` uses, so the result is the same double as `breakdown(undelayed).rating`.
         let listening = undelayedBase - full.effectiveEquipmentImpairment + parameters.advantageFactor
-        let simplified = simplifiedRating(
-            oneWayDelayMs: oneWayDelayMs, effectiveEquipmentImpairment: full.effectiveEquipmentImpairment)
         return VoIPQuality(
             oneWayDelayMs: oneWayDelayMs,
             effectiveEquipmentImpairment: full.effectiveEquipmentImpairment,
             rating: full.rating,
             listeningRating: listening,
-            simplifiedRating: simplified,
             conversationalMOS: MOS.fromR(full.rating),
-            listeningMOS: MOS.fromR(listening),
-            simplifiedMOS: MOS.fromR(simplified))
+            listeningMOS: MOS.fromR(listening))
     }
 }
 
@@ -355,12 +310,8 @@ public struct VoIPQuality: Sendable, Equatable {
     /// property, not a delay effect, and keeping it makes MOS-LQ equal MOS-CQ for a zero-delay call.
     /// R falls with delay, so listening ≥ conversational always.
     public var listeningRating: Double
-    /// R = 93.2 − Id(Ta) − Ie,eff (Cole & Rosenbluth delay term).
-    public var simplifiedRating: Double
     /// MOS-CQ: MOS of `rating`.
     public var conversationalMOS: Double
     /// MOS-LQ: MOS of `listeningRating`.
     public var listeningMOS: Double
-    /// MOS of `simplifiedRating`.
-    public var simplifiedMOS: Double
 }
