@@ -43,8 +43,8 @@ public struct WiresharkSequenceView: Equatable, Sendable {
 /// Updated once per packet with integer and floating-point arithmetic only; the window of
 /// recently seen sequence numbers lives in a fixed tuple so the hot path never allocates.
 public struct RTPStreamStatistics: Sendable {
-    public static let maxDropout = 3000
-    public static let maxMisorder = 100
+    package static let maxDropout = 3000
+    package static let maxMisorder = 100
 
     public private(set) var packets = 0
     /// Payload octets, without RTP header and padding (W3C `bytesReceived`).
@@ -180,7 +180,7 @@ public struct RTPStreamStatistics: Sendable {
     }
 
     /// Starts a new reporting interval for the windowed maxima.
-    public mutating func startWindow() {
+    package mutating func startWindow() {
         windowMaxJitterMs = 0
         windowMaxDeltaMs = 0
     }

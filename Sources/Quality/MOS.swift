@@ -1,9 +1,9 @@
 import Foundation
 
 /// The mean opinion score of an E-model rating R (G.107 Annex B).
-public enum MOS {
+package enum MOS {
     /// Lowest and highest MOS the conversion produces.
-    public static let range: ClosedRange<Double> = 1...4.5
+    package static let range: ClosedRange<Double> = 1...4.5
 
     /// The Annex B polynomial `1 + 0.035·R + R·(R − 60)·(100 − R)·7·10⁻⁶`, without any clamping.
     ///
@@ -16,7 +16,7 @@ public enum MOS {
     ///
     /// G.107 Annex B gives 1 below R = 0 and 4.5 above R = 100; the extra lower clamp removes the dip of
     /// the polynomial just above R = 0.
-    public static func fromR(_ r: Double) -> Double {
+    package static func fromR(_ r: Double) -> Double {
         if r.isNaN { return .nan }
         if r <= 0 { return range.lowerBound }
         if r >= 100 { return range.upperBound }
