@@ -72,7 +72,7 @@ public struct RTPStreamStatistics: Sendable {
     var seenWindow: (UInt64, UInt64) = (0, 0)
 
     // Timing, following Wireshark's rtppacket_analyse so the figures compare directly.
-    /// RFC 3550 interarrival jitter.
+    /// RFC 3550 interarrival jitter, updated in the form tshark uses (see `InterarrivalJitter`).
     var jitter = InterarrivalJitter()
     /// RFC 3550 interarrival jitter, in milliseconds.
     public var jitterMs: Double { jitter.milliseconds }
