@@ -6,7 +6,7 @@ DB      ?= demo.sqlite
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN     := .build/release/callstats
 
-.PHONY: all deps test-deps build demo report screenshot test soak fuzz bench clean
+.PHONY: all deps test-deps build demo report screenshot test soak fuzz bench format format-check clean
 
 all: build
 
@@ -79,6 +79,14 @@ bench: build
 	$(BIN) bench
 	@if [ -f ../shared/data/chromium-call-30ms-2pct.jsonl.zst ]; then \
 	  $(BIN) bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst; fi
+
+# The toolchain's `swift format`, configured by .swift-format: `format` rewrites the sources in
+# place, `format-check` only reports (and fails on) what `format` would change or flag.
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests
+
+format-check:
+	$(SWIFT) format lint --strict --recursive Sources Tests
 
 clean:
 	rm -rf .build .build-fuzz $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock report.html

@@ -6,7 +6,8 @@ import PackageDescription
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames, reader, writer
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
-//                                     (Collector: the in-app library that samples calls and writes logs)
+//                                     (Collector: the in-app library that samples calls and writes logs;
+//                                     Capture also uses Quality's RFC 3550 maths, which depends on nothing)
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
 //   Store                             SQLite schema and writer for analysis results
 //   Report                            the HTML report, read from a Store database
@@ -32,7 +33,7 @@ let package = Package(
 
         .target(name: "CallLog", dependencies: ["CZstd"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
-        .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
+        .target(name: "Capture", dependencies: ["CallLog", "Quality", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
         .target(name: "Analysis", dependencies: ["CallLog", "Quality", "CByteCompare"]),

@@ -72,7 +72,7 @@ public enum StatsFormat: String, Sendable, CaseIterable {
     case goog
 }
 
-/// The event actions and types that the SDKs name (seed excerpts §1), plus call-state changes.
+/// The event actions and types that the SDKs name, plus call-state changes (`Data/FORMAT.md`, `event`).
 public enum EventName {
     public static let callMetric = "callMetric"
     public static let iceTimeout = "iceTimeout"

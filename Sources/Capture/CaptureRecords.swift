@@ -1,4 +1,5 @@
 import CallLog
+import Quality
 
 /// Builds the capture's log records. Field names and units are documented in
 /// `Data/FORMAT-capture.md`; keep the two in step.
@@ -82,14 +83,16 @@ enum CaptureRecords {
     static func reportBlock(_ r: RTCPReportBlock, rttMs: Double?, clockRate: UInt32?) -> JSONValue {
         var o: JSONObject = [
             "ssrc": number(r.ssrc),
-            "fractionLost": rounded(Double(r.fractionLost) / 256),
+            "fractionLost": rounded(RTCPMath.fractionLost(r.fractionLost)),
             "packetsLost": number(Int(r.cumulativeLost)),
             "highestSeq": number(r.extendedHighestSequence),
             "jitter": number(r.jitter),
         ]
-        if let clockRate, clockRate > 0 { o["jitterMs"] = rounded(Double(r.jitter) * 1000 / Double(clockRate)) }
+        if let clockRate, let jitterMs = RTCPMath.jitterMs(timestampUnits: Double(r.jitter), clockRate: Double(clockRate)) {
+            o["jitterMs"] = rounded(jitterMs)
+        }
         o["lsr"] = number(r.lastSR)
-        o["dlsrMs"] = rounded(Double(r.delaySinceLastSR) * 1000 / 65536)
+        o["dlsrMs"] = rounded(RTCPMath.compactNTPMs(r.delaySinceLastSR))
         if let rttMs { o["roundTripTimeMs"] = rounded(rttMs) }
         return .object(o)
     }

@@ -1,4 +1,5 @@
 import CallLog
+import Quality
 
 extension CaptureSession {
     /// How many recent sender reports per SSRC are remembered for round-trip matching.
@@ -51,7 +52,8 @@ extension CaptureSession {
             if let rate = ssrcClockRates[r.ssrc] { rates[r.ssrc] = rate }
             guard r.lastSR != 0, let list = senderReports[r.ssrc],
                   let sr = list.last(where: { $0.ntpMiddle == r.lastSR }) else { continue }
-            let rttMs = Double(now - sr.arrivalNanos) / 1e6 - Double(r.delaySinceLastSR) * 1000 / 65536
+            let rttMs = RTCPMath.roundTripTimeMs(
+                sinceSenderReportNanos: now - sr.arrivalNanos, delaySinceLastSenderReport: r.delaySinceLastSR)
             // Captured beside the reporting receiver the path is ~0 and DLSR's 1/65536 s steps can
             // make it slightly negative: that is 0. Further below zero the SR was not the one meant.
             guard rttMs > -1 else { continue }

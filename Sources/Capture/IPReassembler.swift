@@ -4,14 +4,14 @@
 /// never is. So this is the cold path: fragments are copied, and a hostile or lossy capture
 /// can hold at most `maximumDatagrams` partial datagrams of at most `maximumDatagramBytes`,
 /// each dropped `timeoutNanos` after its first fragment.
-public struct IPReassembler: Sendable {
-    public struct Key: Hashable, Sendable {
+package struct IPReassembler: Sendable {
+    package struct Key: Hashable, Sendable {
         var source: IPAddress
         var destination: IPAddress
         var identification: UInt32
         var isIPv6: Bool
 
-        public init(source: IPAddress, destination: IPAddress, identification: UInt32, isIPv6: Bool) {
+        package init(source: IPAddress, destination: IPAddress, identification: UInt32, isIPv6: Bool) {
             self.source = source
             self.destination = destination
             self.identification = identification
@@ -27,25 +27,25 @@ public struct IPReassembler: Sendable {
         var sawUDPStart = false
     }
 
-    public var maximumDatagrams: Int
-    public var maximumDatagramBytes: Int
-    public var timeoutNanos: Int64
+    package var maximumDatagrams: Int
+    package var maximumDatagramBytes: Int
+    package var timeoutNanos: Int64
     /// Datagrams given up on: timed out, too large, truncated by the snap length, or evicted.
-    public private(set) var abandoned = 0
-    public private(set) var completed = 0
+    package private(set) var abandoned = 0
+    package private(set) var completed = 0
     var pending: [Key: Pending] = [:]
 
-    public init(maximumDatagrams: Int = 256, maximumDatagramBytes: Int = 65_535, timeoutNanos: Int64 = 30_000_000_000) {
+    package init(maximumDatagrams: Int = 256, maximumDatagramBytes: Int = 65_535, timeoutNanos: Int64 = 30_000_000_000) {
         self.maximumDatagrams = maximumDatagrams
         self.maximumDatagramBytes = maximumDatagramBytes
         self.timeoutNanos = timeoutNanos
     }
 
-    public var pendingCount: Int { pending.count }
+    package var pendingCount: Int { pending.count }
 
     /// Stores one fragment. `firstHeader` is the IPv6 next header of the first fragment
     /// (nil for later fragments, which do not carry it); IPv4 callers pass UDP implicitly.
-    public mutating func add(
+    package mutating func add(
         key: Key, offset: Int, more: Bool, bytes: UnsafeRawBufferPointer, complete: Bool,
         timestampNanos: Int64, firstHeader: UInt8? = 17
     ) -> DecodeOutcome {

@@ -2,17 +2,17 @@
 ///
 /// `payload` points into the frame (or into reassembled fragments) and is valid only while
 /// the caller's buffer is; decoders never copy it.
-public struct UDPDatagram {
-    public var flow: FlowKey
-    public var payload: UnsafeRawBufferPointer
+package struct UDPDatagram {
+    package var flow: FlowKey
+    package var payload: UnsafeRawBufferPointer
     /// The payload length the UDP header announces. Larger than `payload.count` when the
     /// capture's snap length cut the frame short.
-    public var wireLength: Int
-    public var isIPv6: Bool
+    package var wireLength: Int
+    package var isIPv6: Bool
 }
 
 /// What a frame turned out to be.
-public enum DecodeOutcome {
+package enum DecodeOutcome {
     case udp(UDPDatagram)
     /// A fragment was stored; the datagram will come out when the last piece arrives.
     case fragmentHeld
@@ -28,14 +28,14 @@ public enum DecodeOutcome {
 ///
 /// Pure and allocation-free for unfragmented traffic: everything is read in place from the
 /// frame's bytes. Only fragments are copied, into the bounded `IPReassembler`.
-public struct PacketDecoder {
-    public var reassembler: IPReassembler
+package struct PacketDecoder {
+    package var reassembler: IPReassembler
 
-    public init(reassembler: IPReassembler = IPReassembler()) {
+    package init(reassembler: IPReassembler = IPReassembler()) {
         self.reassembler = reassembler
     }
 
-    public mutating func decode(
+    package mutating func decode(
         linkType: LinkType, frame: UnsafeRawBufferPointer, timestampNanos: Int64
     ) -> DecodeOutcome {
         guard let (etherType, offset) = PacketDecoder.networkLayer(linkType: linkType, frame: frame) else {

@@ -87,7 +87,7 @@ public struct RTCPCompound: Equatable, Sendable {
     /// Cheap structural test used for classification: version 2, packet type 192-223 and a
     /// first length that fits. (SRTCP's trailer makes the later lengths unreliable.)
     @inline(__always)
-    public static func looksValid(_ p: UnsafeRawBufferPointer) -> Bool {
+    package static func looksValid(_ p: UnsafeRawBufferPointer) -> Bool {
         guard p.count >= 8, p.u8(0) & 0xC0 == 0x80 else { return false }
         let pt = p.u8(1)
         guard pt >= 192 && pt <= 223 else { return false }

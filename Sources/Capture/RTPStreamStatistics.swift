@@ -1,3 +1,5 @@
+import Quality
+
 /// One RTP packet as the statistics need it.
 public struct RTPPacketObservation: Sendable {
     public var arrivalNanos: Int64
@@ -41,8 +43,8 @@ public struct WiresharkSequenceView: Equatable, Sendable {
 /// Updated once per packet with integer and floating-point arithmetic only; the window of
 /// recently seen sequence numbers lives in a fixed tuple so the hot path never allocates.
 public struct RTPStreamStatistics: Sendable {
-    public static let maxDropout = 3000
-    public static let maxMisorder = 100
+    package static let maxDropout = 3000
+    package static let maxMisorder = 100
 
     public private(set) var packets = 0
     /// Payload octets, without RTP header and padding (W3C `bytesReceived`).
@@ -70,8 +72,10 @@ public struct RTPStreamStatistics: Sendable {
     var seenWindow: (UInt64, UInt64) = (0, 0)
 
     // Timing, following Wireshark's rtppacket_analyse so the figures compare directly.
+    /// RFC 3550 interarrival jitter, updated in the form tshark uses (see `InterarrivalJitter`).
+    var jitter = InterarrivalJitter()
     /// RFC 3550 interarrival jitter, in milliseconds.
-    public private(set) var jitterMs = 0.0
+    public var jitterMs: Double { jitter.milliseconds }
     public private(set) var maxJitterMs = 0.0
     /// Wireshark's "mean jitter": a running mean over regular packets.
     public private(set) var meanJitterMs = 0.0
@@ -151,10 +155,10 @@ public struct RTPStreamStatistics: Sendable {
                 jitterComputed = true
                 // D(i,j) of RFC 3550 §6.4.1, in ms, against the last packet with a known clock
                 // rate: telephone events and unknown payload types do not move the reference.
-                let nominalMs = Double(extendedTimestamp - sequenceTimestamp) * 1000 / Double(p.clockRate)
-                let difference = abs(timeMs - (lastTimeMs + nominalMs))
-                currentJitter = (15 * jitterMs + difference) / 16
-                jitterMs = currentJitter
+                let difference = InterarrivalJitter.transitDifferenceMs(
+                    arrivalMs: timeMs, previousArrivalMs: lastTimeMs,
+                    timestampStep: extendedTimestamp - sequenceTimestamp, clockRate: p.clockRate)
+                currentJitter = jitter.add(transitDifferenceMs: difference)
                 sequenceTimestamp = extendedTimestamp
             }
             lastTimeMs = timeMs
@@ -176,7 +180,7 @@ public struct RTPStreamStatistics: Sendable {
     }
 
     /// Starts a new reporting interval for the windowed maxima.
-    public mutating func startWindow() {
+    package mutating func startWindow() {
         windowMaxJitterMs = 0
         windowMaxDeltaMs = 0
     }

@@ -30,7 +30,7 @@ public struct SIPMessage: Equatable, Sendable {
     ].map { Array($0.utf8) }
 
     /// Starts with a SIP method and a space, or with `SIP/2.0 `.
-    public static func startsLikeSIP(_ p: UnsafeRawBufferPointer) -> Bool {
+    package static func startsLikeSIP(_ p: UnsafeRawBufferPointer) -> Bool {
         guard p.count >= 8 else { return false }
         let first = p.u8(0)
         guard first >= 0x41 && first <= 0x55 else { return false }

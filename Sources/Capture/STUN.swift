@@ -28,7 +28,7 @@ public struct STUNMessage: Equatable, Sendable {
     /// Header checks only: two zero bits, a length that is a multiple of four and matches
     /// the datagram, and the magic cookie (or, for classic STUN, a known Binding type).
     @inline(__always)
-    public static func looksLikeSTUN(_ p: UnsafeRawBufferPointer) -> Bool {
+    package static func looksLikeSTUN(_ p: UnsafeRawBufferPointer) -> Bool {
         guard p.count >= 20 else { return false }
         let type = p.u16(0)
         let length = Int(p.u16(2))

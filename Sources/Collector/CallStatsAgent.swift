@@ -87,10 +87,15 @@ public final class CallStatsAgent: @unchecked Sendable {
     let writer: RotatingLogWriter
     private let writerQueue = DispatchQueue(label: "callstats.collector.writer", qos: .utility)
     private let samplingQueue = DispatchQueue(label: "callstats.collector.sampling", qos: .utility)
-    private let lock = NSLock()
-    private var calls: [String: CallSlot] = [:]
-    private var housekeeping: (any Cancellable)?
-    private var stopped = false
+    /// The attached calls and whether the agent still records; the `CallSlot`s' fields are
+    /// changed only inside `state.withLock` too.
+    private struct State {
+        var calls: [String: CallSlot] = [:]
+        var housekeeping: (any Cancellable)?
+        var stopped = false
+    }
+
+    private let state = Locked(State())
     /// Coalesces the writes of snapshots that arrive together (many calls on one tick).
     private let writeDelayMs = 50
 
@@ -115,17 +120,20 @@ public final class CallStatsAgent: @unchecked Sendable {
             statsMembers: configuration.statsMembers)
         writer = RotatingLogWriter(settings: settings, storage: storage, clock: clock, queue: queue)
         let period = max(1000, min(CallStatsAgent.ms(configuration.retryInterval), 30_000))
-        housekeeping = clock.repeating(every: period, on: writerQueue) { [weak self] in self?.writer.tick() }
+        let housekeeping = clock.repeating(every: period, on: writerQueue) { [weak self] in self?.writer.tick() }
+        state.withLock { $0.housekeeping = housekeeping }
     }
 
     /// An agent the app lets go without `shutdown()`: its timers would otherwise go on firing
     /// (a resumed dispatch timer lives until cancelled), and what is queued is written now.
     /// No closure holds the agent strongly here, so nothing else touches the writer.
     deinit {
-        housekeeping?.cancel()
-        for s in calls.values {
-            s.timer?.cancel()
-            s.timeout?.cancel()
+        state.withLock { agent in
+            agent.housekeeping?.cancel()
+            for s in agent.calls.values {
+                s.timer?.cancel()
+                s.timeout?.cancel()
+            }
         }
         writer.close()
     }
@@ -147,20 +155,19 @@ public final class CallStatsAgent: @unchecked Sendable {
             app: configuration.app, appVersion: configuration.appVersion, platform: configuration.platform,
             network: info.network, media: info.media, labels: labels)
         let slot = CallSlot(id: callID, source: call)
-        lock.lock()
-        guard !stopped else {
-            lock.unlock()
-            return recorder
-        }
-        calls[callID]?.timer?.cancel()
-        calls[callID] = slot
-        if call != nil {
-            slot.timer = clock.repeating(every: max(1, CallStatsAgent.ms(configuration.interval)), on: samplingQueue) { [weak self, weak slot] in
-                guard let self, let slot else { return }
-                self.sample(slot)
+        let attached = state.withLock { agent in
+            guard !agent.stopped else { return false }
+            agent.calls[callID]?.timer?.cancel()
+            agent.calls[callID] = slot
+            if call != nil {
+                slot.timer = clock.repeating(every: max(1, CallStatsAgent.ms(configuration.interval)), on: samplingQueue) { [weak self, weak slot] in
+                    guard let self, let slot else { return }
+                    self.sample(slot)
+                }
             }
+            return true
         }
-        lock.unlock()
+        guard attached else { return recorder }
         enqueue(QueuedItem(call: callID, ts: now, payload: .record(record), bytes: 256))
         call?.connect(recorder)
         return recorder
@@ -168,30 +175,31 @@ public final class CallStatsAgent: @unchecked Sendable {
 
     /// Calls attached and not yet ended.
     public var attachedCalls: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return calls.count
+        state.withLock { $0.calls.count }
     }
 
     private func sample(_ slot: CallSlot) {
-        lock.lock()
-        guard !slot.ending, let source = slot.source else {
-            lock.unlock()
-            return
+        enum Decision { case idle, skip, fetch(any MonitoredCall) }
+        let decision = state.withLock { _ -> Decision in
+            guard !slot.ending, let source = slot.source else { return .idle }
+            guard !slot.fetching else { return .skip }
+            slot.fetching = true
+            return .fetch(source)
         }
-        guard !slot.fetching else {
-            lock.unlock()
+        let source: any MonitoredCall
+        switch decision {
+        case .idle: return
+        case .skip:
             queue.update { $0.samplesSkipped += 1 }
             return
+        case .fetch(let s): source = s
         }
-        slot.fetching = true
-        lock.unlock()
         source.fetchStats { [weak self] snapshot in
             guard let self else { return }
-            self.lock.lock()
-            slot.fetching = false
-            let late = slot.finished
-            self.lock.unlock()
+            let late = self.state.withLock { _ in
+                slot.fetching = false
+                return slot.finished
+            }
             if let snapshot, !late { self.enqueue(snapshot: snapshot, callID: slot.id) }
         }
     }
@@ -206,10 +214,10 @@ public final class CallStatsAgent: @unchecked Sendable {
     }
 
     private func slot(_ callID: String) -> CallSlot? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let s = calls[callID], !s.ending else { return nil }
-        return s
+        state.withLock { agent in
+            guard let s = agent.calls[callID], !s.ending else { return nil }
+            return s
+        }
     }
 
     func record(callID: String, event: SDKEvent) {
@@ -226,26 +234,29 @@ public final class CallStatsAgent: @unchecked Sendable {
 
     func end(callID: String, info: CallEnd) {
         let now = clock.now()
-        lock.lock()
-        guard let slot = calls[callID], !slot.ending else {
-            lock.unlock()
+        enum Ending { case none, withoutSample(CallSlot), afterSample(CallSlot, any MonitoredCall) }
+        let ending = state.withLock { agent -> Ending in
+            guard let slot = agent.calls[callID], !slot.ending else { return .none }
+            slot.ending = true
+            slot.timer?.cancel()
+            slot.timer = nil
+            slot.endInfo = info
+            slot.endRequested = now
+            guard let source = slot.source else { return .withoutSample(slot) }
+            slot.timeout = clock.after(max(0, CallStatsAgent.ms(configuration.finalSampleTimeout)), on: samplingQueue) { [weak self, weak slot] in
+                guard let self, let slot else { return }
+                self.finish(slot, nil)
+            }
+            return .afterSample(slot, source)
+        }
+        let slot: CallSlot, source: any MonitoredCall
+        switch ending {
+        case .none: return
+        case .withoutSample(let s):
+            finish(s, nil)
             return
+        case .afterSample(let s, let m): (slot, source) = (s, m)
         }
-        slot.ending = true
-        slot.timer?.cancel()
-        slot.timer = nil
-        slot.endInfo = info
-        slot.endRequested = now
-        guard let source = slot.source else {
-            lock.unlock()
-            finish(slot, nil)
-            return
-        }
-        slot.timeout = clock.after(max(0, CallStatsAgent.ms(configuration.finalSampleTimeout)), on: samplingQueue) { [weak self, weak slot] in
-            guard let self, let slot else { return }
-            self.finish(slot, nil)
-        }
-        lock.unlock()
         samplingQueue.async { [weak self] in
             guard self != nil else { return }
             source.fetchStats { [weak self] snapshot in self?.finish(slot, snapshot) }
@@ -255,16 +266,15 @@ public final class CallStatsAgent: @unchecked Sendable {
     /// The last snapshot (if it came in time), then the `end` record, which the writer
     /// follows with a flush and fsync.
     private func finish(_ slot: CallSlot, _ snapshot: StatsSnapshot?) {
-        lock.lock()
-        guard !slot.finished, let info = slot.endInfo else {
-            lock.unlock()
-            return
+        let endInfo = state.withLock { agent -> CallEnd? in
+            guard !slot.finished, let info = slot.endInfo else { return nil }
+            slot.finished = true
+            slot.timeout?.cancel()
+            slot.timeout = nil
+            if agent.calls[slot.id] === slot { agent.calls[slot.id] = nil }
+            return info
         }
-        slot.finished = true
-        slot.timeout?.cancel()
-        slot.timeout = nil
-        if calls[slot.id] === slot { calls[slot.id] = nil }
-        lock.unlock()
+        guard let info = endInfo else { return }
         var endTs = slot.endRequested
         if let snapshot {
             let now = clock.now()
@@ -301,24 +311,25 @@ public final class CallStatsAgent: @unchecked Sendable {
     /// the file is closed; the agent records nothing afterwards.
     public func shutdown() {
         samplingQueue.sync {}  // last samples already asked for come first
-        lock.lock()
-        stopped = true
-        let open = Array(calls.values)
-        calls.removeAll()
-        housekeeping?.cancel()
-        housekeeping = nil
-        var ending = [CallSlot]()
-        for s in open {
-            s.timer?.cancel()
-            if s.ending { ending.append(s) } else { s.finished = true }
+        let ending = state.withLock { agent in
+            agent.stopped = true
+            let open = Array(agent.calls.values)
+            agent.calls.removeAll()
+            agent.housekeeping?.cancel()
+            agent.housekeeping = nil
+            var ending = [CallSlot]()
+            for s in open {
+                s.timer?.cancel()
+                if s.ending { ending.append(s) } else { s.finished = true }
+            }
+            return ending
         }
-        lock.unlock()
         for s in ending { finish(s, nil) }  // ended, still waiting for the SDK: the end is written
         writerQueue.sync { writer.close() }
     }
 }
 
-/// One attached call's sampling state (guarded by the agent's lock).
+/// One attached call's sampling state, changed only under the agent's `state` lock.
 final class CallSlot: @unchecked Sendable {
     let id: String
     let source: (any MonitoredCall)?

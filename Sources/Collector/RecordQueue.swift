@@ -69,7 +69,7 @@ struct QueuedItem {
 /// that "drop the oldest snapshot" is O(1) and the writer still gets everything in arrival
 /// order. Snapshots are what is dropped first: each is one of many samples of a call, while
 /// an event or an `end` is the only record of what it says.
-final class RecordQueue: @unchecked Sendable {
+final class RecordQueue: Sendable {
     struct Limits {
         var records: Int
         var bytes: Int
@@ -89,15 +89,24 @@ final class RecordQueue: @unchecked Sendable {
         }
     }
 
+    /// Everything the app's threads and the writer share.
+    private struct State {
+        var stats = Ring<QueuedItem>()
+        var others = Ring<QueuedItem>()
+        var bytes = 0
+        var nextSeq: UInt64 = 0
+        var wakeRequested = false
+        var totals = CollectorCounters()
+        var unreported = Losses()
+
+        mutating func count(_ reason: DropReason, _ n: Int) {
+            totals.dropped[reason, default: 0] += n
+            unreported.dropped[reason, default: 0] += n
+        }
+    }
+
     let limits: Limits
-    private let lock = NSLock()
-    private var stats = Ring<QueuedItem>()
-    private var others = Ring<QueuedItem>()
-    private var bytes = 0
-    private var nextSeq: UInt64 = 0
-    private var wakeRequested = false
-    private var totals = CollectorCounters()
-    private var unreported = Losses()
+    private let state = Locked(State())
 
     init(limits: Limits) {
         self.limits = Limits(records: max(1, limits.records), bytes: max(1, limits.bytes))
@@ -107,31 +116,32 @@ final class RecordQueue: @unchecked Sendable {
     /// limits. Returns true when the writer should be woken (the first item since it last took).
     func push(_ item: QueuedItem) -> Bool {
         var item = item
-        lock.lock()
-        defer { lock.unlock() }
-        item.seq = nextSeq
-        nextSeq &+= 1
-        bytes += item.bytes
-        if item.isStats { stats.append(item) } else { others.append(item) }
-        while stats.count + others.count > limits.records || bytes > limits.bytes {
-            guard let evicted = stats.popFirst() ?? others.popFirst() else { break }
-            bytes -= evicted.bytes
-            countLocked(.queueFull, 1)
+        return state.withLock { q in
+            item.seq = q.nextSeq
+            q.nextSeq &+= 1
+            q.bytes += item.bytes
+            if item.isStats { q.stats.append(item) } else { q.others.append(item) }
+            while q.stats.count + q.others.count > limits.records || q.bytes > limits.bytes {
+                guard let evicted = q.stats.popFirst() ?? q.others.popFirst() else { break }
+                q.bytes -= evicted.bytes
+                q.count(.queueFull, 1)
+            }
+            q.totals.queuePeakRecords = max(q.totals.queuePeakRecords, q.stats.count + q.others.count)
+            q.totals.queuePeakBytes = max(q.totals.queuePeakBytes, q.bytes)
+            guard !q.wakeRequested else { return false }
+            q.wakeRequested = true
+            return true
         }
-        totals.queuePeakRecords = max(totals.queuePeakRecords, stats.count + others.count)
-        totals.queuePeakBytes = max(totals.queuePeakBytes, bytes)
-        guard !wakeRequested else { return false }
-        wakeRequested = true
-        return true
     }
 
     /// Everything queued, in arrival order.
     func takeAll() -> [QueuedItem] {
-        lock.lock()
-        let a = stats.takeAll(), b = others.takeAll()
-        bytes = 0
-        wakeRequested = false
-        lock.unlock()
+        let (a, b) = state.withLock { q in
+            let taken = (q.stats.takeAll(), q.others.takeAll())
+            q.bytes = 0
+            q.wakeRequested = false
+            return taken
+        }
         var out = [QueuedItem]()
         out.reserveCapacity(a.count + b.count)
         var i = 0, j = 0
@@ -149,57 +159,42 @@ final class RecordQueue: @unchecked Sendable {
 
     func count(_ reason: DropReason, _ n: Int) {
         guard n > 0 else { return }
-        lock.lock()
-        countLocked(reason, n)
-        lock.unlock()
-    }
-
-    private func countLocked(_ reason: DropReason, _ n: Int) {
-        totals.dropped[reason, default: 0] += n
-        unreported.dropped[reason, default: 0] += n
+        state.withLock { $0.count(reason, n) }
     }
 
     func update(_ body: (inout CollectorCounters) -> Void) {
-        lock.lock()
-        body(&totals)
-        lock.unlock()
+        state.withLock { body(&$0.totals) }
     }
 
     func deleted(files: Int, bytes: Int) {
-        lock.lock()
-        totals.filesDeleted += files
-        totals.bytesDeleted += bytes
-        unreported.filesDeleted += files
-        unreported.bytesDeleted += bytes
-        lock.unlock()
+        state.withLock { q in
+            q.totals.filesDeleted += files
+            q.totals.bytesDeleted += bytes
+            q.unreported.filesDeleted += files
+            q.unreported.bytesDeleted += bytes
+        }
     }
 
     /// Takes the losses not yet reported (for an `agent` record).
     func takeUnreported() -> Losses {
-        lock.lock()
-        defer { lock.unlock() }
-        let u = unreported
-        unreported = Losses()
-        return u
+        state.withLock { q in
+            let u = q.unreported
+            q.unreported = Losses()
+            return u
+        }
     }
 
     /// Puts losses back when the `agent` record carrying them could not be written.
     func restoreUnreported(_ losses: Losses) {
-        lock.lock()
-        unreported.add(losses)
-        lock.unlock()
+        state.withLock { $0.unreported.add(losses) }
     }
 
     var hasUnreported: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return !unreported.isEmpty
+        state.withLock { !$0.unreported.isEmpty }
     }
 
     var counters: CollectorCounters {
-        lock.lock()
-        defer { lock.unlock() }
-        return totals
+        state.withLock { $0.totals }
     }
 }
 

@@ -1,14 +1,14 @@
 /// Version of every constant in this module that changes stored scores (E-model defaults, codec table,
-/// industry formulas, video score coefficients). Store it with each score row; bump it whenever one of
+/// video score coefficients). Store it with each score row; bump it whenever one of
 /// those values changes so old and new rows are never compared blindly.
-public enum QualityModel {
-    public static let modelVersion = "callstats-quality-1 (G.107-2015 NB; codecs 1; video 1)"
+package enum QualityModel {
+    package static let modelVersion = "callstats-quality-1 (G.107-2015 NB; codecs 1; video 1)"
 }
 
 /// Equipment impairment Ie and packet-loss robustness Bpl of a codec, the codec inputs of the E-model.
-public struct CodecImpairment: Sendable, Equatable, Hashable {
+package struct CodecImpairment: Sendable, Equatable, Hashable {
     /// Where a value comes from, so a stored score can say how much weight it carries.
-    public enum Source: String, Sendable {
+    package enum Source: String, Sendable {
         /// ITU-T G.113 Appendix I.
         case g113
         /// Ie from G.113, Bpl from a widely used implementation (G.113 gives none).
@@ -18,14 +18,14 @@ public struct CodecImpairment: Sendable, Equatable, Hashable {
     }
 
     /// Short display name, e.g. "G.711 + PLC".
-    public var name: String
+    package var name: String
     /// Ie.
-    public var equipmentImpairment: Double
+    package var equipmentImpairment: Double
     /// Bpl (random loss).
-    public var packetLossRobustness: Double
-    public var source: Source
+    package var packetLossRobustness: Double
+    package var source: Source
 
-    public init(name: String, equipmentImpairment: Double, packetLossRobustness: Double, source: Source) {
+    package init(name: String, equipmentImpairment: Double, packetLossRobustness: Double, source: Source) {
         self.name = name
         self.equipmentImpairment = equipmentImpairment
         self.packetLossRobustness = packetLossRobustness
@@ -34,42 +34,42 @@ public struct CodecImpairment: Sendable, Equatable, Hashable {
 
     /// G.711 with the packet-loss concealment of G.711 Appendix I. Used for PCMU/PCMA: every WebRTC and
     /// most SIP endpoints conceal lost G.711 frames.
-    public static let g711WithPLC = CodecImpairment(
+    package static let g711WithPLC = CodecImpairment(
         name: "G.711 + PLC", equipmentImpairment: 0, packetLossRobustness: 25.1, source: .g113)
     /// G.711 without concealment (lost frames played as silence).
-    public static let g711WithoutPLC = CodecImpairment(
+    package static let g711WithoutPLC = CodecImpairment(
         name: "G.711", equipmentImpairment: 0, packetLossRobustness: 4.3, source: .g113)
     /// G.729 Annex A (+VAD), 8 kbit/s.
-    public static let g729A = CodecImpairment(
+    package static let g729A = CodecImpairment(
         name: "G.729A", equipmentImpairment: 11, packetLossRobustness: 19.0, source: .g113)
     /// G.729 (full complexity), 8 kbit/s: Ie 10. G.113 lists no Bpl for it; G.729A's 19.0 is borrowed
     /// because both share the frame structure and concealment (a convention).
-    public static let g729 = CodecImpairment(
+    package static let g729 = CodecImpairment(
         name: "G.729", equipmentImpairment: 10, packetLossRobustness: 19.0, source: .convention)
     /// G.723.1 at 6.3 kbit/s (+VAD).
-    public static let g723_1 = CodecImpairment(
+    package static let g723_1 = CodecImpairment(
         name: "G.723.1 6.3", equipmentImpairment: 15, packetLossRobustness: 16.1, source: .g113)
     /// GSM 06.10 full rate: Ie 20 from G.113; Bpl 10 as used by OPAL.
-    public static let gsmFullRate = CodecImpairment(
+    package static let gsmFullRate = CodecImpairment(
         name: "GSM FR", equipmentImpairment: 20, packetLossRobustness: 10, source: .g113WithImplementationBpl)
     /// Opus, scored on the narrow-band scale as "G.711 + PLC equivalent" (Ie 0, Bpl 25.1).
     ///
     /// Convention: there is no ITU-T Ie/Bpl for Opus. Feeding post-recovery loss (concealment ratio) means
     /// in-band FEC, RED and NACK are already credited in Ppl, so no extra robustness is assumed here.
-    public static let opus = CodecImpairment(
+    package static let opus = CodecImpairment(
         name: "Opus", equipmentImpairment: 0, packetLossRobustness: 25.1, source: .convention)
     /// G.722, treated like Opus: "G.711 + PLC equivalent" on the narrow-band scale (convention).
-    public static let g722 = CodecImpairment(
+    package static let g722 = CodecImpairment(
         name: "G.722", equipmentImpairment: 0, packetLossRobustness: 25.1, source: .convention)
     /// iLBC, scored as G.729A (Ie 11, Bpl 19.0).
     ///
     /// Convention: iLBC is a narrow-band low-rate codec whose clean-channel quality is usually placed near
     /// G.729A. Its independently decodable frames would justify a higher Bpl; 19.0 is the conservative choice.
-    public static let iLBC = CodecImpairment(
+    package static let iLBC = CodecImpairment(
         name: "iLBC", equipmentImpairment: 11, packetLossRobustness: 19.0, source: .convention)
 
     /// Every codec of the table.
-    public static let all: [CodecImpairment] = [
+    package static let all: [CodecImpairment] = [
         g711WithPLC, g711WithoutPLC, g729A, g729, g723_1, gsmFullRate, opus, g722, iLBC,
     ]
 
@@ -79,7 +79,7 @@ public struct CodecImpairment: Sendable, Equatable, Hashable {
     /// The RTP name "G729" covers both G.729 and Annex A and is mapped to G.729A, which is what deployed
     /// endpoints almost always run. Returns nil for unknown codecs and for non-speech payloads
     /// (telephone-event, CN, RED), which must be resolved to the primary codec by the caller.
-    public static func lookup(_ codecName: String) -> CodecImpairment? {
+    package static func lookup(_ codecName: String) -> CodecImpairment? {
         // The names browsers and SDKs send, as they send them (this runs for every interval).
         switch codecName {
         case "opus", "audio/opus": return .opus

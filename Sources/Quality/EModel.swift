@@ -5,63 +5,70 @@ import Foundation
 /// Every field keeps the Recommendation's unit (dB, dBm0p, dB(A), ms, %). The abbreviation used by
 /// G.107 is given in each comment so the code can be read against the Recommendation.
 /// With every default the model yields R = 93.206208, the "93.2" quoted by G.107.
-public struct EModelParameters: Sendable, Equatable {
+package struct EModelParameters: Sendable, Equatable {
     /// SLR, dB.
-    public var sendLoudnessRating: Double = 8
+    package var sendLoudnessRating: Double = 8
     /// RLR, dB.
-    public var receiveLoudnessRating: Double = 2
+    package var receiveLoudnessRating: Double = 2
     /// STMR, dB.
-    public var sidetoneMaskingRating: Double = 15
+    package var sidetoneMaskingRating: Double = 15
     /// LSTR, dB.
-    public var listenerSidetoneRating: Double = 18
+    package var listenerSidetoneRating: Double = 18
     /// Ds, D-value of the telephone on the send side.
-    public var sendDValue: Double = 3
+    package var sendDValue: Double = 3
     /// Dr, D-value on the receive side. Not used by the narrow-band equations; kept so the parameter set is complete.
-    public var receiveDValue: Double = 3
+    package var receiveDValue: Double = 3
     /// TELR, dB. 65 dB means well-cancelled echo.
-    public var talkerEchoLoudnessRating: Double = 65
+    package var talkerEchoLoudnessRating: Double = 65
     /// WEPL, dB.
-    public var weightedEchoPathLoss: Double = 110
+    package var weightedEchoPathLoss: Double = 110
     /// T, mean one-way delay of the echo path, ms.
-    public var echoPathDelayMs: Double = 0
+    package var echoPathDelayMs: Double = 0
     /// Tr, round-trip delay in a 4-wire loop, ms.
-    public var roundTripDelayMs: Double = 0
+    package var roundTripDelayMs: Double = 0
     /// Ta, absolute (mouth-to-ear) delay in echo-free connections, ms.
-    public var absoluteDelayMs: Double = 0
+    package var absoluteDelayMs: Double = 0
     /// qdu, number of quantization distortion units.
-    public var quantizationDistortionUnits: Double = 1
+    package var quantizationDistortionUnits: Double = 1
     /// Ie, equipment impairment factor of the codec.
-    public var equipmentImpairment: Double = 0
+    package var equipmentImpairment: Double = 0
     /// Bpl, packet-loss robustness factor of the codec. Irrelevant while the loss is 0.
-    public var packetLossRobustness: Double = 4.3
+    package var packetLossRobustness: Double = 4.3
     /// Ppl, packet-loss probability, percent (0...100).
-    public var packetLossPercent: Double = 0
+    package var packetLossPercent: Double = 0
     /// BurstR: 1 for random loss, above 1 for bursty loss.
-    public var burstRatio: Double = 1
+    package var burstRatio: Double = 1
     /// Nc, circuit noise referred to 0 dBr, dBm0p.
-    public var circuitNoise: Double = -70
+    package var circuitNoise: Double = -70
     /// Nfor, noise floor at the receive side, dBmp.
-    public var receiveNoiseFloor: Double = -64
+    package var receiveNoiseFloor: Double = -64
     /// Ps, room noise at the send side, dB(A).
-    public var sendRoomNoise: Double = 35
+    package var sendRoomNoise: Double = 35
     /// Pr, room noise at the receive side, dB(A).
-    public var receiveRoomNoise: Double = 35
+    package var receiveRoomNoise: Double = 35
     /// A, advantage factor. Kept at 0 for analytics so scores are not inflated by an expectation discount.
-    public var advantageFactor: Double = 0
+    package var advantageFactor: Double = 0
     /// mT, minimum perceivable delay, ms (default delay-sensitivity class).
-    public var minimumPerceivableDelayMs: Double = 100
+    package var minimumPerceivableDelayMs: Double = 100
     /// sT, delay sensitivity (default class 1, which reproduces the pre-2014 Idd formula).
-    public var delaySensitivity: Double = 1
+    package var delaySensitivity: Double = 1
 
     /// All G.107 defaults.
-    public init() {}
+    package init() {}
 
     /// Parameters for a VoIP leg: default terminal and echo values, `T = Ta`, `Tr = 2·Ta`.
     ///
     /// The echo path of a packet call is about as long as the one-way delay, and the listener-echo loop
     /// twice that (the G.107/G.108 planning convention). The echo itself stays at the default
     /// TELR = 65 dB because WebRTC endpoints cancel echo.
-    public static func voip(
+    /// Scores one VoIP interval: conversational (with delay) and listening (without).
+    ///
+    /// - Parameters:
+    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
+    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
+    ///   - burstRatio: BurstR, 1 for random loss.
+    ///   - codec: Ie and Bpl of the codec.
+    package static func voip(
         oneWayDelayMs: Double,
         codec: CodecImpairment,
         packetLossPercent: Double,
@@ -80,45 +87,37 @@ public struct EModelParameters: Sendable, Equatable {
 }
 
 /// Every intermediate term of one E-model evaluation, so a stored score can be explained.
-public struct EModelBreakdown: Sendable, Equatable {
+package struct EModelBreakdown: Sendable, Equatable {
     /// Ro, basic signal-to-noise ratio.
-    public var basicSignalToNoise: Double
+    package var basicSignalToNoise: Double
     /// Iolr, impairment from a too-low overall loudness.
-    public var overallLoudnessImpairment: Double
+    package var overallLoudnessImpairment: Double
     /// Ist, impairment from non-optimum sidetone.
-    public var sidetoneImpairment: Double
+    package var sidetoneImpairment: Double
     /// Iq, impairment from quantizing distortion.
-    public var quantizingImpairment: Double
+    package var quantizingImpairment: Double
     /// Is = Iolr + Ist + Iq.
-    public var simultaneousImpairment: Double
+    package var simultaneousImpairment: Double
     /// Idte, talker echo.
-    public var talkerEchoImpairment: Double
+    package var talkerEchoImpairment: Double
     /// Idle, listener echo.
-    public var listenerEchoImpairment: Double
+    package var listenerEchoImpairment: Double
     /// Idd, pure (absolute) delay.
-    public var absoluteDelayImpairment: Double
+    package var absoluteDelayImpairment: Double
     /// Id = Idte + Idle + Idd.
-    public var delayImpairment: Double
+    package var delayImpairment: Double
     /// Ie,eff, codec plus packet loss.
-    public var effectiveEquipmentImpairment: Double
+    package var effectiveEquipmentImpairment: Double
     /// A.
-    public var advantageFactor: Double
+    package var advantageFactor: Double
     /// R = Ro − Is − Id − Ie,eff + A.
-    public var rating: Double
+    package var rating: Double
 }
 
 /// ITU-T G.107 E-model: the transmission rating factor R for a narrow-band connection.
-public enum EModel {
-    /// R of the simplified form with no delay and no impairment. G.107 quotes 93.2 for the defaults.
-    public static let simplifiedBaseRating = 93.2
-
-    /// R = Ro − Is − Id − Ie,eff + A (G.107 eq. 7-1).
-    public static func rating(_ parameters: EModelParameters) -> Double {
-        breakdown(parameters).rating
-    }
-
+package enum EModel {
     /// The full model with every intermediate term (G.107 §7.1–7.6).
-    public static func breakdown(_ p: EModelParameters) -> EModelBreakdown {
+    package static func breakdown(_ p: EModelParameters) -> EModelBreakdown {
         breakdown(p, fixed: FixedTerms(p))
     }
 
@@ -226,7 +225,7 @@ public enum EModel {
     /// Idd, impairment of pure delay; 0 up to the minimum perceivable delay mT.
     ///
     /// With mT = 100 ms and sT = 1 this is the pre-2014 formula (exponent 6).
-    public static func absoluteDelayImpairment(
+    package static func absoluteDelayImpairment(
         absoluteDelayMs ta: Double,
         minimumPerceivableDelayMs mT: Double = 100,
         delaySensitivity sT: Double = 1
@@ -241,7 +240,7 @@ public enum EModel {
     ///
     /// Increasing in the loss and in the burst ratio: bursty loss hurts more than the same amount of
     /// random loss because concealment fails on long gaps.
-    public static func effectiveEquipmentImpairment(
+    package static func effectiveEquipmentImpairment(
         equipmentImpairment ie: Double,
         packetLossRobustness bpl: Double,
         packetLossPercent ppl: Double,
@@ -254,53 +253,6 @@ public enum EModel {
         return ie + (95 - ie) * loss / (loss / burst + bpl)
     }
 
-    /// Ie,eff for a codec from the codec table.
-    public static func effectiveEquipmentImpairment(
-        codec: CodecImpairment, packetLossPercent: Double, burstRatio: Double
-    ) -> Double {
-        effectiveEquipmentImpairment(
-            equipmentImpairment: codec.equipmentImpairment,
-            packetLossRobustness: codec.packetLossRobustness,
-            packetLossPercent: packetLossPercent,
-            burstRatio: burstRatio)
-    }
-
-    /// Loss percentage and burst ratio of a 2-state Markov (Gilbert) loss model.
-    ///
-    /// - Parameters:
-    ///   - lossAfterReceived: p, probability that a packet is lost when the previous one arrived.
-    ///   - receivedAfterLoss: q, probability that a packet arrives when the previous one was lost.
-    /// - Returns: Ppl = 100·p/(p+q) and BurstR = 1/(p+q); nil when p + q is not positive.
-    public static func markovLoss(
-        lossAfterReceived p: Double, receivedAfterLoss q: Double
-    ) -> (packetLossPercent: Double, burstRatio: Double)? {
-        guard p >= 0, q >= 0, p + q > 0 else { return nil }
-        return (100 * p / (p + q), 1 / (p + q))
-    }
-
-    /// Delay impairment of the simplified model (Cole & Rosenbluth 2001 fit of the full model with defaults):
-    /// `Id = 0.024·Ta + 0.11·(Ta − 177.3)` above the 177.3 ms knee.
-    ///
-    /// It folds the default echo terms in, so it is only meaningful with `simplifiedBaseRating`.
-    public static func simplifiedDelayImpairment(oneWayDelayMs ta: Double) -> Double {
-        0.024 * ta + (ta > 177.3 ? 0.11 * (ta - 177.3) : 0)
-    }
-
-    /// R = 93.2 − Id(Ta) − Ie,eff: the simplified form used by monitoring tools.
-    ///
-    /// Within about 1 R of the full model up to Ta = 300 ms; more pessimistic beyond ~350 ms.
-    public static func simplifiedRating(oneWayDelayMs: Double, effectiveEquipmentImpairment: Double) -> Double {
-        simplifiedBaseRating - simplifiedDelayImpairment(oneWayDelayMs: oneWayDelayMs)
-            - effectiveEquipmentImpairment
-    }
-
-    /// Scores one VoIP interval with both forms of the model.
-    ///
-    /// - Parameters:
-    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
-    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
-    ///   - burstRatio: BurstR, 1 for random loss.
-    ///   - codec: Ie and Bpl of the codec.
     /// The VoIP connection's terms that no interval changes (`EModelParameters.voip` sets only
     /// delay, codec and loss).
     private static let voipFixedTerms = FixedTerms(
@@ -312,7 +264,14 @@ public enum EModel {
         return b.basicSignalToNoise - b.simultaneousImpairment - b.delayImpairment
     }()
 
-    public static func voip(
+    /// Scores one VoIP interval: conversational (with delay) and listening (without).
+    ///
+    /// - Parameters:
+    ///   - oneWayDelayMs: mouth-to-ear delay Ta (see `StatsInputs.oneWayDelayMs`).
+    ///   - packetLossPercent: effective loss Ppl after FEC/retransmission/jitter buffer, percent.
+    ///   - burstRatio: BurstR, 1 for random loss.
+    ///   - codec: Ie and Bpl of the codec.
+    package static func voip(
         oneWayDelayMs: Double,
         packetLossPercent: Double,
         burstRatio: Double,
@@ -324,43 +283,35 @@ public enum EModel {
         let full = breakdown(parameters, fixed: voipFixedTerms)
         // Listening quality: the same connection with zero delay (Ta = T = Tr = 0). Without delay
         // only Ie,eff varies, so the rest is computed once; the sum is evaluated in the order
-        // `breakdown` uses, so the result is the same double as `rating(undelayed)`.
+        // `breakdown` uses, so the result is the same double as `breakdown(undelayed).rating`.
         let listening = undelayedBase - full.effectiveEquipmentImpairment + parameters.advantageFactor
-        let simplified = simplifiedRating(
-            oneWayDelayMs: oneWayDelayMs, effectiveEquipmentImpairment: full.effectiveEquipmentImpairment)
         return VoIPQuality(
             oneWayDelayMs: oneWayDelayMs,
             effectiveEquipmentImpairment: full.effectiveEquipmentImpairment,
             rating: full.rating,
             listeningRating: listening,
-            simplifiedRating: simplified,
             conversationalMOS: MOS.fromR(full.rating),
-            listeningMOS: MOS.fromR(listening),
-            simplifiedMOS: MOS.fromR(simplified))
+            listeningMOS: MOS.fromR(listening))
     }
 }
 
 /// The scores of one VoIP interval, following the RFC 3611 split into conversational and listening quality.
-public struct VoIPQuality: Sendable, Equatable {
+package struct VoIPQuality: Sendable, Equatable {
     /// Ta used, ms.
-    public var oneWayDelayMs: Double
+    package var oneWayDelayMs: Double
     /// Ie,eff used by every rating below.
-    public var effectiveEquipmentImpairment: Double
+    package var effectiveEquipmentImpairment: Double
     /// R of the full G.107 model with `T = Ta`, `Tr = 2·Ta` (conversational: includes delay and echo).
-    public var rating: Double
+    package var rating: Double
     /// R of the full model for the same connection with zero delay (Ta = T = Tr = 0): 93.206 − Ie,eff with
     /// the defaults, the reference document's "93.2 − Ie,eff" with the model's own constant.
     ///
     /// Zero delay rather than "Id = 0": the residual listener-echo term at Tr = 0 (0.149) is a terminal
     /// property, not a delay effect, and keeping it makes MOS-LQ equal MOS-CQ for a zero-delay call.
     /// R falls with delay, so listening ≥ conversational always.
-    public var listeningRating: Double
-    /// R = 93.2 − Id(Ta) − Ie,eff (Cole & Rosenbluth delay term).
-    public var simplifiedRating: Double
+    package var listeningRating: Double
     /// MOS-CQ: MOS of `rating`.
-    public var conversationalMOS: Double
+    package var conversationalMOS: Double
     /// MOS-LQ: MOS of `listeningRating`.
-    public var listeningMOS: Double
-    /// MOS of `simplifiedRating`.
-    public var simplifiedMOS: Double
+    package var listeningMOS: Double
 }

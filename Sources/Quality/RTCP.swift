@@ -1,85 +1,76 @@
-/// RFC 3550 unit conversions shared by packet capture and analysis.
-public enum RTCPMath {
-    /// Seconds per unit of the compact NTP format (middle 32 bits of an NTP timestamp).
-    public static let compactNTPUnitSeconds = 1.0 / 65_536
+/// RFC 3550 unit conversions and round-trip time, as packet capture reports them.
+///
+/// Each function is the exact arithmetic whose results are compared with `tshark`: callers rely on
+/// the doubles, not only the values, so the order of operations is part of the contract.
+package enum RTCPMath {
+    /// Compact NTP units (the middle 32 bits of an NTP timestamp, 1/65536 s, as in LSR and DLSR)
+    /// to ms.
+    @inlinable
+    package static func compactNTPMs(_ units: UInt32) -> Double {
+        Double(units) * 1000 / 65_536
+    }
 
     /// Interarrival jitter from an RTCP report block (RTP timestamp units) to ms.
     ///
     /// The clock is the payload's RTP clock: 8000 for G.711, 48000 for Opus, 90000 for video.
-    /// W3C `jitter` is already in seconds and needs no conversion.
-    public static func jitterMs(timestampUnits: Double, clockRate: Double) -> Double? {
+    /// - Returns: nil when the clock rate is not positive (unknown).
+    @inlinable
+    package static func jitterMs(timestampUnits: Double, clockRate: Double) -> Double? {
         guard clockRate > 0 else { return nil }
         return timestampUnits * 1000 / clockRate
     }
 
-    /// RTT = A − LSR − DLSR (RFC 3550 §6.4.1), all three in compact NTP units, returned in ms.
+    /// RTT = A − LSR − DLSR (RFC 3550 §6.4.1), in ms, with A − LSR measured on one clock: the time
+    /// from the arrival of the sender report that LSR names to the arrival of the reception report.
     ///
-    /// Subtraction wraps modulo 2³² so a roll-over of the NTP seconds does not matter.
-    /// - Returns: nil when LSR is 0 (no sender report received yet) or the result is negative (clock
-    ///   inconsistency between the two hosts).
-    public static func roundTripTimeMs(
-        arrival: UInt32, lastSenderReport: UInt32, delaySinceLastSenderReport: UInt32
-    ) -> Double? {
-        guard lastSenderReport != 0 else { return nil }
-        let units = Int32(bitPattern: arrival &- lastSenderReport &- delaySinceLastSenderReport)
-        guard units >= 0 else { return nil }
-        return Double(units) * compactNTPUnitSeconds * 1000
+    /// DLSR comes from the other host in compact NTP units. The result is negative when that
+    /// host's delay exceeds the elapsed time; what that means is the caller's decision.
+    @inlinable
+    package static func roundTripTimeMs(sinceSenderReportNanos: Int64, delaySinceLastSenderReport: UInt32) -> Double {
+        Double(sinceSenderReportNanos) / 1e6 - compactNTPMs(delaySinceLastSenderReport)
     }
 
     /// The 8-bit "fraction lost" field of a report block as a fraction in 0..<1 (value/256).
-    public static func fractionLost(_ field: UInt8) -> Double {
+    @inlinable
+    package static func fractionLost(_ field: UInt8) -> Double {
         Double(field) / 256
-    }
-
-    /// The "fraction lost" field for an interval (RFC 3550 A.3): `(lost << 8)/expected`, 0 when nothing
-    /// was expected or the interval gained packets (duplicates), capped at 255.
-    public static func fractionLostField(expected: Int64, lost: Int64) -> UInt8 {
-        guard expected > 0, lost > 0 else { return 0 }
-        return UInt8(min(255, (lost << 8) / expected))
     }
 }
 
-/// Running interarrival jitter estimate of RFC 3550 §6.4.1 / A.8 (floating-point form):
-/// J += (|D| − J)/16, D the change in transit time between consecutive packets.
-public struct InterarrivalJitter: Sendable, Equatable {
-    /// RTP clock of the stream, Hz.
-    public let clockRate: Double
-    /// Current estimate, RTP timestamp units.
-    public private(set) var timestampUnits: Double = 0
-    private var previous: (arrivalSeconds: Double, rtpTimestamp: UInt32)?
+/// Running interarrival jitter estimate of RFC 3550 §6.4.1, J += (|D| − J)/16, in milliseconds.
+///
+/// The update is evaluated as J = (15·J + |D|)/16 in double precision, the form of Wireshark's RTP
+/// stream analysis: equal to the RFC's form as real numbers, but the two doubles can differ in the
+/// last place, and only this form reproduces `tshark -z rtp,streams` exactly.
+package struct InterarrivalJitter: Sendable, Equatable {
+    /// Current estimate, ms; 0 before the first `add`.
+    @inlinable
+    package var milliseconds: Double { estimateMs }
+    /// Changed only by `add`.
+    @usableFromInline
+    var estimateMs = 0.0
 
-    public init(clockRate: Double) {
-        self.clockRate = clockRate
-    }
+    @inlinable
+    package init() {}
 
-    /// Feeds one packet, in arrival order.
+    /// |D| of RFC 3550 §6.4.1 in ms: how far a packet's arrival is from the arrival of the
+    /// previous packet plus the spacing of their RTP timestamps.
     ///
     /// - Parameters:
-    ///   - arrivalSeconds: local receive time, any origin.
-    ///   - rtpTimestamp: the packet's RTP timestamp; wrap-around is handled.
-    public mutating func record(arrivalSeconds: Double, rtpTimestamp: UInt32) {
-        if let last = previous {
-            let sentDelta = Double(Int32(bitPattern: rtpTimestamp &- last.rtpTimestamp))
-            let arrivalDelta = (arrivalSeconds - last.arrivalSeconds) * clockRate
-            let d = abs(arrivalDelta - sentDelta)
-            timestampUnits += (d - timestampUnits) / 16
-        }
-        previous = (arrivalSeconds, rtpTimestamp)
+    ///   - timestampStep: this packet's RTP timestamp less the previous one's, already unwrapped.
+    ///   - clockRate: the payload's RTP clock, Hz; must not be 0.
+    @inlinable
+    package static func transitDifferenceMs(
+        arrivalMs: Double, previousArrivalMs: Double, timestampStep: Int64, clockRate: UInt32
+    ) -> Double {
+        let nominalMs = Double(timestampStep) * 1000 / Double(clockRate)
+        return abs(arrivalMs - (previousArrivalMs + nominalMs))
     }
 
-    /// The value an RTCP report block carries (truncated to an integer, as in A.8).
-    public var reportField: UInt32 {
-        UInt32(min(timestampUnits, Double(UInt32.max)))
-    }
-
-    /// Current estimate, ms.
-    public var milliseconds: Double {
-        timestampUnits * 1000 / clockRate
-    }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.clockRate == rhs.clockRate && lhs.timestampUnits == rhs.timestampUnits
-            && lhs.previous?.arrivalSeconds == rhs.previous?.arrivalSeconds
-            && lhs.previous?.rtpTimestamp == rhs.previous?.rtpTimestamp
+    /// Folds in one packet's |D| (ms) and returns the new estimate.
+    @inlinable @discardableResult
+    package mutating func add(transitDifferenceMs difference: Double) -> Double {
+        estimateMs = (15 * estimateMs + difference) / 16
+        return estimateMs
     }
 }

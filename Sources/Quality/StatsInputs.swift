@@ -2,18 +2,18 @@
 ///
 /// All counters are cumulative: callers pass differences between two snapshots. Functions return nil when
 /// the interval carries no information (no samples, no packets) rather than inventing a zero.
-public enum StatsInputs {
+package enum StatsInputs {
     /// Capture, playout and processing delay not visible in the stats, added to the one-way delay, ms.
     ///
     /// 20 ms is the value of the reference worked example; pjsip uses 30 ms plus the sound-device latency.
     /// Stored scores depend on it, so it is covered by `QualityModel.modelVersion`.
-    public static let defaultDeviceAllowanceMs: Double = 20
+    package static let defaultDeviceAllowanceMs: Double = 20
 
     /// Effective loss Ppl, percent: `100·Δ(concealedSamples − silentConcealedSamples)/ΔtotalSamplesReceived`.
     ///
     /// Measured after the jitter buffer, so packets recovered by FEC, RED or NACK do not count, and packets
     /// that arrived too late do. Silent concealment (DTX comfort noise) is not a loss.
-    public static func effectiveLossPercent(
+    package static func effectiveLossPercent(
         concealedSamples: Double, silentConcealedSamples: Double, totalSamplesReceived: Double
     ) -> Double? {
         guard totalSamplesReceived > 0 else { return nil }
@@ -22,14 +22,14 @@ public enum StatsInputs {
     }
 
     /// Samples carried by one packet: clock rate × packet time (960 for Opus at 48 kHz, 20 ms).
-    public static func samplesPerPacket(clockRate: Double, packetTimeMs: Double) -> Double {
+    package static func samplesPerPacket(clockRate: Double, packetTimeMs: Double) -> Double {
         clockRate * packetTimeMs / 1000
     }
 
     /// Mean length of a loss run in packets: `Δ(concealed − silent)/(samplesPerPacket·ΔconcealmentEvents)`.
     ///
     /// A concealment event starts whenever concealment follows normal playout, so events count loss runs.
-    public static func meanLossRunPackets(
+    package static func meanLossRunPackets(
         concealedSamples: Double, silentConcealedSamples: Double,
         concealmentEvents: Double, samplesPerPacket: Double
     ) -> Double? {
@@ -42,7 +42,7 @@ public enum StatsInputs {
     ///
     /// In the 2-state Markov model the mean run is 1/q and BurstR = (1 − Ppl/100)/q. Floored at 1 because
     /// the model's range starts at random loss. 1 when there is no run to measure.
-    public static func burstRatio(meanLossRunPackets: Double?, lossPercent: Double) -> Double {
+    package static func burstRatio(meanLossRunPackets: Double?, lossPercent: Double) -> Double {
         guard let run = meanLossRunPackets, run.isFinite else { return 1 }
         return max(1, run * (1 - min(max(lossPercent, 0), 100) / 100))
     }
@@ -50,7 +50,7 @@ public enum StatsInputs {
     /// Network loss before any recovery, percent: `ΔpacketsLost/(ΔpacketsLost + ΔpacketsReceived)·100`.
     ///
     /// `packetsLost` can go down when duplicates arrive, so negative deltas count as no loss.
-    public static func networkLossPercent(packetsLost: Double, packetsReceived: Double) -> Double? {
+    package static func networkLossPercent(packetsLost: Double, packetsReceived: Double) -> Double? {
         let lost = max(0, packetsLost)
         let expected = lost + max(0, packetsReceived)
         guard expected > 0 else { return nil }
@@ -58,7 +58,7 @@ public enum StatsInputs {
     }
 
     /// Average jitter-buffer delay in ms: `ΔjitterBufferDelay (s) / ΔjitterBufferEmittedCount`.
-    public static func averageJitterBufferDelayMs(
+    package static func averageJitterBufferDelayMs(
         jitterBufferDelaySeconds: Double, jitterBufferEmittedCount: Double
     ) -> Double? {
         guard jitterBufferEmittedCount > 0 else { return nil }
@@ -69,7 +69,7 @@ public enum StatsInputs {
     ///
     /// Half the RTT stands for the network path; the packet time for packetisation at the sender; the
     /// allowance for capture, playout and processing that no stat reports.
-    public static func oneWayDelayMs(
+    package static func oneWayDelayMs(
         roundTripTimeMs: Double,
         jitterBufferDelayMs: Double,
         packetTimeMs: Double,

@@ -1,25 +1,25 @@
 import Foundation
 
 /// Per-interval deltas of inbound video stats (W3C webrtc-stats), the inputs of `VideoScore`.
-public struct VideoIntervalStats: Sendable, Equatable {
+package struct VideoIntervalStats: Sendable, Equatable {
     /// Length of the interval, s.
-    public var intervalSeconds: Double
+    package var intervalSeconds: Double
     /// ΔtotalPausesDuration, s: no frame for more than 5 s, usually the sender stopped on purpose.
-    public var pausesDurationSeconds: Double
+    package var pausesDurationSeconds: Double
     /// ΔframesRendered (or ΔframesDecoded when rendering is not reported).
-    public var framesRendered: Double
+    package var framesRendered: Double
     /// ΔfreezeCount.
-    public var freezeCount: Double
+    package var freezeCount: Double
     /// ΔtotalFreezesDuration, s.
-    public var freezesDurationSeconds: Double
+    package var freezesDurationSeconds: Double
     /// frameWidth × frameHeight received.
-    public var receivedPixels: Double
+    package var receivedPixels: Double
     /// Pixels wanted: the rendering element size or the resolution requested. 0 when unknown (no penalty).
-    public var expectedPixels: Double
+    package var expectedPixels: Double
     /// Source frame rate: 30 for cameras, 5–15 for screen share.
-    public var expectedFrameRate: Double
+    package var expectedFrameRate: Double
 
-    public init(
+    package init(
         intervalSeconds: Double,
         pausesDurationSeconds: Double = 0,
         framesRendered: Double,
@@ -42,19 +42,19 @@ public struct VideoIntervalStats: Sendable, Equatable {
 
 /// Coefficients of the freeze factor; configurable because they come from video-on-demand stalling
 /// studies (Hoßfeld et al. 2011) and may be too harsh for conversational video.
-public struct VideoScoreConfiguration: Sendable, Equatable {
+package struct VideoScoreConfiguration: Sendable, Equatable {
     /// k_time, weight per frozen second (s⁻¹).
-    public var freezeTimeWeight: Double = 0.15
+    package var freezeTimeWeight: Double = 0.15
     /// k_event, weight per freeze.
-    public var freezeEventWeight: Double = 0.19
+    package var freezeEventWeight: Double = 0.19
     /// The score freezes pull towards (the stalling model's asymptote).
-    public var freezeFloor: Double = 1.5
+    package var freezeFloor: Double = 1.5
     /// Active video the freeze weights are normalised to, s (the stalling study used 30-s clips).
-    public var referenceSeconds: Double = 30
+    package var referenceSeconds: Double = 30
     /// Below this much active (non-paused) video the interval gets no score, s.
-    public var minimumActiveSeconds: Double = 1
+    package var minimumActiveSeconds: Double = 1
 
-    public init() {}
+    package init() {}
 }
 
 /// A 1–5 video quality score for one interval (reference §4.4).
@@ -65,24 +65,24 @@ public struct VideoScoreConfiguration: Sendable, Equatable {
 /// shortfall, a lower frame rate, more freezes or longer freezes never raise the score.
 /// The outbound `qualityLimitationReason` is deliberately not an input: its effect already shows up as
 /// lower resolution or frame rate, and subtracting it again would count it twice.
-public struct VideoScore: Sendable, Equatable {
+package struct VideoScore: Sendable, Equatable {
     /// The score, 1.05...4.9.
-    public var score: Double
+    package var score: Double
     /// V0, before freezes.
-    public var baseScore: Double
+    package var baseScore: Double
     /// F in (0, 1]: 1 without freezes.
-    public var freezeFactor: Double
+    package var freezeFactor: Double
     /// Dres, 0...100.
-    public var resolutionDegradation: Double
+    package var resolutionDegradation: Double
     /// Dfps, 0...100 − Dres.
-    public var frameRateDegradation: Double
+    package var frameRateDegradation: Double
     /// Frame rate while not frozen, fps.
-    public var framesPerSecond: Double
+    package var framesPerSecond: Double
     /// Interval length minus pauses, s.
-    public var activeSeconds: Double
+    package var activeSeconds: Double
 
     /// Scores an interval; nil when less than `minimumActiveSeconds` of video was active (off or paused).
-    public init?(_ stats: VideoIntervalStats, configuration: VideoScoreConfiguration = VideoScoreConfiguration()) {
+    package init?(_ stats: VideoIntervalStats, configuration: VideoScoreConfiguration = VideoScoreConfiguration()) {
         let active = stats.intervalSeconds - max(0, stats.pausesDurationSeconds)
         guard active.isFinite, active >= configuration.minimumActiveSeconds, active > 0 else { return nil }
 
@@ -114,7 +114,7 @@ public struct VideoScore: Sendable, Equatable {
 
     /// Dres = clamp(72.61·log10(0.32·(s − 1) + 1), 0, 100), s = max(1, expected/received pixels)
     /// (P.1203.1 upscaling term). 0 when the expected size is unknown; 100 when nothing was received.
-    public static func resolutionDegradation(expectedPixels: Double, receivedPixels: Double) -> Double {
+    package static func resolutionDegradation(expectedPixels: Double, receivedPixels: Double) -> Double {
         guard expectedPixels > 0 else { return 0 }
         guard receivedPixels > 0 else { return 100 }
         let scale = max(1, expectedPixels / receivedPixels)
@@ -123,7 +123,7 @@ public struct VideoScore: Sendable, Equatable {
 
     /// Dfps = clamp((100 − Dres)·(30.98 − 1.29·f)/(64.65 + f), 0, 100 − Dres) below 24 fps, else 0
     /// (P.1203.1 frame-rate term; f is the frame rate scaled to a 30-fps source).
-    public static func frameRateDegradation(normalisedFps f: Double, resolutionDegradation: Double) -> Double {
+    package static func frameRateDegradation(normalisedFps f: Double, resolutionDegradation: Double) -> Double {
         guard f < 24 else { return 0 }
         let room = 100 - resolutionDegradation
         return min(max(room * (30.98 - 1.29 * f) / (64.65 + f), 0), room)
@@ -131,7 +131,7 @@ public struct VideoScore: Sendable, Equatable {
 
     /// The P.1203 quality-to-MOS map: 1.05 + 3.85·Q/100 + Q·(Q − 60)·(100 − Q)·7·10⁻⁶, 1.05 at Q ≤ 0 and
     /// 4.9 at Q ≥ 100.
-    public static func p1203MOS(quality q: Double) -> Double {
+    package static func p1203MOS(quality q: Double) -> Double {
         if q <= 0 { return 1.05 }
         if q >= 100 { return 4.9 }
         return 1.05 + 3.85 * q / 100 + q * (q - 60) * (100 - q) * 7e-6

@@ -20,17 +20,17 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// xoshiro256** (Blackman and Vigna).
-public struct Xoshiro256: RandomNumberGenerator, Sendable {
+package struct Xoshiro256: RandomNumberGenerator, Sendable {
     private var s0, s1, s2, s3: UInt64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         var sm = SplitMix64(seed: seed)
         s0 = sm.next(); s1 = sm.next(); s2 = sm.next(); s3 = sm.next()
     }
 
     /// An independent stream for item `index` of a run seeded with `seed`: calls can be
     /// generated in any order, on any thread, and still come out the same.
-    public init(seed: UInt64, stream index: UInt64) {
+    package init(seed: UInt64, stream index: UInt64) {
         var sm = SplitMix64(seed: seed)
         let a = sm.next()
         var sm2 = SplitMix64(seed: a ^ (index &* 0xD6E8_FEB8_6659_FD93))
@@ -38,7 +38,7 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
     }
 
     @inline(__always)
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
         let t = s1 << 17
         s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3
@@ -51,33 +51,33 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
 extension Xoshiro256 {
     /// Uniform in [0, 1).
     @inline(__always)
-    public mutating func uniform() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    package mutating func uniform() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 
     /// Uniform in [a, b).
-    public mutating func uniform(_ a: Double, _ b: Double) -> Double { a + (b - a) * uniform() }
+    package mutating func uniform(_ a: Double, _ b: Double) -> Double { a + (b - a) * uniform() }
 
     /// Uniform integer in the closed range.
-    public mutating func int(_ range: ClosedRange<Int>) -> Int {
+    package mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.count))
     }
 
-    public mutating func chance(_ p: Double) -> Bool { uniform() < p }
+    package mutating func chance(_ p: Double) -> Bool { uniform() < p }
 
     /// Standard normal (Box-Muller; one value per call keeps the stream position simple).
-    public mutating func normal() -> Double {
+    package mutating func normal() -> Double {
         let u1 = max(uniform(), 1e-300), u2 = uniform()
         return (-2 * _log(u1)).squareRoot() * _cos(2 * Double.pi * u2)
     }
 
-    public mutating func normal(mean: Double, sd: Double) -> Double { mean + sd * normal() }
+    package mutating func normal(mean: Double, sd: Double) -> Double { mean + sd * normal() }
 
     /// Log-normal with the given median; `sigma` is the spread of its logarithm.
-    public mutating func logNormal(median: Double, sigma: Double) -> Double {
+    package mutating func logNormal(median: Double, sigma: Double) -> Double {
         median * _exp(sigma * normal())
     }
 
     /// Poisson count: exact (Knuth) for small means, normal approximation for large ones.
-    public mutating func poisson(_ mean: Double) -> Int {
+    package mutating func poisson(_ mean: Double) -> Int {
         guard mean > 0 else { return 0 }
         if mean > 30 { return max(0, Int((mean + mean.squareRoot() * normal()).rounded())) }
         let limit = _exp(-mean)
@@ -87,7 +87,7 @@ extension Xoshiro256 {
     }
 
     /// Geometric length ≥ 1 with the given mean (loss bursts).
-    public mutating func burstLength(mean: Double) -> Int {
+    package mutating func burstLength(mean: Double) -> Int {
         guard mean > 1 else { return 1 }
         let q = 1 - 1 / mean
         var n = 1
@@ -96,7 +96,7 @@ extension Xoshiro256 {
     }
 
     /// One of `items`, with probability proportional to its weight.
-    public mutating func pick<T>(_ items: [(T, Double)]) -> T {
+    package mutating func pick<T>(_ items: [(T, Double)]) -> T {
         let total = items.reduce(0) { $0 + $1.1 }
         var r = uniform() * total
         for (item, w) in items {
@@ -106,10 +106,10 @@ extension Xoshiro256 {
         return items[items.count - 1].0
     }
 
-    public mutating func element<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
+    package mutating func element<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
 
     /// Uppercase hexadecimal digits.
-    public mutating func hex(_ count: Int, upper: Bool = true) -> String {
+    package mutating func hex(_ count: Int, upper: Bool = true) -> String {
         let digits = Array((upper ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
         var out = [UInt8]()
         out.reserveCapacity(count)
@@ -118,17 +118,17 @@ extension Xoshiro256 {
     }
 
     /// An SDK-style call id: `7E60066C-C7F3-438A-95B1-DDE8634E1072`.
-    public mutating func uuid() -> String {
+    package mutating func uuid() -> String {
         "\(hex(8))-\(hex(4))-4\(hex(3))-\(element(["8", "9", "A", "B"]))\(hex(3))-\(hex(12))"
     }
 
     /// Lowercase UUID, as browsers print track identifiers.
-    public mutating func trackID() -> String {
+    package mutating func trackID() -> String {
         "\(hex(8, upper: false))-\(hex(4, upper: false))-4\(hex(3, upper: false))-a\(hex(3, upper: false))-\(hex(12, upper: false))"
     }
 
     /// Characters of the base64 alphabet (ICE ufrags, candidate ids, certificate bodies).
-    public mutating func base64(_ count: Int) -> String {
+    package mutating func base64(_ count: Int) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out = [UInt8]()
         out.reserveCapacity(count)
@@ -136,7 +136,7 @@ extension Xoshiro256 {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public mutating func ssrc() -> UInt32 { UInt32(truncatingIfNeeded: next() >> 17) | 0x1000_0000 }
+    package mutating func ssrc() -> UInt32 { UInt32(truncatingIfNeeded: next() >> 17) | 0x1000_0000 }
 }
 
 // Plain libm calls keep this file free of Foundation.

@@ -186,10 +186,10 @@ public struct Simulator: Sendable {
         let bounds = boundaries
         let perFile = callsPerFile(bounds)
         let digits = max(3, String(perFile.count - 1).count)
-        let shared = SharedProgress()
+        let shared = Locked(SharedProgress())
         let workers = max(1, min(configuration.workers, perFile.count))
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while let f = shared.nextFile(limit: perFile.count) {
+            while let f = shared.withLock({ $0.nextFile(limit: perFile.count) }) {
                 do {
                     let name = "calls-" + String(repeating: "0", count: max(0, digits - String(f).count)) + String(f) + ".ndjson.zst"
                     let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
@@ -197,16 +197,17 @@ public struct Simulator: Sendable {
                     let from = f == 0 ? Int64.min : bounds[f - 1]
                     let to = f == bounds.count ? Int64.max : bounds[f]
                     let s = try writeFile(path: path, calls: perFile[f], from: from, to: to) { partial in
-                        if let progress { progress(shared.add(partial)) }
+                        if let progress { progress(shared.withLock { $0.add(partial) }) }
                     }
-                    _ = shared.add(s)
+                    shared.withLock { _ = $0.add(s) }
                 } catch {
-                    shared.fail(error)
+                    shared.withLock { $0.fail(error) }
                 }
             }
         }
-        if let e = shared.error { throw e }
-        var total = shared.total
+        let (failure, summary) = shared.withLock { ($0.error, $0.total) }
+        if let failure { throw failure }
+        var total = summary
         total.files = perFile.count
         total.calls = spans.count
         total.splitCalls = perFile.reduce(0) { $0 + $1.count } - spans.count
@@ -257,28 +258,27 @@ public struct Simulator: Sendable {
     }
 }
 
-/// Work sharing and totals across worker threads.
-private final class SharedProgress: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-    private(set) var total = SimulationSummary()
-    private(set) var error: Error?
+/// Work sharing and totals across worker threads, kept in a `Locked` box.
+private struct SharedProgress {
+    var next = 0
+    var total = SimulationSummary()
+    var error: Error?
 
-    func nextFile(limit: Int) -> Int? {
-        lock.lock(); defer { lock.unlock() }
+    /// The next file to write, nil once every file is taken or a worker has failed.
+    mutating func nextFile(limit: Int) -> Int? {
         guard next < limit, error == nil else { return nil }
         next += 1
         return next - 1
     }
 
-    func add(_ s: SimulationSummary) -> SimulationSummary {
-        lock.lock(); defer { lock.unlock() }
+    /// Adds a worker's figures and returns the new total.
+    mutating func add(_ s: SimulationSummary) -> SimulationSummary {
         total.add(s)
         return total
     }
 
-    func fail(_ e: Error) {
-        lock.lock(); defer { lock.unlock() }
+    /// Keeps the first failure.
+    mutating func fail(_ e: Error) {
         if error == nil { error = e }
     }
 }

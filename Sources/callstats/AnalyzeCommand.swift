@@ -93,9 +93,14 @@ struct AnalyzeCommand: ParsableCommand {
         if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
         options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
         let run = AnalyzeRun(options: options)
-        let shown = IssueCounter(limit: quiet ? 0 : showIssues)
+        let issuesLeftToShow = Locked(quiet ? 0 : showIssues)
         run.onIssue = { issue in
-            if shown.take() {
+            let show = issuesLeftToShow.withLock { left in
+                guard left > 0 else { return false }
+                left -= 1
+                return true
+            }
+            if show {
                 Terminal.clearStatus()
                 Terminal.error("warning: \(issue)")
             }
@@ -120,19 +125,6 @@ struct AnalyzeCommand: ParsableCommand {
         for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
         out.flush()
         if report.skippedAnything { throw ExitCode(ExitStatus.skippedInput) }
-    }
-}
-
-final class IssueCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var remaining: Int
-    init(limit: Int) { remaining = limit }
-    func take() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard remaining > 0 else { return false }
-        remaining -= 1
-        return true
     }
 }
 
