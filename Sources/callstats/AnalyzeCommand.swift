@@ -35,7 +35,8 @@ struct AnalyzeCommand: ParsableCommand {
               callstats analyze /var/log/callstats/*.ndjson.zst --db calls.sqlite --quiet
               callstats analyze logs/ --db shared.sqlite --pseudonymize-key 000102030405060708090a0b0c0d0e0f
               callstats analyze logs/ --db strict.sqlite --set jitter_warn_ms=20 --set loss_warn_pct=0.5
-            """)
+            """,
+        aliases: ["analyse"])
 
     @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links).")
     var paths: [String]
@@ -82,6 +83,12 @@ struct AnalyzeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // A path the user named that is not there is a mistake in the command, not input to skip:
+        // nothing is created and nothing is read.
+        let missing = paths.filter { !FileManager.default.fileExists(atPath: $0) }
+        if !missing.isEmpty {
+            throw CommandFailure(message: missing.map { "\($0): no such file or folder" }.joined(separator: "\n"))
+        }
         var options = AnalyzeRun.Options(paths: paths, database: db)
         options.force = force
         options.config = try settings.settings(database: db)

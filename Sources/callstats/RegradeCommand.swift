@@ -25,7 +25,7 @@ struct RegradeCommand: ParsableCommand {
             """)
 
     @Option(name: .long, help: "The database to regrade.")
-    var db: String
+    var db = "callstats.sqlite"
 
     @OptionGroup var settings: SettingsOptions
 
@@ -36,6 +36,8 @@ struct RegradeCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        // Regrading opens the database for writing, which would create a missing one.
+        guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         var options = RegradeRun.Options(database: db)
         options.config = try settings.settings(database: db)
         if let threads { options.threads = max(1, threads) }

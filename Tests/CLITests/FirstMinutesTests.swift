@@ -1,0 +1,81 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// What a new user runs into in the first minutes: spellings, defaults, mistakes in paths.
+final class FirstMinutesTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("first-minutes") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testTheBritishSpellingAnalyses() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "5", "--out", logs]).status, 0)
+        let r = try callstats(["analyse", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let n = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
+        XCTAssertEqual(n.out.split(separator: "\n").last, "3")
+    }
+
+    func testAMisspeltCommandIsAnsweredWithTheNearestOne() throws {
+        let r = try callstats(["analize", "logs"])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.err.contains("unknown command 'analize'"), r.err)
+        XCTAssertTrue(r.err.contains("Did you mean 'analyse'") || r.err.contains("Did you mean 'analyze'"), r.err)
+        let far = try callstats(["frobnicate"])
+        XCTAssertNotEqual(far.status, 0)
+        XCTAssertTrue(far.err.contains("unknown command 'frobnicate'") && !far.err.contains("Did you mean"), far.err)
+        // Options and real commands still reach the parser.
+        XCTAssertEqual(try callstats(["--version"]).status, 0)
+        XCTAssertEqual(try callstats(["help", "query"]).status, 0)
+    }
+
+    func testAnalyzeOfAMissingPathFailsAndCreatesNothing() throws {
+        let r = try callstats(["analyze", "no-such-folder", "--db", "calls.sqlite"])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("no-such-folder: no such file or folder"), r.err)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        XCTAssertEqual(left, [], "nothing is created for a command that could not run")
+    }
+
+    func testRegradeUsesTheSameDefaultDatabaseAsAnalyze() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "4", "--seed", "9", "--out", logs]).status, 0)
+        let missing = try callstats(["regrade", "--quiet"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("callstats.sqlite: no such database"), missing.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("callstats.sqlite").path))
+        XCTAssertEqual(try callstats(["analyze", logs, "--quiet"]).status, 0)
+        let r = try callstats(["regrade", "--quiet", "--set", "jitter_warn_ms=40"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("4"), r.out)
+    }
+
+    func testSimulateDoesNotOverwriteEarlierLogsUnlessForced() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "1", "--out", logs]).status, 0)
+        let first = try FileManager.default.contentsOfDirectory(atPath: logs).sorted()
+        let before = try first.map { try Data(contentsOf: URL(fileURLWithPath: logs).appendingPathComponent($0)) }
+        let again = try callstats(["simulate", "--calls", "2", "--seed", "2", "--out", logs])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertTrue(again.err.contains("would overwrite") && again.err.contains("--force"), again.err)
+        let after = try first.map { try Data(contentsOf: URL(fileURLWithPath: logs).appendingPathComponent($0)) }
+        XCTAssertEqual(before, after, "the refused run wrote nothing")
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "2", "--out", logs, "--force"]).status, 0)
+    }
+}
