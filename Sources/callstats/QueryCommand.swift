@@ -30,6 +30,7 @@ struct QueryCommand: ParsableCommand {
 
     func run() throws {
         let store = try CallStore(path: db, forWriting: false)
+        store.db.allowOnlyReading()
         let result = try store.db.query(sql, limit: limit)
         var out = OutputBuffer()
         for line in ResultFormatter.render(result, as: format) { out.line(line) }

@@ -79,3 +79,117 @@ final class FirstMinutesTests: XCTestCase {
         XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "2", "--out", logs, "--force"]).status, 0)
     }
 }
+
+/// The writer's lock beside a database: never followed through a link, never left behind.
+final class WriterLockTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("writer-lock") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    private func logs() throws -> String {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "4", "--out", logs]).status, 0)
+        return logs
+    }
+
+    func testNoLockFileIsLeftBehind() throws {
+        let logs = try logs()
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite.lock").path))
+        XCTAssertEqual(try callstats(["regrade", "--db", "calls.sqlite", "--quiet", "--set", "jitter_warn_ms=35"]).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite.lock").path))
+    }
+
+    func testALinkedLockFileIsRefusedAndItsTargetUntouched() throws {
+        let logs = try logs()
+        let victim = dir.appendingPathComponent("victim.txt")
+        try "precious\n".write(to: victim, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("calls.sqlite.lock").path,
+                                                   withDestinationPath: victim.path)
+        let r = try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("calls.sqlite.lock") && r.err.contains("symbolic link"), r.err)
+        XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "precious\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite").path),
+                       "a run without its lock writes nothing")
+    }
+
+    func testALockPathThatCannotBeOpenedStopsTheRun() throws {
+        let logs = try logs()
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("calls.sqlite.lock"), withIntermediateDirectories: true)
+        let r = try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("cannot take the writer's lock"), r.err)
+        XCTAssertFalse(r.err.contains("UNIQUE constraint"), r.err)
+    }
+}
+
+/// `callstats query` opens the database to read: nothing a query says may change it.
+final class ReadOnlyQueryTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("read-only-query") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testQueriesThatWouldWriteAreRefused() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        let mode = { try self.callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA table_info(calls)"]) }
+        XCTAssertEqual(try mode().status, 0, "describing pragmas are allowed")
+        let before = try Data(contentsOf: dir.appendingPathComponent("calls.sqlite"))
+        for sql in ["PRAGMA journal_mode = DELETE", "VACUUM INTO 'copy.sqlite'", "PRAGMA query_only = OFF",
+                    "DELETE FROM calls", "ATTACH 'other.sqlite' AS o", "CREATE TABLE t(x)", "PRAGMA user_version = 7"] {
+            let r = try callstats(["query", "--db", "calls.sqlite", sql])
+            XCTAssertEqual(r.status, 1, "\(sql) was not refused: \(r.out)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("copy.sqlite").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("other.sqlite").path))
+        XCTAssertEqual(try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA journal_mode"]).status, 1,
+                       "even reading the journal mode is a pragma outside the list")
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("calls.sqlite")), before)
+        let wal = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
+        XCTAssertEqual(wal.out.split(separator: "\n").last, "3")
+    }
+
+    func testASecondStatementIsRefusedNotDropped() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        let two = try callstats(["query", "--db", "calls.sqlite", "SELECT 1; SELECT 2"])
+        XCTAssertEqual(two.status, 1)
+        XCTAssertTrue(two.err.contains("one statement at a time") && two.err.contains("SELECT 2"), two.err)
+        let one = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT 1 AS x; -- a comment\n"])
+        XCTAssertEqual(one.status, 0, one.err)
+        XCTAssertEqual(one.out.split(separator: "\n").last, "1")
+    }
+}
