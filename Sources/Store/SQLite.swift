@@ -443,6 +443,11 @@ extension Database {
 public struct QueryResult: Sendable {
     public var columns: [String]
     public var rows: [[SQLValue]]
+
+    public init(columns: [String], rows: [[SQLValue]]) {
+        self.columns = columns
+        self.rows = rows
+    }
 }
 
 extension Database {

@@ -193,3 +193,29 @@ final class ReadOnlyQueryTests: XCTestCase {
         XCTAssertEqual(one.out.split(separator: "\n").last, "1")
     }
 }
+
+extension ReadOnlyQueryTests {
+    func testQueryWithoutSQLListsEveryTableAndViewWithALine() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--quiet"]).status, 0)
+        let list = try callstats(["query", "--format", "csv"])
+        XCTAssertEqual(list.status, 0, list.err)
+        let rows = list.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",", maxSplits: 1).map(String.init) }
+        let names = Set(try callstats(["query", "--format", "csv", "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"])
+            .out.split(separator: "\n").dropFirst().map(String.init))
+        XCTAssertEqual(Set(rows.map { $0[0] }), names, "every table and view is listed, once")
+        for row in rows { XCTAssertTrue(row.count == 2 && !row[1].isEmpty, "\(row[0]) has no line saying what it holds") }
+        XCTAssertEqual(rows.first?.first, "calls", "the tables people query come first")
+
+        let columns = try callstats(["query", "--describe", "worst_calls", "--format", "csv"])
+        XCTAssertEqual(columns.status, 0, columns.err)
+        XCTAssertTrue(columns.out.contains("grade_reason"), columns.out)
+        let none = try callstats(["query", "--describe", "nothing_here"])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.err.contains("nothing_here: no such table or view"), none.err)
+        let missing = try callstats(["query", "--db", "absent.sqlite"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("absent.sqlite").path))
+    }
+}
