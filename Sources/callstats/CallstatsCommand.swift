@@ -38,6 +38,7 @@ struct Callstats: ParsableCommand {
         version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
+            PruneCommand.self, ForgetCommand.self,
             CatCommand.self, CaptureCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
