@@ -70,6 +70,9 @@ struct AnalyzeCommand: ParsableCommand {
 
     @OptionGroup var settings: SettingsOptions
 
+    @Flag(help: "Print the summary as one JSON object (no progress; warnings still go to standard error).")
+    var json = false
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -107,7 +110,7 @@ struct AnalyzeCommand: ParsableCommand {
                 Terminal.error("warning: \(issue)")
             }
         }
-        if !quiet {
+        if !quiet && !json {
             // A line, not the status line: it says why nothing moves for a while, in logs too.
             run.onUpgrade = { from in
                 Terminal.error("upgrading \(db) from schema version \(from) to \(Schema.version), once: every interval and event is rewritten…")
@@ -123,9 +126,14 @@ struct AnalyzeCommand: ParsableCommand {
         }
         let report = try run.run()
         Terminal.clearStatus()
-        var out = OutputBuffer()
-        for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
-        out.flush()
+        if json {
+            JSONSummary.print(JSONSummary.analyze(report, database: db,
+                                                  exitStatus: report.skippedAnything ? ExitStatus.skippedInput : ExitStatus.ok))
+        } else {
+            var out = OutputBuffer()
+            for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
+            out.flush()
+        }
         if report.skippedAnything { throw ExitCode(ExitStatus.skippedInput) }
     }
 }

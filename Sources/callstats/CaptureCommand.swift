@@ -49,6 +49,9 @@ struct CaptureCommand: ParsableCommand {
     @Flag(help: "Only ports announced in SDP are RTP (no heuristic detection).")
     var signalledOnly = false
 
+    @Flag(help: "Print the summary as one JSON object.")
+    var json = false
+
     func validate() throws {
         if (file == nil) == (interface == nil) { throw ValidationError("give exactly one of -r FILE or -i INTERFACE") }
         if interval < 1 { throw ValidationError("--interval must be at least 1 second") }
@@ -114,6 +117,16 @@ struct CaptureCommand: ParsableCommand {
         if let writeError { throw writeError }
 
         let c = session.counters
+        if json {
+            return JSONSummary.print(JSONObject([
+                ("command", .string("capture")), ("log", .string(path)),
+                ("packets", JSONSummary.number(c.frames)), ("udp_datagrams", JSONSummary.number(c.udpDatagrams)),
+                ("rtp_packets", JSONSummary.number(c.rtpPackets)), ("rtcp_packets", JSONSummary.number(c.rtcpPackets)),
+                ("stun_messages", JSONSummary.number(c.stunMessages)), ("streams", JSONSummary.number(c.streamsOpened)),
+                ("kernel_drops", source.isLive ? JSONSummary.number(Int(session.kernelDrops)) : .null),
+                ("records", JSONSummary.number(c.records)), ("seconds", JSONSummary.seconds(Date().timeIntervalSince(started))),
+            ]))
+        }
         let rows: [(String, String)] = [
             ("packets", "\(c.frames) (\(c.udpDatagrams) UDP)"),
             ("RTP / RTCP / STUN", "\(c.rtpPackets) / \(c.rtcpPackets) / \(c.stunMessages)"),

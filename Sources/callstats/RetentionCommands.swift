@@ -133,15 +133,19 @@ enum RetentionSummary {
         let m = r.removal
         var out = OutputBuffer()
         if json {
-            var fields: [(String, String)] = [("command", ResultFormatter.jsonString(command)), ("database", ResultFormatter.jsonString(r.database))]
-            fields += extra.map { ($0.0, ResultFormatter.jsonString($0.1)) }
-            fields += [("calls", "\(m.calls)"), ("streams", "\(m.streams)"), ("intervals", "\(m.intervals)"),
-                       ("events", "\(m.events)"), ("findings", "\(m.findings)"), ("materials", "\(m.materials)"),
-                       ("rollup_buckets_rebuilt", "\(m.rollupBuckets)"),
-                       ("first_start", m.firstStart.map { ResultFormatter.jsonString(isoDate($0)) } ?? "null"),
-                       ("last_start", m.lastStart.map { ResultFormatter.jsonString(isoDate($0)) } ?? "null"),
-                       ("file_bytes", "\(r.fileBytes)"), ("free_bytes", "\(r.freeBytes)"), ("vacuumed", r.reclaimed ? "true" : "false")]
-            out.line("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+            var object = JSONObject([("command", .string(command)), ("database", .string(r.database))])
+            for (key, value) in extra { object.entries.append((key: key, value: .string(value))) }
+            object.entries += [
+                ("calls", JSONSummary.number(m.calls)), ("streams", JSONSummary.number(m.streams)),
+                ("intervals", JSONSummary.number(m.intervals)), ("events", JSONSummary.number(m.events)),
+                ("findings", JSONSummary.number(m.findings)), ("materials", JSONSummary.number(m.materials)),
+                ("rollup_buckets_rebuilt", JSONSummary.number(m.rollupBuckets)),
+                ("first_start", m.firstStart.map { .string(isoDate($0)) } ?? .null),
+                ("last_start", m.lastStart.map { .string(isoDate($0)) } ?? .null),
+                ("file_bytes", JSONSummary.number(r.fileBytes)), ("free_bytes", JSONSummary.number(r.freeBytes)),
+                ("vacuumed", .bool(r.reclaimed)),
+            ].map { (key: $0.0, value: $0.1) }
+            return JSONSummary.print(object)
         } else if m.calls == 0 {
             out.line("\(command): no call matched; \(r.database) is unchanged")
         } else {

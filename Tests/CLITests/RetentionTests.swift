@@ -145,3 +145,70 @@ final class RetentionTests: XCTestCase {
         try assertRollupsExact(db)
     }
 }
+
+/// `--json` summaries, as a scheduler reads them.
+final class JSONSummaryTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("json-summaries") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func object(_ args: [String], status: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        _ = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, status, "\(args)", file: file, line: line)
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: o) as? [String: Any], String(decoding: o, as: UTF8.self), file: file, line: line)
+    }
+
+    func testEachSummaryIsOneJSONObjectWithItsFigures() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        let sim = Process()
+        sim.executableURL = CommandLineTests.binary
+        sim.arguments = ["simulate", "--calls", "5", "--seed", "3", "--out", logs]
+        sim.standardOutput = Pipe()
+        try sim.run()
+        sim.waitUntilExit()
+        let db = dir.appendingPathComponent("calls.sqlite").path
+
+        let analyze = try object(["analyze", logs, "--db", db, "--json"])
+        XCTAssertEqual(analyze["command"] as? String, "analyze")
+        XCTAssertEqual(analyze["calls_analysed"] as? Int, 5)
+        XCTAssertEqual(analyze["database_calls"] as? Int, 5)
+        XCTAssertEqual(analyze["exit_status"] as? Int, 0)
+        XCTAssertEqual((analyze["grades_analysed"] as? [String: Int])?.values.reduce(0, +), 5)
+        XCTAssertGreaterThan(analyze["records"] as? Int ?? 0, 0)
+
+        let again = try object(["analyze", logs, "--db", db, "--json"])
+        XCTAssertEqual(again["calls_analysed"] as? Int, 0)
+        XCTAssertEqual((again["files_already_ingested"] as? [Any])?.count, (analyze["files_read"] as? Int))
+
+        try "not json\n".write(to: URL(fileURLWithPath: logs).appendingPathComponent("bad.ndjson"), atomically: true, encoding: .utf8)
+        let skipped = try object(["analyze", logs, "--db", db, "--json"], status: 3)
+        XCTAssertEqual(skipped["exit_status"] as? Int, 3)
+        XCTAssertFalse((skipped["skipped"] as? [String: Int] ?? [:]).isEmpty)
+
+        let regrade = try object(["regrade", "--db", db, "--set", "jitter_warn_ms=35", "--json"])
+        XCTAssertEqual(regrade["calls"] as? Int, 5)
+        XCTAssertEqual((regrade["grades_after"] as? [String: Int])?.values.reduce(0, +), 5)
+
+        let report = try object(["report", "--db", db, "--out", dir.appendingPathComponent("r.html").path, "--json"])
+        XCTAssertEqual(report["calls"] as? Int, 5)
+        XCTAssertGreaterThan(report["bytes"] as? Int ?? 0, 1000)
+
+        let pcap = TestPaths.shared.appendingPathComponent("pcaps/heplify/rtp_rtcp_sip_ipv4_udp.pcap")
+        if FileManager.default.fileExists(atPath: pcap.path) {
+            let capture = try object(["capture", "-r", pcap.path, "-o", dir.appendingPathComponent("wire").path, "--json"])
+            XCTAssertGreaterThanOrEqual(capture["streams"] as? Int ?? 0, 2)
+            XCTAssertGreaterThan(capture["rtp_packets"] as? Int ?? 0, 1000)
+            XCTAssertTrue(capture["kernel_drops"] is NSNull, "a file has no kernel drops")
+        }
+    }
+}
