@@ -219,3 +219,19 @@ extension ReadOnlyQueryTests {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("absent.sqlite").path))
     }
 }
+
+extension FirstMinutesTests {
+    /// Each header word starts where its rule of dashes starts, with and without changed settings.
+    func testConfigTableHeaderLinesUpWithItsRule() throws {
+        for args in [["config"], ["config", "--set", "loss_warn_pct=2"]] {
+            let r = try callstats(args)
+            XCTAssertEqual(r.status, 0, r.err)
+            let lines = r.out.split(separator: "\n").map(String.init)
+            func starts(_ line: String, of character: (Character) -> Bool) -> [Int] {
+                let c = Array(line)
+                return c.indices.filter { character(c[$0]) && ($0 == 0 || !character(c[$0 - 1])) }
+            }
+            XCTAssertEqual(starts(lines[0]) { $0 != " " }, starts(lines[1]) { $0 == "-" }, "\(args):\n\(lines[0])\n\(lines[1])")
+        }
+    }
+}
