@@ -110,7 +110,14 @@ struct CaptureCommand: ParsableCommand {
             }
             Terminal.clearStatus()
         } else {
-            try source.feed(&session)
+            // A large file takes minutes: the status line moves every batch of frames.
+            let size = (try? FileManager.default.attributesOfItem(atPath: file!)[.size] as? Int) ?? 0
+            while try source.feed(&session, maxFrames: 262_144) == .frameLimit {
+                Terminal.status("packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)"
+                                + (size > 0 ? "  of a \(size / 1_000_000) MB file" : ""))
+                if stopRequested != 0 { break }
+            }
+            Terminal.clearStatus()
         }
         session.finish()
         try writer.close()
