@@ -23,7 +23,7 @@ import Darwin
 public final class CallStore {
     public let db: Database
     public let path: String
-    private var lockFD: Int32 = -1
+    private var writerLock: WriterLock?
     /// Set while the database is written under a rollback journal: one this store created (or,
     /// rarely, one that could not be switched to WAL when it was opened).
     public private(set) var bulkLoading = false
@@ -41,14 +41,23 @@ public final class CallStore {
     /// which rewrites its intervals and events (a few seconds for 40,000 calls).
     public init(path: String, forWriting: Bool = true, willUpgrade: ((Int) -> Void)? = nil) throws {
         self.path = path
-        let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
+        var lock: WriterLock?
+        if forWriting {
+            do {
+                lock = try WriterLock.acquire(path + ".lock")
+            } catch WriterLock.Failure.heldBy(_, let holder) {
+                throw StoreError.locked(path: path, holder: holder)
+            } catch let failure as WriterLock.Failure {
+                throw StoreError.notWritable(path: path, reason: failure.description)
+            }
+        }
         do {
             (db, upgradedFrom) = try CallStore.openDatabase(path: path, forWriting: forWriting, willUpgrade: willUpgrade)
         } catch {
-            if lock >= 0 { close(lock) }
+            lock?.release()
             throw error
         }
-        lockFD = lock
+        writerLock = lock
         if forWriting {
             bulkLoading = try db.scalar("PRAGMA journal_mode")?.string != "wal"
             nextCallKey = (try db.scalar("SELECT max(call_key) FROM calls")?.int64 ?? 0) + 1
@@ -106,23 +115,8 @@ public final class CallStore {
     }
 
     private func releaseLock() {
-        if lockFD >= 0 { close(lockFD); lockFD = -1 }
-    }
-
-    private static func acquireLock(_ lockPath: String, database: String) throws -> Int32 {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return -1 }  // read-only folder: SQLite's own locking still applies
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            var buf = [UInt8](repeating: 0, count: 64)
-            let n = read(fd, &buf, 63)
-            close(fd)
-            let holder = n > 0 ? "pid " + String(decoding: buf[0..<n], as: UTF8.self) : "another process"
-            throw StoreError.locked(path: database, holder: holder)
-        }
-        ftruncate(fd, 0)
-        let pid = Array(String(getpid()).utf8)
-        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return fd
+        writerLock?.release()
+        writerLock = nil
     }
 
     // MARK: - Ledger

@@ -37,6 +37,34 @@ public final class Database {
         if readOnly { try execute("PRAGMA query_only = ON") }
     }
 
+    /// From now on this connection may read and compute, nothing else: for SQL that a user
+    /// wrote. `query_only` alone lets a statement switch the journal mode or `VACUUM INTO` a new
+    /// file, and lets `PRAGMA query_only = OFF` lift it; the authorizer denies every action that
+    /// is not a read, and every pragma but those that only describe the schema or the build.
+    public func allowOnlyReading() {
+        sqlite3_set_authorizer(handle, Database.authorizeReading, nil)
+    }
+
+    private static let authorizeReading: @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?
+    ) -> Int32 = { _, action, first, _, _, _ in
+        switch action {
+        case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION:
+            return SQLITE_OK
+        case SQLITE_PRAGMA:
+            guard let first else { return SQLITE_DENY }
+            return Database.describingPragmas.contains(String(cString: first).lowercased()) ? SQLITE_OK : SQLITE_DENY
+        default:
+            return SQLITE_DENY
+        }
+    }
+
+    /// Pragmas that read and never write, whatever their argument (a table or index name).
+    static let describingPragmas: Set<String> = [
+        "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+        "database_list", "collation_list", "function_list", "module_list", "pragma_list", "compile_options",
+    ]
+
     /// Process-wide settings, made once before the first connection. Memory statistics off: the
     /// store never reads them, and keeping them took a mutex on every SQLite allocation.
     private static let configured: Void = { _ = callstats_sqlite3_disable_memory_statistics() }()
@@ -392,15 +420,43 @@ public struct RowBinder {
     }
 }
 
+extension Database {
+    /// The text after `sql`'s first statement when it holds another statement (not only
+    /// semicolons, spaces and comments), nil otherwise.
+    func statementAfterTheFirst(_ sql: String) -> String? {
+        sql.withCString { base -> String? in
+            var first: OpaquePointer?
+            var tail: UnsafePointer<CChar>?
+            let rc = sqlite3_prepare_v2(handle, base, -1, &first, &tail)
+            sqlite3_finalize(first)
+            guard rc == SQLITE_OK, let tail, tail.pointee != 0 else { return nil }
+            var next: OpaquePointer?
+            let nextRC = sqlite3_prepare_v2(handle, tail, -1, &next, nil)
+            sqlite3_finalize(next)
+            let rest = String(String(cString: tail).drop { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" || $0 == ";" })
+            return nextRC != SQLITE_OK || next != nil ? rest : nil
+        }
+    }
+}
+
 /// The result of a user's query: column names and rows, for printing.
 public struct QueryResult: Sendable {
     public var columns: [String]
     public var rows: [[SQLValue]]
+
+    public init(columns: [String], rows: [[SQLValue]]) {
+        self.columns = columns
+        self.rows = rows
+    }
 }
 
 extension Database {
-    /// Runs a user's SQL (one statement) and returns names and rows.
+    /// Runs a user's SQL (one statement) and returns names and rows. SQL holding a second
+    /// statement is refused, not cut: running only the first would answer another question.
     public func query(_ sql: String, limit: Int = .max) throws -> QueryResult {
+        if let rest = statementAfterTheFirst(sql) {
+            throw Error(code: SQLITE_MISUSE, message: "one statement at a time: the SQL goes on after the first statement with `\(rest.prefix(60))`")
+        }
         let s = try Statement(db: self, sql: sql)
         let columns = (0..<s.columnCount).map { s.columnName($0) }
         var rows: [[SQLValue]] = []

@@ -280,6 +280,7 @@ public enum StoreError: Error, CustomStringConvertible {
     case newerSchema(path: String, found: Int, supported: Int)
     case olderSchema(path: String, found: Int, supported: Int)
     case locked(path: String, holder: String)
+    case notWritable(path: String, reason: String)
     case notADatabase(path: String, reason: String)
     case upgradeFailed(path: String, found: Int, supported: Int, reason: String)
     /// The run asked for other analysis settings than the stored calls were graded with.
@@ -295,6 +296,7 @@ public enum StoreError: Error, CustomStringConvertible {
         case .locked(let p, let h):
             "\(p) is being written by another callstats run (analyze or regrade: \(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
+        case .notWritable(let p, let r): "\(p) cannot be written: \(r)"
         case .upgradeFailed(let p, let f, let s, let r):
             "\(p) has schema version \(f); upgrading it to \(s) failed and changed nothing (\(r)); run again, or analyse the logs into a new database"
         case .otherSettings(let p, let d):

@@ -35,7 +35,8 @@ struct AnalyzeCommand: ParsableCommand {
               callstats analyze /var/log/callstats/*.ndjson.zst --db calls.sqlite --quiet
               callstats analyze logs/ --db shared.sqlite --pseudonymize-key 000102030405060708090a0b0c0d0e0f
               callstats analyze logs/ --db strict.sqlite --set jitter_warn_ms=20 --set loss_warn_pct=0.5
-            """)
+            """,
+        aliases: ["analyse"])
 
     @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links).")
     var paths: [String]
@@ -69,6 +70,9 @@ struct AnalyzeCommand: ParsableCommand {
 
     @OptionGroup var settings: SettingsOptions
 
+    @Flag(help: "Print the summary as one JSON object (no progress; warnings still go to standard error).")
+    var json = false
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -82,6 +86,12 @@ struct AnalyzeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // A path the user named that is not there is a mistake in the command, not input to skip:
+        // nothing is created and nothing is read.
+        let missing = paths.filter { !FileManager.default.fileExists(atPath: $0) }
+        if !missing.isEmpty {
+            throw CommandFailure(message: missing.map { "\($0): no such file or folder" }.joined(separator: "\n"))
+        }
         var options = AnalyzeRun.Options(paths: paths, database: db)
         options.force = force
         options.config = try settings.settings(database: db)
@@ -105,7 +115,7 @@ struct AnalyzeCommand: ParsableCommand {
                 Terminal.error("warning: \(issue)")
             }
         }
-        if !quiet {
+        if !quiet && !json {
             // A line, not the status line: it says why nothing moves for a while, in logs too.
             run.onUpgrade = { from in
                 Terminal.error("upgrading \(db) from schema version \(from) to \(Schema.version), once: every interval and event is rewritten…")
@@ -121,9 +131,14 @@ struct AnalyzeCommand: ParsableCommand {
         }
         let report = try run.run()
         Terminal.clearStatus()
-        var out = OutputBuffer()
-        for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
-        out.flush()
+        if json {
+            JSONSummary.print(JSONSummary.analyze(report, database: db,
+                                                  exitStatus: report.skippedAnything ? ExitStatus.skippedInput : ExitStatus.ok))
+        } else {
+            var out = OutputBuffer()
+            for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
+            out.flush()
+        }
         if report.skippedAnything { throw ExitCode(ExitStatus.skippedInput) }
     }
 }

@@ -110,35 +110,7 @@ struct ToolTimes {
     var partialText: String { failures > 0 ? " (\(rounds - failures) of \(rounds) rounds)" : "" }
 }
 
-extension String {
-    /// A line of a table whose last column is text, without the padding after it.
-    var trimmingTrailingSpaces: String {
-        var s = Substring(self)
-        while s.last == " " { s.removeLast() }
-        return String(s)
-    }
-}
 
-/// Prints rows of label/value columns aligned: text to the left, figures to the right.
-struct Table {
-    var header: [String]
-    var rows: [[String]] = []
-    /// Columns of text (besides the first, always text), aligned to the left.
-    var textColumns: Set<Int> = []
-
-    func render() -> String {
-        var widths = header.map(\.count)
-        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, c in
-                i == 0 || textColumns.contains(i) ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                                                  : String(repeating: " ", count: widths[i] - c.count) + c
-            }.joined(separator: "  ").trimmingTrailingSpaces
-        }
-        return ([line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line))
-            .joined(separator: "\n")
-    }
-}
 
 struct AnalyzeBench: ParsableCommand {
     static let configuration = CommandConfiguration(

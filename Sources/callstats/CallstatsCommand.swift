@@ -1,9 +1,29 @@
 import ArgumentParser
+import Foundation
 import CallLog
 import Store
 
 @main
 struct Callstats: ParsableCommand {
+    /// A misspelt command is answered with the nearest one, before the parser would call it an
+    /// unexpected argument of `callstats` itself.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let first = arguments.first, let suggestion = CommandSuggestion.unknownCommand(first, among: subcommandNames) {
+            Terminal.error(suggestion)
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(arguments)
+    }
+
+    /// Every name and alias a subcommand answers to.
+    static var subcommandNames: [String] {
+        configuration.subcommands.flatMap { command in
+            let c = command.configuration
+            return [c.commandName ?? ""] + c.aliases
+        }.filter { !$0.isEmpty } + ["help"]
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "callstats",
         abstract: "Call-quality analytics: record, capture, analyse and query call statistics.",
@@ -18,6 +38,7 @@ struct Callstats: ParsableCommand {
         version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
+            PruneCommand.self, ForgetCommand.self,
             CatCommand.self, CaptureCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]

@@ -49,6 +49,9 @@ struct CaptureCommand: ParsableCommand {
     @Flag(help: "Only ports announced in SDP are RTP (no heuristic detection).")
     var signalledOnly = false
 
+    @Flag(help: "Print the summary as one JSON object.")
+    var json = false
+
     func validate() throws {
         if (file == nil) == (interface == nil) { throw ValidationError("give exactly one of -r FILE or -i INTERFACE") }
         if interval < 1 { throw ValidationError("--interval must be at least 1 second") }
@@ -107,13 +110,30 @@ struct CaptureCommand: ParsableCommand {
             }
             Terminal.clearStatus()
         } else {
-            try source.feed(&session)
+            // A large file takes minutes: the status line moves every batch of frames.
+            let size = (try? FileManager.default.attributesOfItem(atPath: file!)[.size] as? Int) ?? 0
+            while try source.feed(&session, maxFrames: 262_144) == .frameLimit {
+                Terminal.status("packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)"
+                                + (size > 0 ? "  of a \(size / 1_000_000) MB file" : ""))
+                if stopRequested != 0 { break }
+            }
+            Terminal.clearStatus()
         }
         session.finish()
         try writer.close()
         if let writeError { throw writeError }
 
         let c = session.counters
+        if json {
+            return JSONSummary.print(JSONObject([
+                ("command", .string("capture")), ("log", .string(path)),
+                ("packets", JSONSummary.number(c.frames)), ("udp_datagrams", JSONSummary.number(c.udpDatagrams)),
+                ("rtp_packets", JSONSummary.number(c.rtpPackets)), ("rtcp_packets", JSONSummary.number(c.rtcpPackets)),
+                ("stun_messages", JSONSummary.number(c.stunMessages)), ("streams", JSONSummary.number(c.streamsOpened)),
+                ("kernel_drops", source.isLive ? JSONSummary.number(Int(session.kernelDrops)) : .null),
+                ("records", JSONSummary.number(c.records)), ("seconds", JSONSummary.seconds(Date().timeIntervalSince(started))),
+            ]))
+        }
         let rows: [(String, String)] = [
             ("packets", "\(c.frames) (\(c.udpDatagrams) UDP)"),
             ("RTP / RTCP / STUN", "\(c.rtpPackets) / \(c.rtcpPackets) / \(c.stunMessages)"),

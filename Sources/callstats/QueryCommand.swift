@@ -8,16 +8,22 @@ struct QueryCommand: ParsableCommand {
         commandName: "query",
         abstract: "Run SQL against an analysis database and print the result.",
         discussion: """
-            The database is opened read-only. Tables and views are described in Data/SCHEMA.md.
+            The database is opened read-only. Without SQL, the tables and views are listed with \
+            a line each; --describe NAME lists one's columns. Data/SCHEMA.md describes them all.
 
             Examples:
+              callstats query
+              callstats query --describe calls
               callstats query "SELECT * FROM poor_share_by_network"
               callstats query --format csv "SELECT call_id, mos_cq FROM calls WHERE grade = 'poor'"
               callstats query --format json "SELECT * FROM worst_calls LIMIT 5"
             """)
 
-    @Argument(help: "One SQL statement.")
-    var sql: String
+    @Argument(help: "One SQL statement (without it: the tables and views).")
+    var sql: String?
+
+    @Option(help: ArgumentHelp("List the columns of this table or view.", valueName: "name"))
+    var describe: String?
 
     @Option(name: .long, help: "The analysis database.")
     var db = "callstats.sqlite"
@@ -29,8 +35,21 @@ struct QueryCommand: ParsableCommand {
     var limit: Int = 10_000
 
     func run() throws {
+        guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         let store = try CallStore(path: db, forWriting: false)
-        let result = try store.db.query(sql, limit: limit)
+        let result: QueryResult
+        if let describe {
+            result = try store.db.query("SELECT name AS column, type, \"notnull\" AS not_null, pk AS key FROM pragma_table_info(\(ResultFormatter.sqlString(describe)))")
+            if result.rows.isEmpty { throw CommandFailure(message: "\(describe): no such table or view (callstats query lists them)") }
+        } else if let sql {
+            store.db.allowOnlyReading()
+            result = try store.db.query(sql, limit: limit)
+        } else {
+            let existing = Set(try store.db.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").rows.compactMap { $0[0].string })
+            let known = SchemaGuide.relations.filter { existing.contains($0.name) }
+            let others = existing.subtracting(known.map(\.name)).sorted().map { (name: $0, summary: "") }
+            result = QueryResult(columns: ["name", "what it holds"], rows: (known + others).map { [.text($0.name), .text($0.summary)] })
+        }
         var out = OutputBuffer()
         for line in ResultFormatter.render(result, as: format) { out.line(line) }
         out.flush()
@@ -136,6 +155,9 @@ enum ResultFormatter {
         }
         return out + "]"
     }
+
+    /// `s` as an SQL string literal.
+    static func sqlString(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
 
     static func jsonString(_ s: String) -> String {
         var out = "\""

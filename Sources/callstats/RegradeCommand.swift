@@ -25,7 +25,7 @@ struct RegradeCommand: ParsableCommand {
             """)
 
     @Option(name: .long, help: "The database to regrade.")
-    var db: String
+    var db = "callstats.sqlite"
 
     @OptionGroup var settings: SettingsOptions
 
@@ -35,18 +35,22 @@ struct RegradeCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Print only the summary (no progress).")
     var quiet = false
 
+    @Flag(help: "Print the summary as one JSON object (no progress).")
+    var json = false
+
     func run() throws {
         var options = RegradeRun.Options(database: db)
         options.config = try settings.settings(database: db)
         if let threads { options.threads = max(1, threads) }
         let run = RegradeRun(options: options)
-        if !quiet {
+        if !quiet && !json {
             run.onProgress = { done, total, seconds in
                 Terminal.status(String(format: "calls %d/%d  (%.0f/s)", done, total, seconds > 0 ? Double(done) / seconds : 0))
             }
         }
         let report = try run.run()
         Terminal.clearStatus()
+        if json { return JSONSummary.print(JSONSummary.regrade(report, database: db)) }
         var out = OutputBuffer()
         for line in RegradeSummary.lines(report, database: db) { out.line(line) }
         out.flush()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Report
+import CallLog
 
 /// `callstats report`: the database as one self-contained HTML page.
 struct ReportCommand: ParsableCommand {
@@ -31,12 +32,22 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Worst calls with a drill-down (intervals, events, findings).")
     var drillDowns = 50
 
+    @Flag(help: "Print the summary as one JSON object.")
+    var json = false
+
     func run() throws {
         guard worst >= 0, drillDowns >= 0 else { throw ValidationError("--worst and --drill-downs must not be negative") }
         var options = ReportData.Options()
         options.worstCalls = worst
         options.drillDowns = min(drillDowns, worst)
         let r = try ReportWriter.write(database: db, output: out, options: options)
+        if json {
+            return JSONSummary.print(JSONObject([
+                ("command", .string("report")), ("database", .string(db)), ("report", .string(out)),
+                ("calls", JSONSummary.number(r.calls)), ("poor", JSONSummary.number(r.poor)),
+                ("bytes", JSONSummary.number(r.bytes)), ("seconds", JSONSummary.seconds(r.seconds)),
+            ]))
+        }
         print("report    \(out)")
         print("calls     \(r.calls) (\(r.poor) poor)")
         print("size      \(String(format: "%.0f", Double(r.bytes) / 1024)) KiB")

@@ -47,6 +47,9 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Worker threads (each writes its own files).")
     var workers: Int = 2
 
+    @Flag(help: "Overwrite the log files of an earlier simulation in the output folder.")
+    var force = false
+
     func validate() throws {
         guard calls > 0 else { throw ValidationError("--calls must be at least 1") }
         guard period >= 1 else { throw ValidationError("--period must be at least 1 second") }
@@ -71,6 +74,16 @@ struct SimulateCommand: ParsableCommand {
         if out == "-" {
             _ = try simulator.writeNDJSON(toPath: "/dev/stdout")
             return
+        }
+        if !force {
+            let existing = ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? [])
+                .filter { $0.hasPrefix("calls-") && $0.hasSuffix(".ndjson.zst") }.sorted()
+            if let first = existing.first {
+                throw CommandFailure(message: """
+                    \(out) already holds \(existing.count) simulated log file\(existing.count == 1 ? "" : "s") (\(first)\(existing.count > 1 ? ", …" : "")), \
+                    which this simulation would overwrite: use an empty folder, or --force to overwrite them
+                    """)
+            }
         }
         let total = calls
         let summary = try simulator.write(to: out) { s in

@@ -43,6 +43,40 @@ enum AlignedRows {
     }
 }
 
+/// Prints rows of label/value columns aligned: text to the left, figures to the right.
+/// A column without a header (a marker such as `*`) gets no rule under it, and is left out
+/// when no row has anything in it, so that header, rule and rows line up whatever is shown.
+struct Table {
+    var header: [String]
+    var rows: [[String]] = []
+    /// Columns of text (besides the first, always text), aligned to the left.
+    var textColumns: Set<Int> = []
+
+    func render() -> String {
+        let shown = header.indices.filter { i in !header[i].isEmpty || rows.contains { i < $0.count && !$0[i].isEmpty } }
+        var widths = header.map(\.count)
+        for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
+        func line(_ cells: [String]) -> String {
+            shown.map { i in
+                let c = i < cells.count ? cells[i] : ""
+                return i == 0 || textColumns.contains(i) ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                                                          : String(repeating: " ", count: widths[i] - c.count) + c
+            }.joined(separator: "  ").trimmingTrailingSpaces
+        }
+        let rule = line(header.indices.map { String(repeating: header[$0].isEmpty ? " " : "-", count: widths[$0]) })
+        return ([line(header), rule] + rows.map(line)).joined(separator: "\n")
+    }
+}
+
+extension String {
+    /// A line of a table whose last column is text, without the padding after it.
+    var trimmingTrailingSpaces: String {
+        var s = Substring(self)
+        while s.last == " " { s.removeLast() }
+        return String(s)
+    }
+}
+
 /// A command that cannot go on, said in one line (ArgumentParser prints "Error: " and it, and
 /// exits with status 1).
 struct CommandFailure: Error, CustomStringConvertible {

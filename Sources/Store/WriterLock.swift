@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one-writer-at-a-time lock beside a database: an exclusive `flock` on `<db>.lock`, which
+/// holds the writer's pid for the message another run gets.
+///
+/// What must stay true:
+/// - The lock file is never followed through a symbolic link, and only a regular file owned by
+///   this user is used: a run as root from cron must not truncate a file an attacker linked there.
+/// - A run that cannot take the lock does not run: without it, two writers would race on one file.
+/// - No lock file is left behind: the holder removes it when it is done. Removing a locked file
+///   lets a waiting process lock the old, unlinked inode while a third creates a new file, so a
+///   process that obtains the lock checks that the path still names the file it locked, and
+///   starts over when it does not.
+struct WriterLock {
+    private let fd: Int32
+    let path: String
+
+    enum Failure: Error, CustomStringConvertible {
+        case heldBy(path: String, holder: String)
+        case unusable(path: String, reason: String)
+
+        var description: String {
+            switch self {
+            case .heldBy(let p, let h): "\(p) is held by \(h)"
+            case .unusable(let p, let r): "cannot take the writer's lock \(p): \(r)"
+            }
+        }
+    }
+
+    static func acquire(_ path: String) throws -> WriterLock {
+        while true {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else {
+                let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+                throw Failure.unusable(path: path, reason: reason)
+            }
+            var opened = stat()
+            guard fstat(fd, &opened) == 0 else {
+                close(fd)
+                throw Failure.unusable(path: path, reason: String(cString: strerror(errno)))
+            }
+            guard (opened.st_mode & S_IFMT) == S_IFREG else {
+                close(fd)
+                throw Failure.unusable(path: path, reason: "it is not a regular file")
+            }
+            guard opened.st_uid == geteuid() else {
+                close(fd)
+                throw Failure.unusable(path: path, reason: "it belongs to another user (uid \(opened.st_uid))")
+            }
+            if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                var buf = [UInt8](repeating: 0, count: 64)
+                let n = read(fd, &buf, 63)
+                close(fd)
+                let pid = n > 0 ? String(decoding: buf[0..<n], as: UTF8.self).filter(\.isNumber) : ""
+                throw Failure.heldBy(path: path, holder: pid.isEmpty ? "another process" : "pid " + pid)
+            }
+            // The holder before us may have removed the file between our open and our lock.
+            var named = stat()
+            guard lstat(path, &named) == 0, named.st_dev == opened.st_dev, named.st_ino == opened.st_ino else {
+                close(fd)
+                continue
+            }
+            ftruncate(fd, 0)
+            let pid = Array(String(getpid()).utf8)
+            _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            return WriterLock(fd: fd, path: path)
+        }
+    }
+
+    /// Removes the lock file, then lets the lock go (in that order: see the type's comment).
+    func release() {
+        unlink(path)
+        close(fd)
+    }
+}

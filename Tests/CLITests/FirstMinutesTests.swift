@@ -1,0 +1,237 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// What a new user runs into in the first minutes: spellings, defaults, mistakes in paths.
+final class FirstMinutesTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("first-minutes") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testTheBritishSpellingAnalyses() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "5", "--out", logs]).status, 0)
+        let r = try callstats(["analyse", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let n = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
+        XCTAssertEqual(n.out.split(separator: "\n").last, "3")
+    }
+
+    func testAMisspeltCommandIsAnsweredWithTheNearestOne() throws {
+        let r = try callstats(["analize", "logs"])
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.err.contains("unknown command 'analize'"), r.err)
+        XCTAssertTrue(r.err.contains("Did you mean 'analyse'") || r.err.contains("Did you mean 'analyze'"), r.err)
+        let far = try callstats(["frobnicate"])
+        XCTAssertNotEqual(far.status, 0)
+        XCTAssertTrue(far.err.contains("unknown command 'frobnicate'") && !far.err.contains("Did you mean"), far.err)
+        // Options and real commands still reach the parser.
+        XCTAssertEqual(try callstats(["--version"]).status, 0)
+        XCTAssertEqual(try callstats(["help", "query"]).status, 0)
+    }
+
+    func testAnalyzeOfAMissingPathFailsAndCreatesNothing() throws {
+        let r = try callstats(["analyze", "no-such-folder", "--db", "calls.sqlite"])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("no-such-folder: no such file or folder"), r.err)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        XCTAssertEqual(left, [], "nothing is created for a command that could not run")
+    }
+
+    func testRegradeUsesTheSameDefaultDatabaseAsAnalyze() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "4", "--seed", "9", "--out", logs]).status, 0)
+        let missing = try callstats(["regrade", "--quiet"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("callstats.sqlite: no such database"), missing.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("callstats.sqlite").path))
+        XCTAssertEqual(try callstats(["analyze", logs, "--quiet"]).status, 0)
+        let r = try callstats(["regrade", "--quiet", "--set", "jitter_warn_ms=40"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("4"), r.out)
+    }
+
+    func testSimulateDoesNotOverwriteEarlierLogsUnlessForced() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "1", "--out", logs]).status, 0)
+        let first = try FileManager.default.contentsOfDirectory(atPath: logs).sorted()
+        let before = try first.map { try Data(contentsOf: URL(fileURLWithPath: logs).appendingPathComponent($0)) }
+        let again = try callstats(["simulate", "--calls", "2", "--seed", "2", "--out", logs])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertTrue(again.err.contains("would overwrite") && again.err.contains("--force"), again.err)
+        let after = try first.map { try Data(contentsOf: URL(fileURLWithPath: logs).appendingPathComponent($0)) }
+        XCTAssertEqual(before, after, "the refused run wrote nothing")
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "2", "--out", logs, "--force"]).status, 0)
+    }
+}
+
+/// The writer's lock beside a database: never followed through a link, never left behind.
+final class WriterLockTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("writer-lock") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    private func logs() throws -> String {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "4", "--out", logs]).status, 0)
+        return logs
+    }
+
+    func testNoLockFileIsLeftBehind() throws {
+        let logs = try logs()
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite.lock").path))
+        XCTAssertEqual(try callstats(["regrade", "--db", "calls.sqlite", "--quiet", "--set", "jitter_warn_ms=35"]).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite.lock").path))
+    }
+
+    func testALinkedLockFileIsRefusedAndItsTargetUntouched() throws {
+        let logs = try logs()
+        let victim = dir.appendingPathComponent("victim.txt")
+        try "precious\n".write(to: victim, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("calls.sqlite.lock").path,
+                                                   withDestinationPath: victim.path)
+        let r = try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("calls.sqlite.lock") && r.err.contains("symbolic link"), r.err)
+        XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "precious\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite").path),
+                       "a run without its lock writes nothing")
+    }
+
+    func testALockPathThatCannotBeOpenedStopsTheRun() throws {
+        let logs = try logs()
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("calls.sqlite.lock"), withIntermediateDirectories: true)
+        let r = try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"])
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.err.contains("cannot take the writer's lock"), r.err)
+        XCTAssertFalse(r.err.contains("UNIQUE constraint"), r.err)
+    }
+}
+
+/// `callstats query` opens the database to read: nothing a query says may change it.
+final class ReadOnlyQueryTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("read-only-query") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testQueriesThatWouldWriteAreRefused() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "3", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        let mode = { try self.callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA table_info(calls)"]) }
+        XCTAssertEqual(try mode().status, 0, "describing pragmas are allowed")
+        let before = try Data(contentsOf: dir.appendingPathComponent("calls.sqlite"))
+        for sql in ["PRAGMA journal_mode = DELETE", "VACUUM INTO 'copy.sqlite'", "PRAGMA query_only = OFF",
+                    "DELETE FROM calls", "ATTACH 'other.sqlite' AS o", "CREATE TABLE t(x)", "PRAGMA user_version = 7"] {
+            let r = try callstats(["query", "--db", "calls.sqlite", sql])
+            XCTAssertEqual(r.status, 1, "\(sql) was not refused: \(r.out)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("copy.sqlite").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("other.sqlite").path))
+        XCTAssertEqual(try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA journal_mode"]).status, 1,
+                       "even reading the journal mode is a pragma outside the list")
+        XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("calls.sqlite")), before)
+        let wal = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
+        XCTAssertEqual(wal.out.split(separator: "\n").last, "3")
+    }
+
+    func testASecondStatementIsRefusedNotDropped() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"]).status, 0)
+        let two = try callstats(["query", "--db", "calls.sqlite", "SELECT 1; SELECT 2"])
+        XCTAssertEqual(two.status, 1)
+        XCTAssertTrue(two.err.contains("one statement at a time") && two.err.contains("SELECT 2"), two.err)
+        let one = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT 1 AS x; -- a comment\n"])
+        XCTAssertEqual(one.status, 0, one.err)
+        XCTAssertEqual(one.out.split(separator: "\n").last, "1")
+    }
+}
+
+extension ReadOnlyQueryTests {
+    func testQueryWithoutSQLListsEveryTableAndViewWithALine() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "4", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--quiet"]).status, 0)
+        let list = try callstats(["query", "--format", "csv"])
+        XCTAssertEqual(list.status, 0, list.err)
+        let rows = list.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",", maxSplits: 1).map(String.init) }
+        let names = Set(try callstats(["query", "--format", "csv", "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"])
+            .out.split(separator: "\n").dropFirst().map(String.init))
+        XCTAssertEqual(Set(rows.map { $0[0] }), names, "every table and view is listed, once")
+        for row in rows { XCTAssertTrue(row.count == 2 && !row[1].isEmpty, "\(row[0]) has no line saying what it holds") }
+        XCTAssertEqual(rows.first?.first, "calls", "the tables people query come first")
+
+        let columns = try callstats(["query", "--describe", "worst_calls", "--format", "csv"])
+        XCTAssertEqual(columns.status, 0, columns.err)
+        XCTAssertTrue(columns.out.contains("grade_reason"), columns.out)
+        let none = try callstats(["query", "--describe", "nothing_here"])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.err.contains("nothing_here: no such table or view"), none.err)
+        let missing = try callstats(["query", "--db", "absent.sqlite"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("absent.sqlite").path))
+    }
+}
+
+extension FirstMinutesTests {
+    /// Each header word starts where its rule of dashes starts, with and without changed settings.
+    func testConfigTableHeaderLinesUpWithItsRule() throws {
+        for args in [["config"], ["config", "--set", "loss_warn_pct=2"]] {
+            let r = try callstats(args)
+            XCTAssertEqual(r.status, 0, r.err)
+            let lines = r.out.split(separator: "\n").map(String.init)
+            func starts(_ line: String, of character: (Character) -> Bool) -> [Int] {
+                let c = Array(line)
+                return c.indices.filter { character(c[$0]) && ($0 == 0 || !character(c[$0 - 1])) }
+            }
+            XCTAssertEqual(starts(lines[0]) { $0 != " " }, starts(lines[1]) { $0 == "-" }, "\(args):\n\(lines[0])\n\(lines[1])")
+        }
+    }
+}
