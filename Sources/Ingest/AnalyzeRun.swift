@@ -146,8 +146,6 @@ public final class AnalyzeRun {
         progress.filesSkipped = already.count
         progress.bytesToRead = work.reduce(0) { $0 + Int($1.fingerprint.size) }
         let reading = ReadProgress()
-        // The ledger's figures of the files read, for the report.
-        var recordsOfFilesRead = 0, textBytesOfFilesRead = 0
         let queue = HandOffQueue(capacity: 2_048)
         // Readers take whole files, largest first, while there are enough to go round. The last
         // `count % readers` files (the smallest; all of them when there are fewer files than
@@ -189,143 +187,30 @@ public final class AnalyzeRun {
         }
 
         // The writer: this thread.
-        var issueCounts: [String: Int] = [:]
-        var firstIssues: [LogIssue] = []
-        // A call seen in several files of this run is written again with each part; its last
-        // write has its final grade, and it is counted once, with that grade.
-        var gradesInRun: [Grade: Int] = [:]
-        var gradeByCall: [String: Grade] = [:]
-        var touchedStarts = Set<Int64>()
-        var inTransaction = 0
-        var transactionStarted = Date()
-        var partsDone: [String: FileDone] = [:]
-        var lastProgress = Date.distantPast
-        // Calls wait here and are written `callsPerWrite` at a time in call-id order: every
-        // table is keyed by call id, and ids arrive in random order, so sorted writes touch
-        // each B-tree page once per batch instead of once per call.
-        var unwritten: [PendingCall] = []
-        // Once every reader is on its last file, calls are written as they come, 8 at a time,
-        // and the writer is woken for 8: what it has not written when the readers finish, it
-        // writes alone. At 128 a write (woken at 64), that was about 100 real-shaped calls, and
-        // the writer ended 47-130 ms after the readers; now 16-37 ms (a build that timed it).
-        var lastStretch = false
-        func enterLastStretch() {
-            guard !lastStretch else { return }
-            lastStretch = true
-            queue.wakeWriter(at: Self.lastStretchCallsPerWrite)
+        let writer = AnalyzeWriter(store: store, options: options, queue: queue, readers: readers, filesToRead: work.count,
+                                   startedWithoutCalls: startedWithoutCalls, progress: progress) { pending, knownNew in
+            try CallWriting.write(pending, to: store, config: config, knownNew: knownNew)
         }
-        if work.count <= readers { enterLastStretch() }
-        func writeUnwritten() throws {
-            unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
-            for i in unwritten.indices {  // by index: `for pending in unwritten` copied each call
-                let written = try CallWriting.write(unwritten[i], to: store, config: config,
-                                                    knownNew: startedWithoutCalls && gradeByCall[unwritten[i].callID] == nil)
-                touchedStarts.formUnion(written.starts)
-                let grade = written.grade
-                if let earlier = gradeByCall.updateValue(grade, forKey: unwritten[i].callID) {
-                    gradesInRun[earlier, default: 0] -= 1
-                }
-                gradesInRun[grade, default: 0] += 1
-                progress.callsWritten += 1
-            }
-            unwritten.removeAll(keepingCapacity: true)
-        }
-        try store.db.execute("BEGIN IMMEDIATE")
+        writer.onProgress = onProgress
+        writer.onIssue = onIssue
         do {
-            try store.record(settings: config)
-            while let batch = queue.takeAll(readers: readers) {
-                for item in batch {
-                    switch item {
-                    case .call(let pending):
-                        unwritten.append(pending)
-                        inTransaction += 1
-                        // Written in sorted runs as they come (bounded memory, and no backlog
-                        // when the readers finish); committed with the files they came from.
-                        let callsPerWrite = lastStretch ? min(options.callsPerWrite, Self.lastStretchCallsPerWrite) : options.callsPerWrite
-                        if unwritten.count >= min(callsPerWrite, options.callsPerTransaction) { try writeUnwritten() }
-                    case .issue(let issue):
-                        issueCounts[issue.category.rawValue, default: 0] += 1
-                        if firstIssues.count < 20 { firstIssues.append(issue) }
-                        onIssue?(issue)
-                    case .fileDone(var f):
-                        // A shared file is done when every reader has finished its part.
-                        if f.parts > 1 {
-                            let key = f.entry.fingerprint + "\u{0}" + f.entry.path
-                            if var sum = partsDone[key] {
-                                sum.add(f)
-                                partsDone[key] = sum
-                            } else {
-                                partsDone[key] = f
-                            }
-                            f = partsDone[key]!
-                            guard f.partsDone == f.parts else { continue }
-                            partsDone[key] = nil
-                        }
-                        // A file nothing could be read from (another compression, damaged
-                        // throughout) stays out of the ledger: the next run reports it again
-                        // rather than skip it as ingested.
-                        if f.entry.records > 0 || f.textBytes > 0 || f.entry.skipped == 0 {
-                            try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
-                        }
-                        for (category, n) in f.issuesCounted { issueCounts[category.rawValue, default: 0] += n }
-                        progress.filesDone += 1
-                        recordsOfFilesRead += f.entry.records
-                        progress.compressedBytes += Int(f.entry.size)
-                        textBytesOfFilesRead += f.textBytes
-                        // A file's calls and its ledger entry commit together. Once every
-                        // reader is on its last file, each file's calls commit when it is done:
-                        // writing their pages overlaps the readers' last work, and the final
-                        // commit, which nothing overlaps, holds only the last file's calls.
-                        if progress.filesDone + readers >= work.count { enterLastStretch() }
-                        // The last file's calls commit with the run's final commit, just after.
-                        let lastFile = progress.filesDone == work.count
-                        if !lastFile && (inTransaction >= options.callsPerTransaction || inTransaction > 0 && lastStretch
-                            || inTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction) {
-                            try writeUnwritten()
-                            try commitBatch(store, &touchedStarts)
-                            inTransaction = 0
-                            transactionStarted = Date()
-                        }
-                    }
-                }
-                if let onProgress, Date().timeIntervalSince(lastProgress) > options.progressInterval {
-                    lastProgress = Date()
-                    progress.seconds = Date().timeIntervalSince(started)
-                    (progress.records, progress.textBytes, progress.bytesRead) = reading.totals
-                    onProgress(progress)
-                }
-            }
-            try writeUnwritten()
-            try store.markRollupsPending(forCallStarts: touchedStarts)
-            try store.refreshPendingRollups()
-            try store.db.execute("COMMIT")
+            try writer.run(config: config, started: started, reading: reading)
         } catch {
-            try? store.db.execute("ROLLBACK")
             queue.cancel()
             group.wait()
             throw error
         }
         group.wait()
         store.endBulkLoad()
+        progress = writer.progress
         progress.seconds = Date().timeIntervalSince(started)
-        (progress.records, progress.textBytes) = (recordsOfFilesRead, textBytesOfFilesRead)
+        (progress.records, progress.textBytes) = (writer.recordsOfFilesRead, writer.textBytesOfFilesRead)
         progress.bytesRead = reading.totals.bytesRead
         return Report(progress: progress, alreadyIngested: already, missing: search.missing,
-                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: issueCounts,
-                      firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
-                      gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
+                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: writer.issueCounts,
+                      firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
+                      gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
                       settings: config)
-    }
-
-    static let lastStretchCallsPerWrite = 8
-
-    /// The touched rollup buckets are marked in the same transaction as the calls, and rebuilt
-    /// once at the end of the run (see `CallStore.markRollupsPending`).
-    private func commitBatch(_ store: CallStore, _ touched: inout Set<Int64>) throws {
-        try store.markRollupsPending(forCallStarts: touched)
-        touched.removeAll()
-        try store.db.execute("COMMIT")
-        try store.db.execute("BEGIN IMMEDIATE")
     }
 }
 

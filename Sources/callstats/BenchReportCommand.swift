@@ -3,6 +3,7 @@ import Foundation
 import Ingest
 import Report
 import Simulator
+import SQLiteDatabase
 import Store
 
 /// `callstats bench report`: how long the HTML report takes, and how big it is, on a

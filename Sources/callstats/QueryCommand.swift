@@ -1,5 +1,6 @@
 import Foundation
 import ArgumentParser
+import SQLiteDatabase
 import Store
 
 /// `callstats query`: SQL over the analysis database, printed for people or programs.
@@ -29,8 +30,7 @@ struct QueryCommand: ParsableCommand {
     var limit: Int = 10_000
 
     func run() throws {
-        let store = try CallStore(path: db, forWriting: false)
-        let result = try store.db.query(sql, limit: limit)
+        let result = try StoreReader(path: db).query(sql, limit: limit)
         var out = OutputBuffer()
         for line in ResultFormatter.render(result, as: format) { out.line(line) }
         out.flush()

@@ -1,3 +1,4 @@
+import SQLiteDatabase
 import Store
 
 /// Everything a user sees in a database, as text, to compare databases: not the calls' filing

@@ -1,6 +1,7 @@
 import Analysis
 import CSQLite
 import Foundation
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
