@@ -74,6 +74,7 @@ package enum CallsTable: StoredTable {
         try t.column("complete", .notNull) { $0.complete }
         // Version 2's migration adds it by hand (it also numbers the stored calls).
         try t.column("call_key") { $0.key }
+        try t.column("jitter_buffer_ms", .none, addedIn: 3) { $0.summary.jitterBufferMs }
     }
 }
 

@@ -203,9 +203,9 @@ public enum Schema {
 
     /// One step of an older database's upgrade: it brings a database of `version - 1` to
     /// `version`, in its own transaction, and is recorded in `meta` (`migration.<name>`: when).
-    struct Migration {
-        var version: Int
-        var name: String
+    package struct Migration {
+        package var version: Int
+        package var name: String
         var sql: String
     }
 
@@ -216,7 +216,7 @@ public enum Schema {
     }
 
     /// Every upgrade step, in the order they apply.
-    static var migrations: [Migration] {
+    package static var migrations: [Migration] {
         var added: [Int: [String]] = [:]
         func addColumns<T: StoredTable>(_ table: T.Type) {
             for c in table.columnDescriptions {
