@@ -17,12 +17,18 @@ public enum DatabaseComparison {
     static let comparedRows: [String: String] = ["meta": "key NOT LIKE 'migration.%'"]
 
     /// One table of a comparison. A table in only one database has nil rows in the other.
+    /// Rows are compared on the columns both have; a column only one has makes the table differ.
     public struct TableComparison: Sendable {
         public var name: String
         public var rows: (first: Int64?, second: Int64?)
         public var onlyInFirst: Int64
         public var onlyInSecond: Int64
-        public var same: Bool { rows.first != nil && rows.first == rows.second && onlyInFirst == 0 && onlyInSecond == 0 }
+        public var columnsOnlyInFirst: [String] = []
+        public var columnsOnlyInSecond: [String] = []
+        public var same: Bool {
+            rows.first != nil && rows.first == rows.second && onlyInFirst == 0 && onlyInSecond == 0
+                && columnsOnlyInFirst.isEmpty && columnsOnlyInSecond.isEmpty
+        }
     }
 
     /// Every table of either database, by name. `materialByContent`: call material is compared
@@ -43,7 +49,9 @@ public enum DatabaseComparison {
                 continue
             }
             let table = quoted(name)
-            let columns = try comparedColumns(db, table: name)
+            let firstColumns = try comparedColumns(db, table: name, schema: "main")
+            let secondColumns = try comparedColumns(db, table: name, schema: "other")
+            let columns = firstColumns.filter(secondColumns.contains).map(quoted).joined(separator: ", ")
             let filter = comparedRows[name].map { " WHERE \($0)" } ?? ""
             func count(_ sql: String) throws -> Int64 { try db.scalar(sql)?.int64 ?? 0 }
             func select(_ schema: String) -> String { "SELECT \(columns) FROM \(schema).\(table)\(filter)" }
@@ -51,7 +59,9 @@ public enum DatabaseComparison {
                 name: name,
                 rows: (try count("SELECT count(*) FROM (\(select("main")))"), try count("SELECT count(*) FROM (\(select("other")))")),
                 onlyInFirst: try count("SELECT count(*) FROM (\(select("main")) EXCEPT \(select("other")))"),
-                onlyInSecond: try count("SELECT count(*) FROM (\(select("other")) EXCEPT \(select("main")))")))
+                onlyInSecond: try count("SELECT count(*) FROM (\(select("other")) EXCEPT \(select("main")))"),
+                columnsOnlyInFirst: firstColumns.filter { !secondColumns.contains($0) },
+                columnsOnlyInSecond: secondColumns.filter { !firstColumns.contains($0) }))
         }
         return out
     }
@@ -98,7 +108,7 @@ public enum DatabaseComparison {
         }
         var queries: [String] = []
         func rows(of table: String) throws {
-            let columns = try comparedColumns(db, table: table)
+            let columns = try comparedColumns(db, table: table, schema: "main").map(quoted).joined(separator: ", ")
             let conditions = [comparedRows[table], callFilter].compactMap { $0 }
             let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
             queries.append("SELECT \(columns) FROM \(quoted(table))\(filter) ORDER BY \(columns)")
@@ -138,11 +148,10 @@ public enum DatabaseComparison {
             """).compactMap { $0[0].string }.filter { !keyedTables.contains($0) }
     }
 
-    /// The columns of `table` that are compared, quoted and comma-separated.
-    private static func comparedColumns(_ db: Database, table: String) throws -> String {
-        try db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap { $0[0].string }
+    /// The columns of `table` in `schema` that are compared, in table order.
+    private static func comparedColumns(_ db: Database, table: String, schema: String) throws -> [String] {
+        try db.rows("SELECT name FROM pragma_table_info(?, ?)", [.text(table), .text(schema)]).compactMap { $0[0].string }
             .filter { !ignoredColumns.contains("\(table).\($0)") }
-            .map(quoted).joined(separator: ", ")
     }
 
     private static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }

@@ -9,7 +9,8 @@ struct CompareDatabasesCommand: ParsableCommand {
         commandName: "compare-databases",
         abstract: "Compare two callstats databases row by row, table by table (exit 1 when they differ).",
         discussion: """
-            Rows are compared exactly (REAL values bit for bit), whatever their order in the file. \
+            Rows are compared exactly (REAL values bit for bit), whatever their order in the file, \
+            on the columns both databases have (a column only one has is listed, and its table differs). \
             The time a file was ingested (and an upgrade step ran) is left out, and so is each call's filing number \
             (calls.call_key, which follows the order calls were written): intervals and events are \
             compared through their views, by call id, so databases of schema versions 1 and 2 compare too.
@@ -40,6 +41,11 @@ struct CompareDatabasesCommand: ParsableCommand {
             }
         }
         print(table.render())
+        for t in tables where !t.columnsOnlyInFirst.isEmpty || !t.columnsOnlyInSecond.isEmpty {
+            let only = [("1st", t.columnsOnlyInFirst), ("2nd", t.columnsOnlyInSecond)].filter { !$0.1.isEmpty }
+            print("\(t.name): columns only in " + only.map { "the \($0.0): \($0.1.joined(separator: ", "))" }.joined(separator: "; ")
+                  + " (rows compared on the others)")
+        }
         print()
         let differing = tables.filter { !$0.same }.map(\.name)
         if differing.isEmpty {
