@@ -206,13 +206,14 @@ public enum Schema {
     package struct Migration {
         package var version: Int
         package var name: String
-        var sql: String
+        /// Made when the step is applied: listing the steps (as `version` does) builds no SQL.
+        var sql: () -> String
     }
 
     /// The steps written by hand, in version order. The tables' added columns (`addedIn:` in
     /// their column lists, `ResultTables.swift`) make the steps of their versions themselves.
     static var namedMigrations: [Migration] {
-        [Migration(version: 2, name: "v2-call-keys", sql: upgradeFrom1)]
+        [Migration(version: 2, name: "v2-call-keys", sql: { upgradeFrom1 })]
     }
 
     /// Every upgrade step, in the order they apply.
@@ -231,7 +232,7 @@ public enum Schema {
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
         let generated = added.map { version, statements in
-            Migration(version: version, name: "v\(version)-added-columns", sql: statements.joined(separator: "\n"))
+            Migration(version: version, name: "v\(version)-added-columns", sql: { statements.joined(separator: "\n") })
         }
         return (namedMigrations + generated).sorted { $0.version < $1.version }
     }
@@ -255,7 +256,7 @@ public enum Schema {
             for step in migrations where step.version > found {
                 do {
                     try db.transaction {
-                        try db.execute(step.sql)
+                        try db.execute(step.sql())
                         try recordVersion(step.version, in: db)
                         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                                    [.text("migration." + step.name), .text(String(Int64(Date().timeIntervalSince1970 * 1000)))])
