@@ -6,8 +6,8 @@ import Store
 /// The `analyze` job: reads log files, analyses every call, writes the database.
 ///
 /// Two kinds of threads: readers (one per core by default) each take whole files (or a share of
-/// the calls of the last few), decompress and scan them, and hand finished calls to one writer,
-/// the only thread that touches SQLite.
+/// the calls of the last few), decompress and scan them, and hand finished calls to one writer
+/// (`AnalyzeWriter`, on the thread that called `run`), the only thread that touches the database.
 /// Memory stays bounded: a reader holds the calls still open in its current file, and the
 /// hand-off queue is bounded, so readers wait when the writer falls behind.
 ///
@@ -125,21 +125,9 @@ public final class AnalyzeRun {
         let search = LogFiles.find(options.paths)
         let found = search.files
 
-        // Ledger check before any reading: already-ingested content is skipped whole.
-        var work: [(path: String, fingerprint: FileFingerprint)] = []
-        var already: [(String, String)] = []
-        var seenThisRun: [String: String] = [:]
-        for path in found {
-            guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
-            if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
-                already.append((path, previous))
-            } else if let twin = seenThisRun[fp.description] {
-                already.append((path, twin))
-            } else {
-                seenThisRun[fp.description] = path
-                work.append((path, fp))
-            }
-        }
+        let ledgerCheck = try filesToRead(found, ledger: store)
+        var work = ledgerCheck.work
+        let already = ledgerCheck.already
 
         var progress = Progress()
         progress.filesTotal = found.count
@@ -159,32 +147,7 @@ public final class AnalyzeRun {
         }
         let wholeFiles = Array(work[..<(work.count - sharedCount)]), sharedFiles = Array(work[(work.count - sharedCount)...])
         let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
-        let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
-        let nextFile = AtomicCounter()
-        let pseudonymizer = options.pseudonymizer
-        let issuesHandedOver = options.issuesHandedOver
-
-        // Readers.
-        let group = DispatchGroup()
-        for r in 0..<readers {
-            group.enter()
-            Thread.detachNewThread {
-                ReadingPriority.lowerCurrentThread()
-                defer { group.leave(); queue.readerFinished() }
-                while true {
-                    let i = nextFile.next()
-                    guard i < wholeFiles.count, !queue.isCancelled else { break }
-                    FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
-                                     pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
-                }
-                for (file, lines) in zip(sharedFiles, sharedLines) {
-                    guard !queue.isCancelled else { lines.leave(reader: r); continue }
-                    FileReading.read(path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
-                                     config: config, pseudonymizer: pseudonymizer, progress: reading,
-                                     issuesHandedOver: issuesHandedOver, into: queue)
-                }
-            }
-        }
+        let group = startReaders(readers, wholeFiles: wholeFiles, sharedFiles: sharedFiles, config: config, reading: reading, into: queue)
 
         // The writer: this thread.
         let writer = AnalyzeWriter(store: store, options: options, queue: queue, readers: readers, filesToRead: work.count,
@@ -211,6 +174,60 @@ public final class AnalyzeRun {
                       firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
                       gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
                       settings: config)
+    }
+
+    /// The files to read, and those skipped with the path their content was read under: content
+    /// already in the ledger (unless `force`), or met twice in this run, is skipped whole.
+    private func filesToRead(_ found: [String], ledger store: some ResultStore)
+        throws -> (work: [(path: String, fingerprint: FileFingerprint)], already: [(file: String, as: String)]) {
+        var work: [(path: String, fingerprint: FileFingerprint)] = []
+        var already: [(file: String, as: String)] = []
+        var seenThisRun: [String: String] = [:]
+        for path in found {
+            guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
+            if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
+                already.append((path, previous))
+            } else if let twin = seenThisRun[fp.description] {
+                already.append((path, twin))
+            } else {
+                seenThisRun[fp.description] = path
+                work.append((path, fp))
+            }
+        }
+        return (work, already)
+    }
+
+    /// Starts `readers` threads: each takes whole files while any are left, then reads every
+    /// shared file and takes its share of their calls (`SharedLines`). The group is left when
+    /// all have finished.
+    private func startReaders(_ readers: Int, wholeFiles: [(path: String, fingerprint: FileFingerprint)],
+                              sharedFiles: [(path: String, fingerprint: FileFingerprint)], config: AnalysisConfig,
+                              reading: ReadProgress, into queue: HandOffQueue) -> DispatchGroup {
+        let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
+        let nextFile = AtomicCounter()
+        let pseudonymizer = options.pseudonymizer
+        let issuesHandedOver = options.issuesHandedOver
+        let group = DispatchGroup()
+        for r in 0..<readers {
+            group.enter()
+            Thread.detachNewThread {
+                ReadingPriority.lowerCurrentThread()
+                defer { group.leave(); queue.readerFinished() }
+                while true {
+                    let i = nextFile.next()
+                    guard i < wholeFiles.count, !queue.isCancelled else { break }
+                    FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
+                                     pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
+                }
+                for (file, lines) in zip(sharedFiles, sharedLines) {
+                    guard !queue.isCancelled else { lines.leave(reader: r); continue }
+                    FileReading.read(path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
+                                     config: config, pseudonymizer: pseudonymizer, progress: reading,
+                                     issuesHandedOver: issuesHandedOver, into: queue)
+                }
+            }
+        }
+        return group
     }
 }
 
