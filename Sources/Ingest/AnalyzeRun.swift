@@ -118,7 +118,7 @@ public final class AnalyzeRun {
 
     public func run() throws -> Report {
         let started = Date()
-        let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
+        let store = try CallStore(path: options.database, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
         let config = try store.settingsForRun(asked: options.config, hasCalls: !startedWithoutCalls)

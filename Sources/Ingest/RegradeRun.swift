@@ -42,7 +42,7 @@ public final class RegradeRun {
     public func run() throws -> Report {
         let started = Date()
         guard FileManager.default.fileExists(atPath: options.database) else { throw RegradeError.noDatabase(options.database) }
-        let store = try CallStore(path: options.database, forWriting: true)
+        let store = try CallStore(path: options.database)
         let previous = try store.recordedSettings()
         let config = options.config ?? previous
         let before = try store.totals()

@@ -41,9 +41,16 @@ public final class CallStore {
     /// The schema version this store upgraded the database from when it opened it, if it did.
     public private(set) var upgradedFrom: Int?
 
+    /// Opens `path` for writing: creates it, or upgrades an older schema version.
     /// `willUpgrade(from)`: called before a database of an older schema version is upgraded,
     /// which rewrites its intervals and events (a few seconds for 40,000 calls).
-    public init(path: String, forWriting: Bool = true, willUpgrade: ((Int) -> Void)? = nil) throws {
+    public convenience init(path: String, willUpgrade: ((Int) -> Void)? = nil) throws {
+        try self.init(path: path, forWriting: true, willUpgrade: willUpgrade)
+    }
+
+    /// `forWriting: false`: read-only, without the writers' lock, for this package's tests that
+    /// inspect a file through `db`; readers use `StoreReader`.
+    package init(path: String, forWriting: Bool, willUpgrade: ((Int) -> Void)? = nil) throws {
         self.path = path
         let lock = forWriting ? try CallStore.acquireLock(path + ".lock", database: path) : -1
         do {
