@@ -206,6 +206,8 @@ public enum Schema {
     package struct Migration {
         package var version: Int
         package var name: String
+        /// What the step does, for people (it says why an upgrade can take a while).
+        var summary: String
         /// Made when the step is applied: listing the steps (as `version` does) builds no SQL.
         var sql: () -> String
     }
@@ -213,16 +215,16 @@ public enum Schema {
     /// The steps written by hand, in version order. The tables' added columns (`addedIn:` in
     /// their column lists, `ResultTables.swift`) make the steps of their versions themselves.
     static var namedMigrations: [Migration] {
-        [Migration(version: 2, name: "v2-call-keys", sql: { upgradeFrom1 })]
+        [Migration(version: 2, name: "v2-call-keys", summary: "every interval and event is rewritten", sql: { upgradeFrom1 })]
     }
 
     /// Every upgrade step, in the order they apply.
     package static var migrations: [Migration] {
-        var added: [Int: [String]] = [:]
+        var added: [Int: [(column: String, sql: String)]] = [:]
         func addColumns<T: StoredTable>(_ table: T.Type) {
             for c in table.columnDescriptions {
                 guard let version = c.addedIn else { continue }
-                added[version, default: []].append("ALTER TABLE \(table.name) ADD COLUMN \(c.name) \(c.declaration);")
+                added[version, default: []].append(("\(table.name).\(c.name)", "ALTER TABLE \(table.name) ADD COLUMN \(c.name) \(c.declaration);"))
             }
         }
         addColumns(CallsTable.self)
@@ -232,9 +234,16 @@ public enum Schema {
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
         let generated = added.map { version, statements in
-            Migration(version: version, name: "v\(version)-added-columns", sql: { statements.joined(separator: "\n") })
+            Migration(version: version, name: "v\(version)-added-columns",
+                      summary: "adds " + statements.map(\.column).joined(separator: ", "),
+                      sql: { statements.map(\.sql).joined(separator: "\n") })
         }
         return (namedMigrations + generated).sorted { $0.version < $1.version }
+    }
+
+    /// What upgrading a database of schema `version` does, for people: each step's summary.
+    public static func upgradeSummary(from version: Int) -> String {
+        migrations.filter { $0.version > version }.map(\.summary).joined(separator: "; ")
     }
 
     /// Creates the schema in a new database, upgrades an older one, or checks a current one.
