@@ -9,7 +9,8 @@ import PackageDescription
 //                                     (Collector: the in-app library that samples calls and writes logs;
 //                                     Capture also uses Quality's RFC 3550 maths, which depends on nothing)
 //   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
-//   Store                             SQLite schema and writer for analysis results
+//   SQLiteDatabase                    the SQLite C API made safe (connections, statements, values)
+//   Store                             the schema and every SQL statement: writer, readers, comparison
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
 //   callstats                         the command line, wiring the above
@@ -37,11 +38,12 @@ let package = Package(
         .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
         .target(name: "Analysis", dependencies: ["CallLog", "Quality", "CByteCompare"]),
-        .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
+        .target(name: "SQLiteDatabase", dependencies: ["CSQLite"]),
+        .target(name: "Store", dependencies: ["Analysis", "SQLiteDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
-        .target(name: "Report", dependencies: ["CallLog", "Store"]),
+        .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest", "Report",
+            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -51,15 +53,15 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "SQLiteDatabase", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
-        .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
+        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
         .testTarget(name: "FaultTests", dependencies: [
-            "callstats", "Ingest", "CallLog", "Store", "Analysis", "Simulator", "Capture", "TestSupport",
+            "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "Capture", "TestSupport",
         ]),
     ]
 )

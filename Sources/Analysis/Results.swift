@@ -102,6 +102,9 @@ public struct CallSummary: Sendable, Equatable {
     /// ICE (candidate-pair) round-trip time, mean, ms: kept apart from RTCP RTT.
     public var iceRttMs: Double?
     public var concealmentPct: Double?
+    /// Inbound audio jitter-buffer delay, ms: the time-weighted mean of the intervals'
+    /// `jitterBufferMs` (`jitterBufferDelay / jitterBufferEmittedCount`), as `jitterMs` is of theirs.
+    public var jitterBufferMs: Double?
     /// The SDK's own 0-100 score: mean and minimum.
     public var sdkQualityMean: Double?
     public var sdkQualityMin: Double?

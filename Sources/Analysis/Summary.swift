@@ -116,6 +116,7 @@ enum Summary {
         c.rttMs = inAudio.rttMs.value ?? all.rttMs.value
         c.iceRttMs = all.iceRttMs.value
         c.concealmentPct = inAudio.concealmentPct.value
+        c.jitterBufferMs = inAudio.jitterBufferMs.value
         c.audioCodec = streams.first { $0.kind == .audio && $0.codec != nil }?.codec
         c.videoCodec = streams.first { $0.kind == .video && $0.codec != nil }?.codec
         if c.media == "unknown" {

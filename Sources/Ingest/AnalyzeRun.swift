@@ -6,8 +6,8 @@ import Store
 /// The `analyze` job: reads log files, analyses every call, writes the database.
 ///
 /// Two kinds of threads: readers (one per core by default) each take whole files (or a share of
-/// the calls of the last few), decompress and scan them, and hand finished calls to one writer,
-/// the only thread that touches SQLite.
+/// the calls of the last few), decompress and scan them, and hand finished calls to one writer
+/// (`AnalyzeWriter`, on the thread that called `run`), the only thread that touches the database.
 /// Memory stays bounded: a reader holds the calls still open in its current file, and the
 /// hand-off queue is bounded, so readers wait when the writer falls behind.
 ///
@@ -118,36 +118,22 @@ public final class AnalyzeRun {
 
     public func run() throws -> Report {
         let started = Date()
-        let store = try CallStore(path: options.database, forWriting: true, willUpgrade: onUpgrade)
+        let store = try CallStore(path: options.database, willUpgrade: onUpgrade)
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
         let config = try store.settingsForRun(asked: options.config, hasCalls: !startedWithoutCalls)
         let search = LogFiles.find(options.paths)
         let found = search.files
 
-        // Ledger check before any reading: already-ingested content is skipped whole.
-        var work: [(path: String, fingerprint: FileFingerprint)] = []
-        var already: [(String, String)] = []
-        var seenThisRun: [String: String] = [:]
-        for path in found {
-            guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
-            if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
-                already.append((path, previous))
-            } else if let twin = seenThisRun[fp.description] {
-                already.append((path, twin))
-            } else {
-                seenThisRun[fp.description] = path
-                work.append((path, fp))
-            }
-        }
+        let ledgerCheck = try filesToRead(found, ledger: store)
+        var work = ledgerCheck.work
+        let already = ledgerCheck.already
 
         var progress = Progress()
         progress.filesTotal = found.count
         progress.filesSkipped = already.count
         progress.bytesToRead = work.reduce(0) { $0 + Int($1.fingerprint.size) }
         let reading = ReadProgress()
-        // The ledger's figures of the files read, for the report.
-        var recordsOfFilesRead = 0, textBytesOfFilesRead = 0
         let queue = HandOffQueue(capacity: 2_048)
         // Readers take whole files, largest first, while there are enough to go round. The last
         // `count % readers` files (the smallest; all of them when there are fewer files than
@@ -161,12 +147,66 @@ public final class AnalyzeRun {
         }
         let wholeFiles = Array(work[..<(work.count - sharedCount)]), sharedFiles = Array(work[(work.count - sharedCount)...])
         let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
+        let group = startReaders(readers, wholeFiles: wholeFiles, sharedFiles: sharedFiles, config: config, reading: reading, into: queue)
+
+        // The writer: this thread.
+        let writer = AnalyzeWriter(store: store, options: options, queue: queue, readers: readers, filesToRead: work.count,
+                                   startedWithoutCalls: startedWithoutCalls, progress: progress) { pending, knownNew in
+            try CallWriting.write(pending, to: store, config: config, knownNew: knownNew)
+        }
+        writer.onProgress = onProgress
+        writer.onIssue = onIssue
+        do {
+            try writer.run(config: config, started: started, reading: reading)
+        } catch {
+            queue.cancel()
+            group.wait()
+            throw error
+        }
+        group.wait()
+        store.endBulkLoad()
+        progress = writer.progress
+        progress.seconds = Date().timeIntervalSince(started)
+        (progress.records, progress.textBytes) = (writer.recordsOfFilesRead, writer.textBytesOfFilesRead)
+        progress.bytesRead = reading.totals.bytesRead
+        return Report(progress: progress, alreadyIngested: already, missing: search.missing,
+                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: writer.issueCounts,
+                      firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
+                      gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
+                      settings: config)
+    }
+
+    /// The files to read, and those skipped with the path their content was read under: content
+    /// already in the ledger (unless `force`), or met twice in this run, is skipped whole.
+    private func filesToRead(_ found: [String], ledger store: some ResultStore)
+        throws -> (work: [(path: String, fingerprint: FileFingerprint)], already: [(file: String, as: String)]) {
+        var work: [(path: String, fingerprint: FileFingerprint)] = []
+        var already: [(file: String, as: String)] = []
+        var seenThisRun: [String: String] = [:]
+        for path in found {
+            guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
+            if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
+                already.append((path, previous))
+            } else if let twin = seenThisRun[fp.description] {
+                already.append((path, twin))
+            } else {
+                seenThisRun[fp.description] = path
+                work.append((path, fp))
+            }
+        }
+        return (work, already)
+    }
+
+    /// Starts `readers` threads: each takes whole files while any are left, then reads every
+    /// shared file and takes its share of their calls (`SharedLines`). The group is left when
+    /// all have finished.
+    private func startReaders(_ readers: Int, wholeFiles: [(path: String, fingerprint: FileFingerprint)],
+                              sharedFiles: [(path: String, fingerprint: FileFingerprint)], config: AnalysisConfig,
+                              reading: ReadProgress, into queue: HandOffQueue) -> DispatchGroup {
         let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
         let nextFile = AtomicCounter()
         let pseudonymizer = options.pseudonymizer
         let issuesHandedOver = options.issuesHandedOver
-
-        // Readers.
         let group = DispatchGroup()
         for r in 0..<readers {
             group.enter()
@@ -187,145 +227,7 @@ public final class AnalyzeRun {
                 }
             }
         }
-
-        // The writer: this thread.
-        var issueCounts: [String: Int] = [:]
-        var firstIssues: [LogIssue] = []
-        // A call seen in several files of this run is written again with each part; its last
-        // write has its final grade, and it is counted once, with that grade.
-        var gradesInRun: [Grade: Int] = [:]
-        var gradeByCall: [String: Grade] = [:]
-        var touchedStarts = Set<Int64>()
-        var inTransaction = 0
-        var transactionStarted = Date()
-        var partsDone: [String: FileDone] = [:]
-        var lastProgress = Date.distantPast
-        // Calls wait here and are written `callsPerWrite` at a time in call-id order: every
-        // table is keyed by call id, and ids arrive in random order, so sorted writes touch
-        // each B-tree page once per batch instead of once per call.
-        var unwritten: [PendingCall] = []
-        // Once every reader is on its last file, calls are written as they come, 8 at a time,
-        // and the writer is woken for 8: what it has not written when the readers finish, it
-        // writes alone. At 128 a write (woken at 64), that was about 100 real-shaped calls, and
-        // the writer ended 47-130 ms after the readers; now 16-37 ms (a build that timed it).
-        var lastStretch = false
-        func enterLastStretch() {
-            guard !lastStretch else { return }
-            lastStretch = true
-            queue.wakeWriter(at: Self.lastStretchCallsPerWrite)
-        }
-        if work.count <= readers { enterLastStretch() }
-        func writeUnwritten() throws {
-            unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
-            for i in unwritten.indices {  // by index: `for pending in unwritten` copied each call
-                let written = try CallWriting.write(unwritten[i], to: store, config: config,
-                                                    knownNew: startedWithoutCalls && gradeByCall[unwritten[i].callID] == nil)
-                touchedStarts.formUnion(written.starts)
-                let grade = written.grade
-                if let earlier = gradeByCall.updateValue(grade, forKey: unwritten[i].callID) {
-                    gradesInRun[earlier, default: 0] -= 1
-                }
-                gradesInRun[grade, default: 0] += 1
-                progress.callsWritten += 1
-            }
-            unwritten.removeAll(keepingCapacity: true)
-        }
-        try store.db.execute("BEGIN IMMEDIATE")
-        do {
-            try store.record(settings: config)
-            while let batch = queue.takeAll(readers: readers) {
-                for item in batch {
-                    switch item {
-                    case .call(let pending):
-                        unwritten.append(pending)
-                        inTransaction += 1
-                        // Written in sorted runs as they come (bounded memory, and no backlog
-                        // when the readers finish); committed with the files they came from.
-                        let callsPerWrite = lastStretch ? min(options.callsPerWrite, Self.lastStretchCallsPerWrite) : options.callsPerWrite
-                        if unwritten.count >= min(callsPerWrite, options.callsPerTransaction) { try writeUnwritten() }
-                    case .issue(let issue):
-                        issueCounts[issue.category.rawValue, default: 0] += 1
-                        if firstIssues.count < 20 { firstIssues.append(issue) }
-                        onIssue?(issue)
-                    case .fileDone(var f):
-                        // A shared file is done when every reader has finished its part.
-                        if f.parts > 1 {
-                            let key = f.entry.fingerprint + "\u{0}" + f.entry.path
-                            if var sum = partsDone[key] {
-                                sum.add(f)
-                                partsDone[key] = sum
-                            } else {
-                                partsDone[key] = f
-                            }
-                            f = partsDone[key]!
-                            guard f.partsDone == f.parts else { continue }
-                            partsDone[key] = nil
-                        }
-                        // A file nothing could be read from (another compression, damaged
-                        // throughout) stays out of the ledger: the next run reports it again
-                        // rather than skip it as ingested.
-                        if f.entry.records > 0 || f.textBytes > 0 || f.entry.skipped == 0 {
-                            try store.recordIngested(f.entry, at: Int64(Date().timeIntervalSince1970 * 1000))
-                        }
-                        for (category, n) in f.issuesCounted { issueCounts[category.rawValue, default: 0] += n }
-                        progress.filesDone += 1
-                        recordsOfFilesRead += f.entry.records
-                        progress.compressedBytes += Int(f.entry.size)
-                        textBytesOfFilesRead += f.textBytes
-                        // A file's calls and its ledger entry commit together. Once every
-                        // reader is on its last file, each file's calls commit when it is done:
-                        // writing their pages overlaps the readers' last work, and the final
-                        // commit, which nothing overlaps, holds only the last file's calls.
-                        if progress.filesDone + readers >= work.count { enterLastStretch() }
-                        // The last file's calls commit with the run's final commit, just after.
-                        let lastFile = progress.filesDone == work.count
-                        if !lastFile && (inTransaction >= options.callsPerTransaction || inTransaction > 0 && lastStretch
-                            || inTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction) {
-                            try writeUnwritten()
-                            try commitBatch(store, &touchedStarts)
-                            inTransaction = 0
-                            transactionStarted = Date()
-                        }
-                    }
-                }
-                if let onProgress, Date().timeIntervalSince(lastProgress) > options.progressInterval {
-                    lastProgress = Date()
-                    progress.seconds = Date().timeIntervalSince(started)
-                    (progress.records, progress.textBytes, progress.bytesRead) = reading.totals
-                    onProgress(progress)
-                }
-            }
-            try writeUnwritten()
-            try store.markRollupsPending(forCallStarts: touchedStarts)
-            try store.refreshPendingRollups()
-            try store.db.execute("COMMIT")
-        } catch {
-            try? store.db.execute("ROLLBACK")
-            queue.cancel()
-            group.wait()
-            throw error
-        }
-        group.wait()
-        store.endBulkLoad()
-        progress.seconds = Date().timeIntervalSince(started)
-        (progress.records, progress.textBytes) = (recordsOfFilesRead, textBytesOfFilesRead)
-        progress.bytesRead = reading.totals.bytesRead
-        return Report(progress: progress, alreadyIngested: already, missing: search.missing,
-                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: issueCounts,
-                      firstIssues: firstIssues, totals: try store.totals(), callsInRun: gradeByCall.count,
-                      gradesInRun: gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
-                      settings: config)
-    }
-
-    static let lastStretchCallsPerWrite = 8
-
-    /// The touched rollup buckets are marked in the same transaction as the calls, and rebuilt
-    /// once at the end of the run (see `CallStore.markRollupsPending`).
-    private func commitBatch(_ store: CallStore, _ touched: inout Set<Int64>) throws {
-        try store.markRollupsPending(forCallStarts: touched)
-        touched.removeAll()
-        try store.db.execute("COMMIT")
-        try store.db.execute("BEGIN IMMEDIATE")
+        return group
     }
 }
 

@@ -42,31 +42,24 @@ public final class RegradeRun {
     public func run() throws -> Report {
         let started = Date()
         guard FileManager.default.fileExists(atPath: options.database) else { throw RegradeError.noDatabase(options.database) }
-        let store = try CallStore(path: options.database, forWriting: true)
+        let store = try CallStore(path: options.database)
         let previous = try store.recordedSettings()
         let config = options.config ?? previous
         let before = try store.totals()
-        let findingsBefore = try Self.count("findings", in: store)
-        let withoutMaterial = Int(try store.db.scalar("SELECT count(*) FROM calls WHERE call_id NOT IN (SELECT call_id FROM call_material)")?.int64 ?? 0)
+        let findingsBefore = try store.findingCount()
+        let withoutMaterial = try store.callsWithoutMaterial()
         guard withoutMaterial == 0 else { throw RegradeError.callsWithoutMaterial(options.database, withoutMaterial) }
-        let total = try Self.count("call_material", in: store)
+        let total = try store.materialCount()
         var done = 0, lastProgress = Date.distantPast
 
-        try store.db.execute("BEGIN IMMEDIATE")
-        do {
+        try store.inTransaction {
             try store.deleteAllAnalyses()
             // In call-id order, as analyze writes them. While this thread writes one batch, the
             // next is analysed (`Batch`): the writing takes longer than the analysis.
-            // (The first batch has no lower bound: any id, even an empty one, is taken.)
             func batch(after id: String?) throws -> Batch? {
-                let limit = SQLValue.integer(Int64(options.callsPerBatch))
-                let rows = try id.map { try store.db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?", [.text($0), limit]) }
-                    ?? store.db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [limit])
-                guard !rows.isEmpty else { return nil }
-                return Batch(rows.map { row in
-                    let bytes: [UInt8] = if case .blob(let b) = row[1] { b } else { [] }
-                    return (row[0].string ?? "", bytes)
-                }, config: config, threads: options.threads)
+                let calls = try store.material(after: id, limit: options.callsPerBatch)
+                guard !calls.isEmpty else { return nil }
+                return Batch(calls.map { ($0.callID, $0.material) }, config: config, threads: options.threads)
             }
             var next = try batch(after: nil)
             while let current = next {
@@ -95,18 +88,10 @@ public final class RegradeRun {
             guard done == total else { throw RegradeError.callsMissed(options.database, written: done, stored: total) }
             try store.record(settings: config)
             try store.rebuildAllRollups()
-            try store.db.execute("COMMIT")
-        } catch {
-            try? store.db.execute("ROLLBACK")
-            throw error
         }
         return Report(calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,
-                      findingsBefore: findingsBefore, findingsAfter: try Self.count("findings", in: store),
+                      findingsBefore: findingsBefore, findingsAfter: try store.findingCount(),
                       previousSettings: previous, settings: config, seconds: Date().timeIntervalSince(started))
-    }
-
-    private static func count(_ table: String, in store: CallStore) throws -> Int {
-        Int(try store.db.scalar("SELECT count(*) FROM \(table)")?.int64 ?? 0)
     }
 }
 

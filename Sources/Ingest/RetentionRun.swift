@@ -18,7 +18,7 @@ public enum RetentionRun {
 
     /// Removes every call that started before `timestamp` (epoch ms).
     public static func prune(database: String, before timestamp: Int64, reclaim: Bool) throws -> Report {
-        let store = try CallStore(path: database, forWriting: true)
+        let store = try CallStore(path: database)
         let ids = try store.callIDs(startedBefore: timestamp)
         return try remove(ids, from: store, database: database, reclaim: reclaim)
     }
@@ -29,7 +29,7 @@ public enum RetentionRun {
     /// what a pseudonymised database holds.
     public static func forget(database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
                               reclaim: Bool) throws -> Report {
-        let store = try CallStore(path: database, forWriting: true)
+        let store = try CallStore(path: database)
         var wanted = callIDs
         if let pseudonymizer { wanted += callIDs.map(pseudonymizer.identifier) }
         var ids = try store.existingCallIDs(wanted)

@@ -1,4 +1,5 @@
 import CallLog
+import SQLiteDatabase
 import Store
 
 /// Everything the HTML report shows, read from a callstats database.

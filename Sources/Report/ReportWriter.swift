@@ -14,10 +14,10 @@ public enum ReportWriter {
     /// error naming it) and writes the page to `output`.
     public static func write(database: String, output: String, options: ReportData.Options = .init()) throws -> Result {
         let started = Date()
-        let store = try CallStore(path: database, forWriting: false)
+        let reader = try StoreReader(path: database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data = try ReportData(database: store.db, name: (database as NSString).lastPathComponent, generatedAt: now,
-                                  grading: try store.recordedSettingsSummary(), options: options)
+        let data = try ReportData(database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
+                                  grading: try reader.recordedSettingsSummary(), options: options)
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)
         return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))

@@ -1,4 +1,5 @@
 import Analysis
+import SQLiteDatabase
 
 /// The analysis settings a database's calls were graded with, kept in `meta.analysis_config`
 /// (the JSON of `AnalysisConfig.settingsJSON`), so that later runs grade new calls alike and a
@@ -8,7 +9,9 @@ extension CallStore {
 
     /// The recorded settings; the defaults for a database that records none (written before
     /// settings were recorded, when every run used the defaults).
-    public func recordedSettings() throws -> AnalysisConfig {
+    public func recordedSettings() throws -> AnalysisConfig { try Self.recordedSettings(in: db, path: path) }
+
+    static func recordedSettings(in db: Database, path: String) throws -> AnalysisConfig {
         guard let text = try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.settingsKey)])?.string else {
             return AnalysisConfig()
         }

@@ -1,4 +1,5 @@
 import Analysis
+import SQLiteDatabase
 
 #if canImport(Glibc)
 import Glibc
@@ -20,8 +21,11 @@ import Darwin
 /// Meanwhile a reader of the new file can be told "database is locked" while a commit is under
 /// way (ours wait up to 5 s), and a reader that keeps reading for over a minute makes the run's
 /// commit fail.
+///
+/// The SQLite implementation of `ResultStore`. Every statement that touches the file is written
+/// in this module; `db` is for this package's tests, which inspect the file as SQLite.
 public final class CallStore {
-    public let db: Database
+    package let db: Database
     public let path: String
     private var writerLock: WriterLock?
     /// Set while the database is written under a rollback journal: one this store created (or,
@@ -29,7 +33,7 @@ public final class CallStore {
     public private(set) var bulkLoading = false
     /// The inserts that run for every call, stream, interval, event and finding, prepared once
     /// and held here: finding a cached statement by its SQL text hashed that text for every row.
-    private var inserts: [Insert: Statement] = [:]
+    private var inserts: [InsertKey: Statement] = [:]
     /// The same for rollup rows (`Rollups.swift`).
     var rollupInsertStatement: Statement?
     /// The `call_key` the next call written gets: one more than any stored (see `Schema`).
@@ -37,9 +41,16 @@ public final class CallStore {
     /// The schema version this store upgraded the database from when it opened it, if it did.
     public private(set) var upgradedFrom: Int?
 
+    /// Opens `path` for writing: creates it, or upgrades an older schema version.
     /// `willUpgrade(from)`: called before a database of an older schema version is upgraded,
     /// which rewrites its intervals and events (a few seconds for 40,000 calls).
-    public init(path: String, forWriting: Bool = true, willUpgrade: ((Int) -> Void)? = nil) throws {
+    public convenience init(path: String, willUpgrade: ((Int) -> Void)? = nil) throws {
+        try self.init(path: path, forWriting: true, willUpgrade: willUpgrade)
+    }
+
+    /// `forWriting: false`: read-only, without the writers' lock, for this package's tests that
+    /// inspect a file through `db`; readers use `StoreReader`.
+    package init(path: String, forWriting: Bool, willUpgrade: ((Int) -> Void)? = nil) throws {
         self.path = path
         var lock: WriterLock?
         if forWriting {
@@ -65,36 +76,43 @@ public final class CallStore {
     }
 
     private static func openDatabase(path: String, forWriting: Bool, willUpgrade: ((Int) -> Void)?) throws -> (Database, upgradedFrom: Int?) {
+        guard forWriting else { return (try openForReading(path: path), nil) }
         do {
-            let db = try Database(path: path, readOnly: !forWriting)
-            if forWriting {
-                try Schema.check(db)  // before the journal mode changes: a refused file stays as it was
-                // A new file (no tables yet) is filled under a rollback journal (see the type's
-                // comment), synced in full at commits: with `NORMAL`, SQLite's documentation allows
-                // a power failure to corrupt a rollback-journal database on some file systems (a
-                // WAL one it does not). An existing file is written under WAL, so that readers never wait.
-                let isNew = try db.scalar("SELECT count(*) FROM sqlite_master")?.int64 == 0
-                // A commit under the rollback journal waits for readers to finish: a minute, not
-                // the 5 s a reader waits, before the run fails.
-                if isNew { db.setBusyTimeout(milliseconds: 60_000) }
-                // 16 KiB pages (a new file only; before WAL, which fixes the size): bulk inserts
-                // into indexes keyed by call id touch fewer pages (a quarter less time inserting
-                // the benchmark's intervals than with 4 KiB). A 256 MiB page cache keeps the
-                // indexes' pages in memory within a transaction: with 64 MiB, 40,000 simulated
-                // calls in one day made SQLite read 1.3 GB and write 1.9 GB for a 313 MB
-                // database, with 256 MiB 0.4 GB and 1.4 GB (and 0.2 GB more memory).
-                try db.execute("""
-                    PRAGMA page_size = 16384; PRAGMA journal_mode = \(isNew ? "DELETE" : "WAL");
-                    PRAGMA synchronous = \(isNew ? "FULL" : "NORMAL");
-                    PRAGMA cache_size = -262144;
-                    """)
-                return (db, try Schema.migrate(db, willUpgrade: willUpgrade))
-            } else {
-                guard try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'calls'")?.int64 == 1 else {
-                    throw StoreError.notADatabase(path: path, reason: "it has no calls table")
-                }
+            let db = try Database(path: path)
+            try Schema.check(db)  // before the journal mode changes: a refused file stays as it was
+            // A new file (no tables yet) is filled under a rollback journal (see the type's
+            // comment), synced in full at commits: with `NORMAL`, SQLite's documentation allows
+            // a power failure to corrupt a rollback-journal database on some file systems (a
+            // WAL one it does not). An existing file is written under WAL, so that readers never wait.
+            let isNew = try db.scalar("SELECT count(*) FROM sqlite_master")?.int64 == 0
+            // A commit under the rollback journal waits for readers to finish: a minute, not
+            // the 5 s a reader waits, before the run fails.
+            if isNew { db.setBusyTimeout(milliseconds: 60_000) }
+            // 16 KiB pages (a new file only; before WAL, which fixes the size): bulk inserts
+            // into indexes keyed by call id touch fewer pages (a quarter less time inserting
+            // the benchmark's intervals than with 4 KiB). A 256 MiB page cache keeps the
+            // indexes' pages in memory within a transaction: with 64 MiB, 40,000 simulated
+            // calls in one day made SQLite read 1.3 GB and write 1.9 GB for a 313 MB
+            // database, with 256 MiB 0.4 GB and 1.4 GB (and 0.2 GB more memory).
+            try db.execute("""
+                PRAGMA page_size = 16384; PRAGMA journal_mode = \(isNew ? "DELETE" : "WAL");
+                PRAGMA synchronous = \(isNew ? "FULL" : "NORMAL");
+                PRAGMA cache_size = -262144;
+                """)
+            return (db, try Schema.migrate(db, willUpgrade: willUpgrade))
+        } catch let e as Database.Error where e.code == 26 /* SQLITE_NOTADB */ {
+            throw StoreError.notADatabase(path: path, reason: e.message)
+        }
+    }
+
+    /// A read-only connection to a callstats database (one with a `calls` table).
+    static func openForReading(path: String) throws -> Database {
+        do {
+            let db = try Database(path: path, readOnly: true)
+            guard try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'calls'")?.int64 == 1 else {
+                throw StoreError.notADatabase(path: path, reason: "it has no calls table")
             }
-            return (db, nil)
+            return db
         } catch let e as Database.Error where e.code == 26 /* SQLITE_NOTADB */ {
             throw StoreError.notADatabase(path: path, reason: e.message)
         }
@@ -121,25 +139,7 @@ public final class CallStore {
 
     // MARK: - Ledger
 
-    public struct FileEntry: Sendable {
-        public var path: String
-        public var fingerprint: String
-        public var size: Int64
-        public var mtime: Int64
-        public var records: Int
-        public var skipped: Int
-        public var calls: Int
-
-        public init(path: String, fingerprint: String, size: Int64, mtime: Int64, records: Int, skipped: Int, calls: Int) {
-            self.path = path
-            self.fingerprint = fingerprint
-            self.size = size
-            self.mtime = mtime
-            self.records = records
-            self.skipped = skipped
-            self.calls = calls
-        }
-    }
+    public typealias FileEntry = LedgerEntry
 
     /// The path under which content with this fingerprint was already ingested, if any.
     public func ingestedPath(fingerprint: String) throws -> String? {
@@ -156,13 +156,7 @@ public final class CallStore {
 
     // MARK: - Calls
 
-    /// What is stored of a call that a new run sees again.
-    public struct StoredCall: Sendable {
-        public var complete: Bool
-        public var startTs: Int64
-        public var endTs: Int64
-        public var material: [UInt8]?
-    }
+    public typealias StoredCall = StoredCallState
 
     /// Whether no call (nor any call's material) is stored. A run into such a database knows a
     /// call is new until it has written it, and skips `storedCall`'s two lookups for it.
@@ -192,159 +186,85 @@ public final class CallStore {
         let id = analysis.call.callID
         if replacing {
             // The keyed rows first, while the call's row still gives their key.
-            for table in ["interval_rows", "event_rows"] {
+            for table in [IntervalsTable.name, EventsTable.name] {
                 try db.run("DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)", [.text(id)])
             }
-            for table in ["calls", "streams", "findings", "call_material"] {
+            for table in [CallsTable.name, StreamsTable.name, FindingsTable.name, MaterialTable.name] {
                 try db.run("DELETE FROM \(table) WHERE call_id = ?", [.text(id)])
             }
         }
         let key = nextCallKey
-        try insertCall(analysis.call, complete: complete, key: key)
+        try insertRow(CallsTable.self, CallRow(summary: analysis.call, complete: complete, key: key))
         nextCallKey += 1
-        for s in analysis.streams { try insertStream(s) }
-        try insertRows(analysis.intervals, Insert.intervals, most: Insert.intervalsPerStatement) { rows, index, r in
-            try Self.bindInterval(rows, index, key: key, to: &r)
-        }
-        try insertRows(analysis.events, Insert.events, most: Insert.eventsPerStatement) { events, index, r in
-            let e = events.baseAddress! + index
-            try r.add(key); try r.add(e.pointee.ts); try r.add(e.pointee.kind); try r.add(e.pointee.action)
-            try r.add(e.pointee.type); try r.add(e.pointee.detailJSON)
-        }
-        for f in analysis.findings {
-            try insert(.finding) { r in
-                try r.add(f.callID); try r.add(f.code); try r.add(f.severity.rawValue); try r.add(f.startTs)
-                try r.add(f.durationMs); try r.add(f.streamID); try r.add(f.value); try r.add(f.detail)
-            }
-        }
-        if let material { try insert(.material) { r in try r.add(id); try r.add(SQLValue.blob(material)) } }
+        try insertRows(StreamsTable.self, analysis.streams)
+        try insertRows(IntervalsTable.self, analysis.intervals, key: key, most: Self.intervalsPerStatement)
+        try insertRows(EventsTable.self, analysis.events, key: key, most: Self.eventsPerStatement)
+        try insertRows(FindingsTable.self, analysis.findings)
+        if let material { try insertRow(MaterialTable.self, MaterialRow(callID: id, material: material)) }
     }
 
     /// Deletes every call's analysis (calls, streams, intervals, events, findings), keeping the
     /// material it was made from: a regrade writes them all again. Whole tables at once, which
     /// SQLite empties without visiting their rows (a delete per call took most of a regrade).
     public func deleteAllAnalyses() throws {
-        for table in ["calls", "streams", "interval_rows", "event_rows", "findings"] {
+        for table in [CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name, FindingsTable.name] {
             try db.run("DELETE FROM \(table)")
         }
     }
 
-    private enum Insert: Hashable {
-        case call, stream, finding, material
-        /// `rows` interval (event) rows in one statement: a call has tens to hundreds of
-        /// intervals and often tens of events, and one statement per row cost a step, a reset
-        /// and the statement's setup each time.
-        case intervals(rows: Int), events(rows: Int)
+    /// `rows` interval (event) rows in one statement: a call has tens to hundreds of intervals
+    /// and often tens of events, and one statement per row cost a step, a reset and the
+    /// statement's setup each time.
+    static let intervalsPerStatement = 32
+    static let eventsPerStatement = 16
 
-        static let intervalsPerStatement = 32
-        static let eventsPerStatement = 16
-
-        /// Full-row inserts list every column in table order.
-        var sql: String {
-            switch self {
-            case .call: Insert.values("calls", 53)
-            case .stream: Insert.values("streams", 29)
-            case .intervals(let rows): Insert.values("interval_rows", 1 + Schema.intervalColumnTypes.count, rows: rows)
-            case .events(let rows): Insert.values("event_rows", 6, rows: rows)
-            case .finding: """
-                INSERT INTO findings(call_id, code, severity, start_ts, duration_ms, stream_id, value, detail)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """
-            case .material: "INSERT INTO call_material(call_id, material) VALUES (?, ?)"
-            }
-        }
-
-        /// Several rows go in with `OR FAIL`: under the default `ABORT` a statement that writes
-        /// several rows must be able to undo its own earlier rows, so SQLite copies every page it
-        /// touches, already changed in the transaction, to a statement journal in a temporary
-        /// file first (550 MB of writes for 700 real-shaped calls). A failure here rolls the
-        /// whole transaction back anyway.
-        static func values(_ table: String, _ count: Int, rows: Int = 1) -> String {
-            let row = "(" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
-            let verb = rows > 1 ? "INSERT OR FAIL" : "INSERT"
-            return "\(verb) INTO \(table) VALUES " + Array(repeating: row, count: rows).joined(separator: ", ")
-        }
+    /// A prepared insert: a table, and how many rows one statement writes.
+    private struct InsertKey: Hashable {
+        var table: ObjectIdentifier
+        var rows: Int
     }
 
-    /// Inserts one row, its values bound by `row` in column order.
-    private func insert(_ kind: Insert, _ row: (inout RowBinder) throws -> Void) throws {
-        let statement: Statement
-        if let prepared = inserts[kind] {
-            statement = prepared
-        } else {
-            statement = try db.statement(kind.sql)
-            inserts[kind] = statement
-        }
-        try statement.insertRow(row)
+    /// The insert of `rows` rows into `table`, prepared once.
+    private func insertStatement<Table: StoredTable>(_ table: Table.Type, rows: Int) throws -> Statement {
+        let key = InsertKey(table: ObjectIdentifier(table), rows: rows)
+        if let prepared = inserts[key] { return prepared }
+        let statement = try db.statement(table.insertSQL(rows: rows))
+        inserts[key] = statement
+        return statement
     }
 
-    private func insertCall(_ c: CallSummary, complete: Bool, key: Int64) throws {
-        try insert(.call) { r in
-            try r.add(c.callID); try r.add(c.startTs); try r.add(c.endTs); try r.add(c.durationMs)
-            try r.add(c.direction); try r.add(c.sdk); try r.add(c.sdkVersion); try r.add(c.app); try r.add(c.appVersion)
-            try r.add(c.platform); try r.add(c.network); try r.add(c.media); try r.add(c.labelsJSON); try r.add(c.source)
-            try r.add(c.restSentMs); try r.add(c.ringingMs); try r.add(c.answerMs); try r.add(c.mediaMs)
-            try r.add(c.iceOutcome); try r.add(c.iceDisconnects); try r.add(c.iceDisconnectedMs); try r.add(c.ipChanges)
-            try r.add(c.reconnects); try r.add(c.localCandidateType); try r.add(c.remoteCandidateType); try r.add(c.transport)
-            try r.add(c.relayUsed)
-            try r.add(c.endReason); try r.add(c.endStatusCode); try r.add(c.endStatusText); try r.add(c.sipStatus); try r.add(c.sipReason)
-            try r.add(c.audioCodec); try r.add(c.videoCodec)
-            try r.add(c.mosCQ); try r.add(c.mosLQ); try r.add(c.rFactor); try r.add(c.mosWorst); try r.add(c.videoScore); try r.add(c.videoScoreWorst)
-            try r.add(c.lossPct); try r.add(c.jitterMs); try r.add(c.rttMs); try r.add(c.iceRttMs); try r.add(c.concealmentPct)
-            try r.add(c.sdkQualityMean); try r.add(c.sdkQualityMin); try r.add(c.clockSkewMs)
-            try r.add(c.grade.rawValue); try r.add(c.gradeReason); try r.add(c.findingCount); try r.add(complete)
-            try r.add(key)
-        }
-    }
-
-    private func insertStream(_ s: StreamSummary) throws {
-        try insert(.stream) { r in
-            try r.add(s.callID); try r.add(s.streamID); try r.add(s.ssrc); try r.add(s.direction.rawValue); try r.add(s.kind.rawValue)
-            try r.add(s.codec); try r.add(s.clockRate); try r.add(s.source); try r.add(s.startTs); try r.add(s.endTs)
-            try r.add(s.packets); try r.add(s.bytes); try r.add(s.packetsLost); try r.add(s.lossPct)
-            try r.add(s.jitterMeanMs); try r.add(s.jitterMaxMs); try r.add(s.rttMeanMs); try r.add(s.bitrateKbps)
-            try r.add(s.concealmentPct); try r.add(s.mosMean); try r.add(s.mosMin)
-            try r.add(s.fpsMean); try r.add(s.widthMax); try r.add(s.heightMax); try r.add(s.freezeCount); try r.add(s.freezeMs)
-            try r.add(s.videoScoreMean); try r.add(s.qualityLimitation); try r.add(s.counterResets)
+    private func insertRow<Table: StoredTable>(_ table: Table.Type, _ row: Table.Row) throws {
+        precondition(table.keyColumn == nil, "\(table.name) rows are inserted with their call's key")
+        try withUnsafePointer(to: row) { row in
+            try insertStatement(table, rows: 1).insertRow { r in try table.bind(row, to: &r) }
         }
     }
 
     /// Rows in blocks of `most`, the rest in blocks of halving sizes (a call's last 31 intervals
     /// took up to 31 one-row statements, at 1.4 times a block row's cost each); rows keep their
-    /// order either way. `statement(n)`: the insert of `n` rows.
-    /// `bind` binds `rows[i]`, reading it where it lies: handed a row, it got a copy of it (a
-    /// retain and a release for each of its strings).
-    private func insertRows<Row>(_ rows: [Row], _ statement: (Int) -> Insert, most: Int,
-                                 _ bind: (UnsafeBufferPointer<Row>, Int, inout RowBinder) throws -> Void) throws {
+    /// order either way. Each row is bound where it lies: handed a row, a binder got a copy of
+    /// it (a retain and a release for each of its strings). `key`: the call's `call_key`, for
+    /// a table that files rows under it.
+    private func insertRows<Table: StoredTable>(_ table: Table.Type, _ rows: [Table.Row], key: Int64? = nil, most: Int = 1) throws {
+        precondition((key != nil) == (table.keyColumn != nil), "\(table.name): a key exactly when the table has one")
         try rows.withUnsafeBufferPointer { rows in
             var start = 0, size = most
             while start < rows.count {
                 while rows.count - start < size { size /= 2 }
-                try insert(statement(size)) { r in
-                    for i in start..<(start + size) { try bind(rows, i, &r) }
+                try insertStatement(table, rows: size).insertRow { r in
+                    for i in start..<(start + size) {
+                        if let key { try r.add(key) }
+                        try table.bind(rows.baseAddress! + i, to: &r)
+                    }
                 }
                 start += size
             }
         }
     }
 
-    private static func bindInterval(_ rows: UnsafeBufferPointer<IntervalMetrics>, _ index: Int, key: Int64, to r: inout RowBinder) throws {
-        let i = rows.baseAddress! + index
-        try r.add(key); try r.add(i.pointee.streamID); try r.add(i.pointee.startTs); try r.add(i.pointee.endTs)
-        try r.add(i.pointee.packets); try r.add(i.pointee.packetsLost); try r.add(i.pointee.lossPct); try r.add(i.pointee.jitterMs)
-        try r.add(i.pointee.rttMs); try r.add(i.pointee.iceRttMs); try r.add(i.pointee.bitrateKbps); try r.add(i.pointee.concealmentPct)
-        try r.add(i.pointee.jitterBufferMs); try r.add(i.pointee.burstRatio); try r.add(i.pointee.rFactor); try r.add(i.pointee.mosCQ)
-        try r.add(i.pointee.mosLQ); try r.add(i.pointee.fps); try r.add(i.pointee.width); try r.add(i.pointee.height)
-        try r.add(i.pointee.freezeCount); try r.add(i.pointee.freezeMs); try r.add(i.pointee.videoScore); try r.add(i.pointee.qualityLimitation)
-    }
-
     // MARK: - Summary figures
 
-    public struct Totals: Sendable {
-        public var calls: Int
-        public var byGrade: [String: Int]
-        public var files: Int
-    }
+    public typealias Totals = StoreTotals
 
     public func totals() throws -> Totals {
         var byGrade: [String: Int] = [:]
@@ -353,5 +273,44 @@ public final class CallStore {
         }
         let files = Int(try db.scalar("SELECT count(*) FROM ingested_files")?.int64 ?? 0)
         return Totals(calls: byGrade.values.reduce(0, +), byGrade: byGrade, files: files)
+    }
+
+    public func findingCount() throws -> Int {
+        Int(try db.scalar("SELECT count(*) FROM \(FindingsTable.name)")?.int64 ?? 0)
+    }
+
+    // MARK: - Transactions
+
+    /// Starts a write transaction, taking the write lock at once (`BEGIN IMMEDIATE`): a run
+    /// learns that another holds the file before it has done any work.
+    public func begin() throws { try db.execute("BEGIN IMMEDIATE") }
+
+    public func commit() throws { try db.execute("COMMIT") }
+
+    /// Undoes the open transaction. Quiet: it runs while another error is being reported.
+    public func rollback() { try? db.execute("ROLLBACK") }
+
+    // MARK: - Material
+
+    public func materialCount() throws -> Int {
+        Int(try db.scalar("SELECT count(*) FROM \(MaterialTable.name)")?.int64 ?? 0)
+    }
+
+    /// Calls stored without material (which a regrade cannot analyse again).
+    public func callsWithoutMaterial() throws -> Int {
+        Int(try db.scalar("SELECT count(*) FROM calls WHERE call_id NOT IN (SELECT call_id FROM call_material)")?.int64 ?? 0)
+    }
+
+    /// Up to `limit` calls' material in call-id order, those after `callID` (from the first
+    /// when nil: any id, even an empty one, is taken).
+    public func material(after callID: String?, limit: Int) throws -> [MaterialRecord] {
+        let rows = try callID.map {
+            try db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?",
+                        [.text($0), .integer(Int64(limit))], cached: true)
+        } ?? db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [.integer(Int64(limit))], cached: true)
+        return rows.map { row in
+            let bytes: [UInt8] = if case .blob(let b) = row[1] { b } else { [] }
+            return MaterialRecord(callID: row[0].string ?? "", material: bytes)
+        }
     }
 }

@@ -1,3 +1,5 @@
+import SQLiteDatabase
+
 /// Removing calls: retention (`callstats prune`) and requests to delete a person's data
 /// (`callstats forget`).
 ///

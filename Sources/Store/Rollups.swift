@@ -1,4 +1,5 @@
 import Analysis
+import SQLiteDatabase
 
 /// Hourly and daily rollups by dimension, recomputed per touched bucket.
 ///
@@ -46,6 +47,11 @@ extension CallStore {
         }
         try rebuild(hours: hours, days: days)
         try db.execute("DELETE FROM rollup_pending")
+    }
+
+    /// Rows in `rollups`, all periods and dimensions.
+    public func rollupRowCount() throws -> Int {
+        Int(try db.scalar("SELECT count(*) FROM rollups")?.int64 ?? 0)
     }
 
     /// Rebuilds every bucket from scratch.

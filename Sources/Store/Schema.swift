@@ -1,9 +1,15 @@
+import Foundation
+import SQLiteDatabase
+
 /// The SQLite schema: the product's interface for everyone who queries results.
 ///
 /// `Data/SCHEMA.md` documents every table, column and view; a test checks that each column
-/// here is documented there. Changing a column means a new `version` and a migration step.
+/// here is documented there. The tables written per call are described by their column lists
+/// (`ResultTables.swift`); the bookkeeping tables, rollups and views are written here.
 public enum Schema {
-    public static let version = 2
+    /// The newest upgrade step's version: a database of this version has every table and
+    /// column; one of an older version is upgraded by the steps past it (`migrations`).
+    public static let version = migrations.map(\.version).max() ?? 1
 
     /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in `calls`).
     public static let rollupDimensions: [(name: String, column: String)] = [
@@ -35,39 +41,26 @@ public enum Schema {
         rollupMetrics.flatMap { m in ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" } }
     }
 
-    /// The columns of `interval_rows` after `call_key` (and of the view `intervals` after
-    /// `call_id`), in the order a row is bound (`CallStore.bindInterval`). Written once: the
-    /// table, the view, the version 1 upgrade and the insert's column count use this list.
-    static let intervalColumnTypes: [(name: String, type: String)] = [
-        ("stream_id", "TEXT NOT NULL"), ("start_ts", "INTEGER NOT NULL"), ("end_ts", "INTEGER NOT NULL"),
-        ("packets", "INTEGER"), ("packets_lost", "INTEGER"), ("loss_pct", "REAL"), ("jitter_ms", "REAL"), ("rtt_ms", "REAL"),
-        ("ice_rtt_ms", "REAL"), ("bitrate_kbps", "REAL"), ("concealment_pct", "REAL"), ("jitter_buffer_ms", "REAL"),
-        ("burst_ratio", "REAL"), ("r_factor", "REAL"), ("mos_cq", "REAL"), ("mos_lq", "REAL"),
-        ("fps", "REAL"), ("width", "INTEGER"), ("height", "INTEGER"), ("freeze_count", "INTEGER"), ("freeze_ms", "INTEGER"),
-        ("video_score", "REAL"), ("quality_limitation", "TEXT"),
-    ]
+    /// A call's intervals and events, filed under its `call_key` (version 2), as a table of
+    /// schema `version` has them (nil: the current one).
+    static func keyedRowTables(atVersion version: Int? = nil) -> String {
+        """
+        -- Read through the views `intervals` and `events`, which name the call by its id.
+        CREATE TABLE IF NOT EXISTS interval_rows (
+            \(IntervalsTable.columnDefinitions(atVersion: version))
+        );
+        -- By call only: every query by call (a replaced call's delete, drill-downs) wants all of a
+        -- call's rows, and sorting a call's few intervals costs nothing.
+        CREATE INDEX IF NOT EXISTS interval_rows_call ON interval_rows(call_key);
 
-    static var intervalColumnNames: [String] { intervalColumnTypes.map(\.name) }
+        CREATE TABLE IF NOT EXISTS event_rows (
+            \(EventsTable.columnDefinitions(atVersion: version))
+        );
+        CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
+        """
+    }
 
-    /// A call's intervals and events, filed under its `call_key` (version 2).
-    static let keyedRowTables = """
-    -- Read through the views `intervals` and `events`, which name the call by its id.
-    CREATE TABLE IF NOT EXISTS interval_rows (
-        call_key INTEGER NOT NULL,
-        \(intervalColumnTypes.map { "\($0.name) \($0.type)" }.joined(separator: ",\n    "))
-    );
-    -- By call only: every query by call (a replaced call's delete, drill-downs) wants all of a
-    -- call's rows, and sorting a call's few intervals costs nothing.
-    CREATE INDEX IF NOT EXISTS interval_rows_call ON interval_rows(call_key);
-
-    CREATE TABLE IF NOT EXISTS event_rows (
-        call_key INTEGER NOT NULL, ts INTEGER NOT NULL, kind TEXT NOT NULL,
-        action TEXT, type TEXT, detail TEXT
-    );
-    CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
-    """
-
-    static let tables = """
+    static var tables: String { """
     CREATE TABLE IF NOT EXISTS meta (
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -85,22 +78,7 @@ public enum Schema {
     );
 
     CREATE TABLE IF NOT EXISTS calls (
-        call_id TEXT PRIMARY KEY,
-        start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, duration_ms INTEGER NOT NULL,
-        direction TEXT, sdk TEXT, sdk_version TEXT, app TEXT, app_version TEXT, platform TEXT,
-        network TEXT, media TEXT, labels TEXT, source TEXT,
-        rest_sent_ms INTEGER, ringing_ms INTEGER, answer_ms INTEGER, media_ms INTEGER,
-        ice_outcome TEXT, ice_disconnects INTEGER, ice_disconnected_ms INTEGER, ip_changes INTEGER,
-        reconnects INTEGER, local_candidate_type TEXT, remote_candidate_type TEXT, transport TEXT,
-        relay_used INTEGER,
-        end_reason TEXT, end_status_code INTEGER, end_status_text TEXT, sip_status INTEGER, sip_reason TEXT,
-        audio_codec TEXT, video_codec TEXT,
-        mos_cq REAL, mos_lq REAL, r_factor REAL, mos_worst REAL, video_score REAL, video_score_worst REAL,
-        loss_pct REAL, jitter_ms REAL, rtt_ms REAL, ice_rtt_ms REAL, concealment_pct REAL,
-        sdk_quality_mean REAL, sdk_quality_min REAL, clock_skew_ms INTEGER,
-        grade TEXT NOT NULL, grade_reason TEXT, finding_count INTEGER NOT NULL,
-        complete INTEGER NOT NULL,
-        call_key INTEGER
+        \(CallsTable.columnDefinitions())
     );
     CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
     -- The number the call's intervals and events are filed under (version 2): given in the
@@ -109,35 +87,27 @@ public enum Schema {
     CREATE UNIQUE INDEX IF NOT EXISTS calls_key ON calls(call_key);
 
     CREATE TABLE IF NOT EXISTS streams (
-        call_id TEXT NOT NULL, stream_id TEXT NOT NULL, ssrc INTEGER, direction TEXT, kind TEXT,
-        codec TEXT, clock_rate INTEGER, source TEXT, start_ts INTEGER, end_ts INTEGER,
-        packets INTEGER, bytes INTEGER, packets_lost INTEGER, loss_pct REAL,
-        jitter_mean_ms REAL, jitter_max_ms REAL, rtt_mean_ms REAL, bitrate_kbps REAL,
-        concealment_pct REAL, mos_mean REAL, mos_min REAL,
-        fps_mean REAL, width_max INTEGER, height_max INTEGER, freeze_count INTEGER, freeze_ms INTEGER,
-        video_score_mean REAL, quality_limitation TEXT, counter_resets INTEGER,
+        \(StreamsTable.columnDefinitions()),
         PRIMARY KEY (call_id, stream_id)
     ) WITHOUT ROWID;
 
-    \(keyedRowTables)
+    \(keyedRowTables())
 
     CREATE TABLE IF NOT EXISTS findings (
-        call_id TEXT NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL,
-        start_ts INTEGER NOT NULL, duration_ms INTEGER NOT NULL, stream_id TEXT, value REAL, detail TEXT
+        \(FindingsTable.columnDefinitions())
     );
     CREATE INDEX IF NOT EXISTS findings_call ON findings(call_id);
     CREATE INDEX IF NOT EXISTS findings_code ON findings(code, start_ts);
 
     CREATE TABLE IF NOT EXISTS call_material (
-        call_id  TEXT PRIMARY KEY,
-        material BLOB NOT NULL
+        \(MaterialTable.columnDefinitions())
     );
 
     CREATE TABLE IF NOT EXISTS rollup_pending (
         period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
         PRIMARY KEY (period, bucket_ts)
     ) WITHOUT ROWID;
-    """
+    """ }
 
     static var rollupTable: String {
         let metrics = rollupMetricColumns.map { "\($0) REAL" }.joined(separator: ", ")
@@ -153,11 +123,11 @@ public enum Schema {
     }
 
     /// The columns of `intervals` and `events` after the call id, as their rows hold them.
-    static let intervalColumns = intervalColumnNames.joined(separator: ", ")
-    static let eventColumns = "ts, kind, action, type, detail"
+    static var intervalColumns: String { IntervalsTable.columnNames.dropFirst().joined(separator: ", ") }
+    static var eventColumns: String { EventsTable.columnNames.dropFirst().joined(separator: ", ") }
 
     /// The questions people ask first, as views; and the call's intervals and events by call id.
-    static let views = """
+    static var views: String { """
     CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
         SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
 
@@ -203,7 +173,7 @@ public enum Schema {
                round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
                round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
         FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
-    """
+    """ }
 
     /// `columns` (comma-separated) each qualified with `table`.
     static func prefixed(_ table: String, _ columns: String) -> String {
@@ -213,46 +183,118 @@ public enum Schema {
     /// Version 1 filed intervals and events under the call id itself, in tables of those names.
     /// Its calls get their keys in the order they were written, their rows move to the keyed
     /// tables (a row without its call, which version 1 never wrote, has no key to go under), and
-    /// the views take the old names. In the same transaction as the rest: a run stopped part way
-    /// leaves version 1 as it was.
-    static let upgradeFrom1 = """
-    ALTER TABLE calls ADD COLUMN call_key INTEGER;
-    UPDATE calls SET call_key = rowid;
-    \(keyedRowTables)
-    INSERT INTO interval_rows SELECT c.call_key, \(prefixed("i", intervalColumns))
-        FROM intervals i JOIN calls c USING (call_id) ORDER BY i.rowid;
-    INSERT INTO event_rows SELECT c.call_key, \(prefixed("e", eventColumns))
-        FROM events e JOIN calls c USING (call_id) ORDER BY e.rowid;
-    DROP TABLE intervals;
-    DROP TABLE events;
-    """
+    /// the views take the old names. The keyed tables are made as version 2 had them: columns
+    /// added since come with their own versions' migrations.
+    static var upgradeFrom1: String {
+        let intervalColumns = IntervalsTable.columnDescriptions.filter { $0.addedIn == nil }.dropFirst().map(\.name).joined(separator: ", ")
+        let eventColumns = EventsTable.columnDescriptions.filter { $0.addedIn == nil }.dropFirst().map(\.name).joined(separator: ", ")
+        return """
+        ALTER TABLE calls ADD COLUMN call_key INTEGER;
+        UPDATE calls SET call_key = rowid;
+        \(keyedRowTables(atVersion: 2))
+        INSERT INTO interval_rows(call_key, \(intervalColumns)) SELECT c.call_key, \(prefixed("i", intervalColumns))
+            FROM intervals i JOIN calls c USING (call_id) ORDER BY i.rowid;
+        INSERT INTO event_rows(call_key, \(eventColumns)) SELECT c.call_key, \(prefixed("e", eventColumns))
+            FROM events e JOIN calls c USING (call_id) ORDER BY e.rowid;
+        DROP TABLE intervals;
+        DROP TABLE events;
+        """
+    }
+
+    /// One step of an older database's upgrade: it brings a database of `version - 1` to
+    /// `version`, in its own transaction, and is recorded in `meta` (`migration.<name>`: when).
+    package struct Migration {
+        package var version: Int
+        package var name: String
+        /// What the step does, for people (it says why an upgrade can take a while).
+        var summary: String
+        /// Made when the step is applied: listing the steps (as `version` does) builds no SQL.
+        var sql: () -> String
+    }
+
+    /// The steps written by hand, in version order. The tables' added columns (`addedIn:` in
+    /// their column lists, `ResultTables.swift`) make the steps of their versions themselves.
+    static var namedMigrations: [Migration] {
+        [Migration(version: 2, name: "v2-call-keys", summary: "every interval and event is rewritten", sql: { upgradeFrom1 })]
+    }
+
+    /// Every upgrade step, in the order they apply.
+    package static var migrations: [Migration] {
+        var added: [Int: [(column: String, sql: String)]] = [:]
+        func addColumns<T: StoredTable>(_ table: T.Type) {
+            for c in table.columnDescriptions {
+                guard let version = c.addedIn else { continue }
+                added[version, default: []].append(("\(table.name).\(c.name)", "ALTER TABLE \(table.name) ADD COLUMN \(c.name) \(c.declaration);"))
+            }
+        }
+        addColumns(CallsTable.self)
+        addColumns(StreamsTable.self)
+        addColumns(IntervalsTable.self)
+        addColumns(EventsTable.self)
+        addColumns(FindingsTable.self)
+        addColumns(MaterialTable.self)
+        let generated = added.map { version, statements in
+            Migration(version: version, name: "v\(version)-added-columns",
+                      summary: "adds " + statements.map(\.column).joined(separator: ", "),
+                      sql: { statements.map(\.sql).joined(separator: "\n") })
+        }
+        return (namedMigrations + generated).sorted { $0.version < $1.version }
+    }
+
+    /// What upgrading a database of schema `version` does, for people: each step's summary.
+    public static func upgradeSummary(from version: Int) -> String {
+        migrations.filter { $0.version > version }.map(\.summary).joined(separator: "; ")
+    }
 
     /// Creates the schema in a new database, upgrades an older one, or checks a current one.
     ///
     /// Refused, with a message that says what to do (see `check`): a newer schema, an older one
-    /// with no upgrade step, and an SQLite database that callstats did not create. A new schema
-    /// version adds its upgrade step here.
+    /// with no upgrade step, and an SQLite database that callstats did not create. An older one
+    /// is upgraded by each step of `migrations` past its version, in order, each in its own
+    /// transaction (a step that fails leaves the database at the version before it).
     /// Returns the version the database was upgraded from, nil when none was.
     /// `willUpgrade(from)` is called before an older database is upgraded (it can take minutes).
     @discardableResult
     static func migrate(_ db: Database, willUpgrade: ((Int) -> Void)? = nil) throws -> Int? {
         try check(db)
         try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        let current = try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
-        if let current, current < version { willUpgrade?(current) }
-        do {
-            try db.transaction {
-                if current == 1 { try db.execute(upgradeFrom1) }
-                try db.execute(tables)
-                try db.execute(rollupTable)
-                try db.execute(views)
-                try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
+        let found = try storedVersion(db)
+        if let found, found < version {
+            willUpgrade?(found)
+            var reached = found
+            for step in migrations where step.version > found {
+                do {
+                    try db.transaction {
+                        try db.execute(step.sql())
+                        try recordVersion(step.version, in: db)
+                        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                                   [.text("migration." + step.name), .text(String(Int64(Date().timeIntervalSince1970 * 1000)))])
+                    }
+                } catch let e as Database.Error {
+                    // Rolled back: say so, and which file, rather than SQLite's message about the SQL alone.
+                    throw StoreError.upgradeFailed(path: db.path, found: found, supported: version, step: step.name,
+                                                   reached: reached, reason: e.message)
+                }
+                reached = step.version
             }
-        } catch let e as Database.Error where current.map({ $0 < version }) == true {
-            // Rolled back: say so, and which file, rather than SQLite's message about the SQL alone.
-            throw StoreError.upgradeFailed(path: db.path, found: current ?? 0, supported: version, reason: e.message)
         }
-        return current.flatMap { $0 < version ? $0 : nil }
+        try db.transaction {
+            // The views name the tables' columns: made again after an upgrade added some.
+            if found.map({ $0 < version }) == true { try db.execute("DROP VIEW IF EXISTS intervals; DROP VIEW IF EXISTS events;") }
+            try db.execute(tables)
+            try db.execute(rollupTable)
+            try db.execute(views)
+            try recordVersion(version, in: db)
+        }
+        return found.flatMap { $0 < version ? $0 : nil }
+    }
+
+    static func storedVersion(_ db: Database) throws -> Int? {
+        try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string.flatMap(Int.init)
+    }
+
+    private static func recordVersion(_ version: Int, in db: Database) throws {
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", [.text(String(version))])
     }
 
     /// The refusals of `migrate`, changing nothing (run before anything is written):
@@ -282,7 +324,9 @@ public enum StoreError: Error, CustomStringConvertible {
     case locked(path: String, holder: String)
     case notWritable(path: String, reason: String)
     case notADatabase(path: String, reason: String)
-    case upgradeFailed(path: String, found: Int, supported: Int, reason: String)
+    /// `step` failed and was rolled back; the database is at version `reached` (`found`, unless
+    /// earlier steps succeeded).
+    case upgradeFailed(path: String, found: Int, supported: Int, step: String, reached: Int, reason: String)
     /// The run asked for other analysis settings than the stored calls were graded with.
     case otherSettings(path: String, differences: String)
     case unreadableSettings(path: String, reason: String)
@@ -297,8 +341,10 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(p) is being written by another callstats run (analyze or regrade: \(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
         case .notWritable(let p, let r): "\(p) cannot be written: \(r)"
-        case .upgradeFailed(let p, let f, let s, let r):
-            "\(p) has schema version \(f); upgrading it to \(s) failed and changed nothing (\(r)); run again, or analyse the logs into a new database"
+        case .upgradeFailed(let p, let f, let s, let step, let reached, let r) where reached == f:
+            "\(p) has schema version \(f); upgrading it to \(s) failed (step \(step)) and changed nothing (\(r)); run again, or analyse the logs into a new database"
+        case .upgradeFailed(let p, let f, let s, let step, let reached, let r):
+            "\(p) had schema version \(f); upgrading it to \(s) failed at step \(step), which changed nothing: it now has version \(reached) (\(r)); run again, or analyse the logs into a new database"
         case .otherSettings(let p, let d):
             "\(p) holds calls graded with other settings than this run asks for: \(d). "
                 + "Regrade them first (callstats regrade --db \(p) with the same --config or --set), "

@@ -118,7 +118,7 @@ struct AnalyzeCommand: ParsableCommand {
         if !quiet && !json {
             // A line, not the status line: it says why nothing moves for a while, in logs too.
             run.onUpgrade = { from in
-                Terminal.error("upgrading \(db) from schema version \(from) to \(Schema.version), once: every interval and event is rewritten…")
+                Terminal.error("upgrading \(db) from schema version \(from) to \(Schema.version), once: \(Schema.upgradeSummary(from: from))…")
             }
             run.onProgress = { p in
                 let mbps = p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0

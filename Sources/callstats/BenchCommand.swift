@@ -229,32 +229,11 @@ struct AnalyzeBench: ParsableCommand {
     /// analyses the logs, writing these rows takes at least about this long.
     static func copyRows(from source: String, into target: String) throws -> Double {
         remove(target)
-        let tables = ["ingested_files", "calls", "streams", "interval_rows", "event_rows", "findings", "call_material", "rollups"]
-        let seconds = try Stopwatch.time {
-            let store = try CallStore(path: target)
-            try store.db.run("ATTACH DATABASE ? AS source", [.text(source)])
-            try store.db.execute("BEGIN")
-            // Rowid tables in rowid order (the order the run inserted rows); streams in the
-            // order of their calls' rows, as a run writes them.
-            for table in tables {
-                let order = switch table {
-                case "streams": "JOIN source.calls c USING (call_id) ORDER BY c.rowid"
-                case "rollups": ""
-                default: "ORDER BY t.rowid"
-                }
-                try store.db.execute("INSERT INTO main.\(table) SELECT t.* FROM source.\(table) t \(order)")
-            }
-            try store.db.execute("COMMIT; DETACH DATABASE source")
-        }
+        let seconds = try Stopwatch.time { try CallStore(path: target).copyRows(from: source) }
         // Checked, not timed: a copy that lost rows would make the floor meaningless.
-        let copy = try CallStore(path: target, forWriting: false)
-        try copy.db.run("ATTACH DATABASE ? AS source", [.text(source)])
-        for table in tables {
-            let counts = try copy.db.rows("SELECT (SELECT count(*) FROM main.\(table)), (SELECT count(*) FROM source.\(table))")[0]
-            guard counts[0] == counts[1] else {
-                Terminal.error("bench: the copy of \(table) has \(counts[0]) rows, the analysis wrote \(counts[1])")
-                throw ExitCode(ExitStatus.failure)
-            }
+        for (table, copied, written) in try CallStore(path: target).rowCounts(comparedWith: source) where copied != written {
+            Terminal.error("bench: the copy of \(table) has \(copied) rows, the analysis wrote \(written)")
+            throw ExitCode(ExitStatus.failure)
         }
         return seconds
     }

@@ -38,7 +38,7 @@ struct SettingsOptions: ParsableArguments {
     /// A database's settings, or the defaults when the file does not exist yet.
     static func recordedSettings(of database: String) throws -> AnalysisConfig {
         guard FileManager.default.fileExists(atPath: database) else { return AnalysisConfig() }
-        return try CallStore(path: database, forWriting: false).recordedSettings()
+        return try StoreReader(path: database).recordedSettings()
     }
 }
 

@@ -45,8 +45,10 @@ struct RebuildRollupsCommand: ParsableCommand {
         let store = try CallStore(path: database)
         for _ in 0..<max(1, runs) {
             let started = ContinuousClock.now
-            try store.db.transaction { try store.rebuildAllRollups() }
-            let rows = try store.db.scalar("SELECT count(*) FROM rollups")?.int64 ?? 0
+            let rows = try store.inTransaction {
+                try store.rebuildAllRollups()
+                return try store.rollupRowCount()
+            }
             print("rebuilt \(rows) rollup rows in \(started.duration(to: .now).formatted(.units(allowed: [.milliseconds])))")
         }
     }

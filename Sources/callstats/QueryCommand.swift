@@ -1,5 +1,6 @@
 import Foundation
 import ArgumentParser
+import SQLiteDatabase
 import Store
 
 /// `callstats query`: SQL over the analysis database, printed for people or programs.
@@ -35,20 +36,15 @@ struct QueryCommand: ParsableCommand {
     var limit: Int = 10_000
 
     func run() throws {
-        guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
-        let store = try CallStore(path: db, forWriting: false)
+        let reader = try StoreReader(path: db)
         let result: QueryResult
         if let describe {
-            result = try store.db.query("SELECT name AS column, type, \"notnull\" AS not_null, pk AS key FROM pragma_table_info(\(ResultFormatter.sqlString(describe)))")
+            result = try reader.columns(of: describe)
             if result.rows.isEmpty { throw CommandFailure(message: "\(describe): no such table or view (callstats query lists them)") }
         } else if let sql {
-            store.db.allowOnlyReading()
-            result = try store.db.query(sql, limit: limit)
+            result = try reader.query(sql, limit: limit)
         } else {
-            let existing = Set(try store.db.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").rows.compactMap { $0[0].string })
-            let known = SchemaGuide.relations.filter { existing.contains($0.name) }
-            let others = existing.subtracting(known.map(\.name)).sorted().map { (name: $0, summary: "") }
-            result = QueryResult(columns: ["name", "what it holds"], rows: (known + others).map { [.text($0.name), .text($0.summary)] })
+            result = try reader.relations()
         }
         var out = OutputBuffer()
         for line in ResultFormatter.render(result, as: format) { out.line(line) }
@@ -155,9 +151,6 @@ enum ResultFormatter {
         }
         return out + "]"
     }
-
-    /// `s` as an SQL string literal.
-    static func sqlString(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
 
     static func jsonString(_ s: String) -> String {
         var out = "\""

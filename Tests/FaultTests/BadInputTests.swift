@@ -2,6 +2,7 @@ import CallLog
 import Foundation
 import Ingest
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest

@@ -2,6 +2,7 @@ import CallLog
 import Foundation
 import Ingest
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -107,34 +108,11 @@ enum Corpus {
     static func files(in dir: URL) -> [String] { LogFiles.find([dir.path]).files }
 }
 
-/// The analysis database as a user sees it, as text: equal text means equal results.
-///
-/// Run timestamps (`ingested_files.ingested_at`) and the calls' filing numbers (`call_key`,
-/// which follow the order calls were written) are left out; everything else is compared.
-/// `calls` restricts the call tables to those ids (rollups are then left out: they depend on
-/// every call).
+/// The analysis database as a user sees it, as text: equal text means equal results
+/// (`DatabaseComparison`). Intervals as totals per stream, the material as a count. `calls`
+/// restricts the call tables to those ids (rollups are then left out: they depend on every call).
 func dumpDatabase(_ path: String, calls: Set<String>? = nil) throws -> String {
-    let store = try CallStore(path: path, forWriting: false)
-    let filter = calls.map { ids in " WHERE call_id IN (" + ids.sorted().map { "'\($0)'" }.joined(separator: ",") + ")" } ?? ""
-    let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
-        .compactMap { $0[0].string }.joined(separator: ", ")
-    var queries = [
-        "SELECT \(callColumns) FROM calls\(filter) ORDER BY call_id",
-        "SELECT * FROM streams\(filter) ORDER BY call_id, stream_id",
-        "SELECT call_id, stream_id, count(*), sum(packets), round(sum(mos_cq), 6), round(sum(jitter_ms), 6) FROM intervals\(filter) GROUP BY 1, 2 ORDER BY 1, 2",
-        "SELECT * FROM findings\(filter) ORDER BY call_id, code, start_ts, stream_id",
-        "SELECT * FROM events\(filter) ORDER BY call_id, ts, kind, action, type, detail",
-    ]
-    if calls == nil {
-        queries.append("SELECT * FROM rollups ORDER BY 1, 2, 3, 4")
-        queries.append("SELECT count(*) FROM call_material")
-    }
-    var out = ""
-    for sql in queries {
-        out += "-- \(sql)\n"
-        for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
-    }
-    return out
+    try DatabaseComparison.text(of: path, .init(intervals: .totalsPerStream, material: .count, calls: calls))
 }
 
 /// `analyze` in-process with small transactions (many commit boundaries).

@@ -1,5 +1,6 @@
 import CallLog
 import Foundation
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest

@@ -1,6 +1,7 @@
 import CallLog
 import Foundation
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest

@@ -3,6 +3,7 @@ import CallLog
 import Foundation
 import Ingest
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -26,7 +27,7 @@ final class IngestTests: XCTestCase {
         return try AnalyzeRun(options: o).run()
     }
 
-    func dump(_ db: String) throws -> String { try databaseText(db) }
+    func dump(_ db: String) throws -> String { try DatabaseComparison.text(of: db, .init(intervals: .totalsPerStream)) }
 
     func testSecondRunChangesNothingAndDuplicatesAreRecognised() throws {
         let logs = try simulate(calls: 40, files: 3)
@@ -57,13 +58,23 @@ final class IngestTests: XCTestCase {
     /// Simulated logs analysed into `v2.sqlite`, and that database as version 1 laid it out
     /// (`v1.sqlite`: intervals and events in tables of those names under the call id, no call
     /// key), with the results both must show.
-    func version1Database(calls: Int, files: Int, seed: UInt64) throws -> (logs: URL, path: String, expected: String) {
+    /// `expected`: the results as version 1 holds them (without the columns added since);
+    /// `expectedUpgraded`: as the upgrade leaves them (those columns NULL until calls are
+    /// written again).
+    func version1Database(calls: Int, files: Int, seed: UInt64) throws -> (logs: URL, path: String, expected: String, expectedUpgraded: String) {
         let logs = try simulate(calls: calls, files: files, seed: seed)
-        let current = dir.appendingPathComponent("v2.sqlite").path
+        let current = dir.appendingPathComponent("current.sqlite").path
         _ = try analyze([logs.path], db: current)
+        // The calls columns that later versions added (at the table's end, after `call_key`).
+        let addedSince2 = CallsTable.columnDescriptions.filter { ($0.addedIn ?? 0) > 2 }.map(\.name)
+        let upgraded = dir.appendingPathComponent("upgraded.sqlite").path
+        try FileManager.default.copyItem(atPath: current, toPath: upgraded)
+        try Database(path: upgraded).execute(addedSince2.map { "UPDATE calls SET \($0) = NULL;" }.joined())
         let target = dir.appendingPathComponent("v1.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: target)
         let db = try Database(path: target)
+        try db.execute(addedSince2.map { "ALTER TABLE calls DROP COLUMN \($0);" }.joined())
+        let expected = try dump(target)  // before it becomes version 1
         try db.execute("""
             PRAGMA journal_mode = DELETE;
             CREATE TABLE v1_intervals AS SELECT * FROM intervals;
@@ -75,18 +86,18 @@ final class IngestTests: XCTestCase {
             DROP INDEX calls_key; ALTER TABLE calls DROP COLUMN call_key;
             UPDATE meta SET value = '1' WHERE key = 'schema_version';
             """)
-        return (logs, target, try dump(current))
+        return (logs, target, expected, try dump(upgraded))
     }
 
     /// An upgrade that fails part way (here: a table in the way of the new ones) changes nothing:
     /// the run stops with the error, the database is still version 1 with every row, and the
     /// next run, once the obstacle is gone, upgrades it.
     func testAFailedUpgradeLeavesVersion1AsItWas() throws {
-        let (logs, old, expected) = try version1Database(calls: 12, files: 2, seed: 22)
+        let (logs, old, expected, expectedUpgraded) = try version1Database(calls: 12, files: 2, seed: 22)
         try Database(path: old).execute("CREATE TABLE event_rows (x INTEGER)")  // not the upgrade's shape
 
         XCTAssertThrowsError(try analyze([logs.path], db: old)) { error in
-            XCTAssertTrue("\(error)".hasPrefix("\(old) has schema version 1; upgrading it to 2 failed and changed nothing ("), "\(error)")
+            XCTAssertTrue("\(error)".hasPrefix("\(old) has schema version 1; upgrading it to \(Schema.version) failed (step v2-call-keys) and changed nothing ("), "\(error)")
         }
         let db = try Database(path: old, readOnly: true)
         XCTAssertEqual(try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "1")
@@ -96,7 +107,7 @@ final class IngestTests: XCTestCase {
 
         try Database(path: old).execute("DROP TABLE event_rows")
         XCTAssertEqual(try analyze([logs.path], db: old).upgradedFrom, 1)
-        XCTAssertEqual(try dump(old), expected)
+        XCTAssertEqual(try dump(old), expectedUpgraded)
     }
 
     /// A database of schema version 1 (intervals and events filed under the call id, in tables
@@ -104,8 +115,8 @@ final class IngestTests: XCTestCase {
     /// same rows through the views, every row under its call's key, and runs after that write
     /// into it as into a new one.
     func testAVersion1DatabaseIsReadAndUpgraded() throws {
-        let (logs, old, expected) = try version1Database(calls: 24, files: 3, seed: 21)
-        let current = dir.appendingPathComponent("v2.sqlite").path
+        let (logs, old, expected, expectedUpgraded) = try version1Database(calls: 24, files: 3, seed: 21)
+        let current = dir.appendingPathComponent("current.sqlite").path
         XCTAssertEqual(try dump(old), expected, "version 1 is read as it is")
 
         // Upgraded by a run that has nothing new to read, which says so: before it starts (the
@@ -123,14 +134,16 @@ final class IngestTests: XCTestCase {
         let kinds = try store.db.rows("SELECT name, type FROM sqlite_master WHERE name IN ('intervals', 'events', 'interval_rows', 'event_rows') ORDER BY name")
             .map { "\(($0[0].string ?? "")):\(($0[1].string ?? ""))" }
         XCTAssertEqual(kinds, ["event_rows:table", "events:view", "interval_rows:table", "intervals:view"])
-        XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "2")
+        XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
+        let steps = try store.db.rows("SELECT key FROM meta WHERE key LIKE 'migration.%' ORDER BY key").compactMap { $0[0].string }
+        XCTAssertEqual(steps, Schema.migrations.map { "migration." + $0.name }, "each step is recorded")
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_key IS NULL")?.int64, 0)
         XCTAssertEqual(try store.db.scalar("""
             SELECT (SELECT count(*) FROM interval_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
                  + (SELECT count(*) FROM event_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
             """)?.int64, 0)
         XCTAssertEqual(try store.db.scalar("PRAGMA integrity_check")?.string, "ok")
-        XCTAssertEqual(try dump(old), expected)
+        XCTAssertEqual(try dump(old), expectedUpgraded)
 
         // Written into again: every call replaced under a new key, the same results.
         var o = AnalyzeRun.Options(paths: [logs.path], database: old)
@@ -139,13 +152,40 @@ final class IngestTests: XCTestCase {
         again.onUpgrade = { announced.append($0) }
         XCTAssertNil(try again.run().upgradedFrom, "upgraded once")
         XCTAssertEqual(announced, [1], "no upgrade announced for a current database")
-        XCTAssertEqual(try dump(old), expected)
+        XCTAssertEqual(try dump(old), try dump(current))
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
                        try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
     }
 
     /// Files analysed one run at a time (calls continuing across files and runs) end in the
     /// same database as one run over all of them, whatever the order.
+    /// A call's `jitter_buffer_ms` is the time-weighted mean of its inbound audio intervals'
+    /// `jitter_buffer_ms`, as its `jitter_ms` is of theirs; NULL when none has one.
+    func testACallsJitterBufferDelayIsTheMeanOfItsInboundAudioIntervals() throws {
+        let logs = try simulate(calls: 12, files: 1, seed: 31)
+        let db = dir.appendingPathComponent("jitter-buffer.sqlite").path
+        _ = try analyze([logs.path], db: db)
+        let rows = try StoreReader(path: db).connection.rows("""
+            SELECT c.call_id, c.jitter_buffer_ms,
+                   (SELECT sum(i.jitter_buffer_ms * (i.end_ts - i.start_ts)) / sum(i.end_ts - i.start_ts)
+                    FROM intervals i JOIN streams s ON s.call_id = i.call_id AND s.stream_id = i.stream_id
+                    WHERE i.call_id = c.call_id AND s.direction = 'inbound' AND s.kind = 'audio'
+                      AND i.jitter_buffer_ms IS NOT NULL)
+            FROM calls c ORDER BY c.call_id
+            """)
+        XCTAssertEqual(rows.count, 12)
+        XCTAssertGreaterThan(rows.filter { $0[1].double != nil }.count, 0, "some simulated call has a jitter buffer")
+        for row in rows {
+            let id = row[0].string ?? "?"
+            guard let expected = row[2].double else {
+                XCTAssertEqual(row[1], .null, id)
+                continue
+            }
+            let stored = try XCTUnwrap(row[1].double, id)
+            XCTAssertEqual(stored, expected, accuracy: 1e-9 * max(1, expected), id)
+        }
+    }
+
     func testIncrementalRunsEqualOneRun() throws {
         let logs = try simulate(calls: 60, files: 4, seed: 9)
         let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted().map { logs.appendingPathComponent($0).path }

@@ -3,6 +3,7 @@ import CallLog
 import Foundation
 import Ingest
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -45,16 +46,7 @@ final class MemberFilterTests: XCTestCase {
             try w.close()
             let db = dir.appendingPathComponent("\(name).sqlite").path
             _ = try AnalyzeRun(options: AnalyzeRun.Options(paths: [folder.path], database: db)).run()
-            let store = try CallStore(path: db, forWriting: false)
-            // Not the calls' filing numbers (`call_key`): they follow the order calls were written.
-            let callColumns = try store.db.rows("SELECT name FROM pragma_table_info('calls') WHERE name != 'call_key'")
-                .compactMap { $0[0].string }.joined(separator: ", ")
-            var out = ""
-            for sql in ["SELECT \(callColumns) FROM calls ORDER BY call_id", "SELECT * FROM streams ORDER BY call_id, stream_id",
-                        "SELECT * FROM intervals ORDER BY call_id, stream_id, start_ts",
-                        "SELECT * FROM findings ORDER BY call_id, code, start_ts", "SELECT * FROM rollups ORDER BY 1, 2, 3, 4"] {
-                for row in try store.db.rows(sql) { out += row.map(\.description).joined(separator: "|") + "\n" }
-            }
+            let out = try DatabaseComparison.text(of: db)
             return (out, w.bytesWritten)
         }
         let whole = try analyse("whole", nil)

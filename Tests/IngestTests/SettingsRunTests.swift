@@ -3,6 +3,7 @@ import CallLog
 import Foundation
 import Ingest
 import Simulator
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -48,7 +49,7 @@ final class SettingsRunTests: XCTestCase {
         return try RegradeRun(options: o).run()
     }
 
-    func dump(_ db: String) throws -> String { try databaseText(db, everyInterval: true, material: true) }
+    func dump(_ db: String) throws -> String { try DatabaseComparison.text(of: db, .init(material: .bytes)) }
 
     func settings(_ db: String) throws -> AnalysisConfig { try CallStore(path: db, forWriting: false).recordedSettings() }
 

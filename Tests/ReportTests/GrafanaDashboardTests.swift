@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest

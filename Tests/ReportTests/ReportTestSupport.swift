@@ -2,6 +2,7 @@ import CallLog
 import Foundation
 import Ingest
 import Report
+import SQLiteDatabase
 import Store
 import TestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import Report
+import SQLiteDatabase
 import Store
 import XCTest
 

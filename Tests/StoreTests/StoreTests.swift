@@ -1,6 +1,7 @@
 import Analysis
 import CSQLite
 import Foundation
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -51,6 +52,37 @@ final class StoreTests: XCTestCase {
                               "\(table).\(col) is not in SCHEMA.md")
             }
         }
+    }
+
+    /// Each column's values have the type its column list declares (or are NULL), and an
+    /// insert names the columns in the list's order: a value bound to the wrong column would
+    /// show here as text in a REAL column or a number in a TEXT one.
+    func testEveryColumnHoldsTheTypeItIsDeclaredWith() throws {
+        let store = try CallStore(path: path)
+        var a = call("typed", start: Self.base, mos: 3.5, grade: .fair)
+        a.call.jitterBufferMs = 42.5
+        a.call.iceOutcome = "iceNormal"
+        a.call.endStatusCode = 200
+        a.streams[0].codec = "audio/opus"
+        a.streams[0].qualityLimitation = "cpu"
+        a.intervals[0].qualityLimitation = "cpu"
+        a.intervals[0].width = 640
+        try store.write(a, complete: true, material: [7])
+        func check<T: StoredTable>(_ table: T.Type, where condition: String) throws {
+            for column in table.columnDescriptions {
+                let declared = String(column.declaration.prefix { $0 != " " }).lowercased()
+                let type = try store.db.scalar("SELECT typeof(\(column.name)) FROM \(table.name) WHERE \(condition)")?.string
+                XCTAssertTrue(type == declared || type == "null", "\(table.name).\(column.name) holds \(type ?? "no row"), declared \(declared)")
+            }
+        }
+        try check(CallsTable.self, where: "call_id = 'typed'")
+        try check(StreamsTable.self, where: "call_id = 'typed'")
+        try check(IntervalsTable.self, where: "1")
+        try check(EventsTable.self, where: "1")
+        try check(FindingsTable.self, where: "call_id = 'typed'")
+        try check(MaterialTable.self, where: "call_id = 'typed'")
+        XCTAssertEqual(try store.db.scalar("SELECT jitter_buffer_ms FROM calls")?.double, 42.5)
+        XCTAssertEqual(try store.db.scalar("SELECT codec FROM streams")?.string, "audio/opus")
     }
 
     func testWriteReplacesACallWhole() throws {

@@ -1,6 +1,7 @@
 import CSQLite
 
-/// A thin, safe layer over the SQLite C API: just what the store needs.
+/// A thin, safe layer over the SQLite C API: just what the store needs. This module knows
+/// nothing of callstats' tables; the `Store` module owns the schema and every statement.
 ///
 /// Every value reaches SQL through bound parameters, never through string building, so nothing
 /// read from a log can change a statement.
@@ -196,7 +197,7 @@ extension Optional: SQLConvertible where Wrapped: SQLConvertible {
 }
 
 public final class Statement {
-    let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
     unowned let db: Database
     let sql: String
 
@@ -212,7 +213,7 @@ public final class Statement {
     /// Which parameters hold NULL (index 0 unused): binding NULL again is skipped, since an
     /// interval row leaves a third of its columns empty and each bind is a library call.
     /// A raw buffer: an array property of a class is checked for exclusive access each time.
-    private let boundNull: UnsafeMutableBufferPointer<Bool>
+    @usableFromInline let boundNull: UnsafeMutableBufferPointer<Bool>
 
     init(db: Database, sql: String) throws {
         textArena = UnsafeMutableRawPointer.allocate(byteCount: textArenaCapacity, alignment: 8)
@@ -256,28 +257,32 @@ public final class Statement {
         case .integer(let n): try bind(integer: n, at: index)
         case .real(let d): try bind(real: d, at: index)
         case .text(let s): try bind(text: s, at: index)
-        case .blob(let b):
-            let rc = b.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
-            try bound(rc, isNull: false, at: index)
+        case .blob(let b): try bind(blob: b, at: index)
         }
     }
 
     // Typed binds: the hot inserts bind through these without making an `SQLValue` per value.
+    // Inlinable: the store binds every value of every row through them from another module.
 
-    @inline(__always) func bindNull(at index: Int32) throws {
+    @inlinable @inline(__always) func bindNull(at index: Int32) throws {
         guard !boundNull[Int(index)] else { return }
         try bound(sqlite3_bind_null(handle, index), isNull: true, at: index)
     }
 
-    @inline(__always) func bind(integer n: Int64, at index: Int32) throws {
+    @inlinable @inline(__always) func bind(integer n: Int64, at index: Int32) throws {
         try bound(sqlite3_bind_int64(handle, index, n), isNull: false, at: index)
     }
 
-    @inline(__always) func bind(real d: Double, at index: Int32) throws {
+    @inlinable @inline(__always) func bind(real d: Double, at index: Int32) throws {
         try bound(sqlite3_bind_double(handle, index, d), isNull: false, at: index)
     }
 
-    @inline(__always) func bind(text: String, at index: Int32) throws {
+    @usableFromInline func bind(blob bytes: [UInt8], at index: Int32) throws {
+        let rc = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), Statement.transient) }
+        try bound(rc, isNull: false, at: index)
+    }
+
+    @usableFromInline func bind(text: String, at index: Int32) throws {
         var s = text
         // With its length, not as a C string: a value from a log may contain NUL, and cut
         // there two different call ids ("a\0x", "a\0y") would become the same row.
@@ -295,10 +300,12 @@ public final class Statement {
 
     /// Notes what a bind left. After a failed bind the parameter's value is unknown: NULL is
     /// bound again next time.
-    @inline(__always) private func bound(_ rc: Int32, isNull: Bool, at index: Int32) throws {
+    @inlinable @inline(__always) func bound(_ rc: Int32, isNull: Bool, at index: Int32) throws {
         boundNull[Int(index)] = isNull && rc == SQLITE_OK
-        guard rc == SQLITE_OK else { throw db.error(rc, sql: sql) }
+        guard rc == SQLITE_OK else { throw failedBind(rc) }
     }
+
+    @usableFromInline func failedBind(_ rc: Int32) -> Database.Error { db.error(rc, sql: sql) }
 
     /// Runs the statement once with a row bound by `body` in parameter order, straight from
     /// typed values: the hot inserts build no array per row. Every parameter must be bound
@@ -367,10 +374,12 @@ public final class Statement {
 
 /// Binds a row's values in parameter order (see `Statement.insertRow`).
 public struct RowBinder {
-    let statement: Statement
-    fileprivate(set) var next: Int32 = 1
+    @usableFromInline let statement: Statement
+    @usableFromInline var next: Int32 = 1
 
-    @inline(__always)
+    init(statement: Statement) { self.statement = statement }
+
+    @inlinable @inline(__always)
     public mutating func add<T: SQLConvertible>(_ value: T) throws {
         try statement.bind(value.sqlValue, at: next)
         next += 1
@@ -379,42 +388,52 @@ public struct RowBinder {
     // The types rows are made of, bound as their `sqlValue` would be, without making one.
 
     /// NaN and infinities are not measurements: NULL, as `Double.sqlValue` makes them.
-    @inline(__always) public mutating func add(_ value: Double) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Double) throws {
         if value.isFinite { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: Int64) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Int64) throws {
         try statement.bind(integer: value, at: next)
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: Int) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Int) throws {
         try statement.bind(integer: Int64(value), at: next)
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: String) throws {
+    @inlinable @inline(__always) public mutating func addNull() throws {
+        try statement.bindNull(at: next)
+        next += 1
+    }
+
+    @inlinable @inline(__always) public mutating func add(_ value: [UInt8]) throws {
+        try statement.bind(blob: value, at: next)
+        next += 1
+    }
+
+    @inlinable @inline(__always) public mutating func add(_ value: String) throws {
         try statement.bind(text: value, at: next)
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: Double?) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Double?) throws {
         if let value, value.isFinite { try statement.bind(real: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: Int64?) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Int64?) throws {
         if let value { try statement.bind(integer: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: Int?) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: Int?) throws {
         if let value { try statement.bind(integer: Int64(value), at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
 
-    @inline(__always) public mutating func add(_ value: String?) throws {
+    @inlinable @inline(__always) public mutating func add(_ value: String?) throws {
         if let value { try statement.bind(text: value, at: next) } else { try statement.bindNull(at: next) }
         next += 1
     }
