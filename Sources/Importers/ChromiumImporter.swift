@@ -11,10 +11,13 @@ public struct ChromiumImporter {
     public var every: Int
     /// The call id to write; nil keeps the recording's.
     public var callID: String?
+    /// Labels for the `call` record (the recording has none of its own).
+    public var labels: [String: String]
 
-    public init(every: Int = 1, callID: String? = nil) {
+    public init(every: Int = 1, callID: String? = nil, labels: [String: String] = [:]) {
         self.every = max(1, every)
         self.callID = callID
+        self.labels = labels
     }
 
     public struct Result {
@@ -50,7 +53,11 @@ public struct ChromiumImporter {
         var call = callID
         var firstTime: Int64?
         var connected: Int64?
+        var userAgent: String?
+        var direction: String?
+        var media: Set<String> = []
         for line in lines {
+            if let ua = line["userAgent"]?.stringValue { userAgent = ua }
             guard let kind = line["kind"]?.stringValue else { result.skipped += 1; continue }
             if kind == "done" { continue }
             guard let side = line["side"]?.stringValue, let time = line["time"]?.int64Value else {
@@ -67,9 +74,14 @@ public struct ChromiumImporter {
                 seen[side] = n
                 guard n % every == 0 else { continue }
                 result.snapshots[side, default: 0] += 1
+                for o in report where ["inbound-rtp", "outbound-rtp"].contains(o["type"]?.stringValue ?? "") {
+                    if let k = o["kind"]?.stringValue { media.insert(k) }
+                }
                 records.append(.stats(call: id, ts: time, format: .w3c, report: report, peerConnection: side))
             case "event":
                 guard let type = line["type"]?.stringValue else { result.skipped += 1; continue }
+                if direction == nil && type == "callCreate" { direction = "outgoing" }
+                if direction == nil && type == "incomingCall" { direction = "incoming" }
                 if type == "ice:connected" { connected = min(connected ?? time, time) }
                 if type == "callEnd" {
                     let duration = time - (connected ?? firstTime ?? time)
@@ -87,11 +99,19 @@ public struct ChromiumImporter {
         }
         if let t = firstTime {
             let id = call ?? "chromium"
-            // Peer a sends audio+video, b sends audio back, through a 30 ms / 2 % loss relay.
-            records.insert(.callInfo(call: id, ts: t, direction: "outgoing", sdk: "chromium", sdkVersion: "156",
-                                     app: "chromium-recording", appVersion: "1", platform: "web", network: "ethernet",
-                                     media: ["audio", "video"],
-                                     labels: ["profile": "relay_30ms_2pct", "source": "chromium-recording"]), at: 0)
+            // Only what the recording says: its page runs in Chromium (the version when a line
+            // carries the user agent), the media its streams carry, who made the call.
+            var body: JSONObject = [:]
+            if let direction { body["direction"] = .string(direction) }
+            body["sdk"] = "chromium"
+            if let ua = userAgent, let browser = UserAgent.browser(ua) { body["sdkVersion"] = .string(browser.version) }
+            body["platform"] = "web"
+            if !media.isEmpty { body["media"] = .array(["audio", "video"].filter(media.contains).map { .string($0) }) }
+            if !labels.isEmpty {
+                body["labels"] = .object(JSONObject(labels.keys.sorted().map { (key: $0, value: .string(labels[$0]!)) }))
+            }
+            body["importedFrom"] = "chromium-test-page"
+            records.insert(LogRecord(kind: .call, call: id, ts: t, body: body), at: 0)
         }
         // Stable by time: the recording's own order breaks ties. The `end` record goes last, as a
         // collector writes it: the page's closing getStats() (a few ms after hang-up) still
