@@ -43,7 +43,10 @@ struct CallTimeline {
         func metric(_ type: String) -> LogRecord {
             .event(call: callID, ts: ts, action: EventName.callMetric, type: type, detail: detail)
         }
-        let name = api.hasPrefix("on") ? String(api.dropFirst(2)) : api
+        // rtcstats writes event handlers' names (`oniceconnectionstatechange`), older Chrome
+        // camel case (`iceConnectionStateChange`).
+        let bare = api.hasPrefix("on") ? String(api.dropFirst(2)) : api
+        let name = bare.lowercased().hasSuffix("statechange") || ["close", "stop"].contains(bare.lowercased()) ? bare.lowercased() : bare
         var out = [LogRecord]()
         if !created && direction == nil
             && (name == "createOffer" || (name == "setLocalDescription" && Self.descriptionType(value) == "offer")) {

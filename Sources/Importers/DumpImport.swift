@@ -13,14 +13,14 @@ public enum DumpFormat: String, Sendable, CaseIterable {
 /// One dump file turned into log format v1: one call, its peer connections as `pc`.
 public struct DumpImport {
     public var path: String
-    /// The call id to write.
-    public var callID: String
+    /// The call id to write; nil: the dump's own (a test-page recording's), else `defaultCallID`.
+    public var callID: String?
     /// Labels for the `call` record; dumps carry none of their own.
     public var labels: [String: String]
     /// Test-page recordings only: keep every `every`-th snapshot per side.
     public var every: Int
 
-    public init(path: String, callID: String, labels: [String: String] = [:], every: Int = 1) {
+    public init(path: String, callID: String? = nil, labels: [String: String] = [:], every: Int = 1) {
         self.path = path
         self.callID = callID
         self.labels = labels
@@ -41,6 +41,19 @@ public struct DumpImport {
         /// Why nothing could be read, when nothing could.
         public var failure: DumpError?
         public var connected = false
+        /// The call id written.
+        public var callID = ""
+    }
+
+    /// The call id a dump without one of its own gets: its file name without the directory and
+    /// the extensions dumps come with (`webrtc_internals_dump.txt.gz` → `webrtc_internals_dump`).
+    public static func defaultCallID(_ path: String) -> String {
+        var name = Substring(path.split(separator: "/", omittingEmptySubsequences: true).last ?? "dump")
+        for ext in [".gz", ".zst", ".txt", ".json", ".jsonl", ".ndjson", ".log"] where name.hasSuffix(ext) && name.count > ext.count {
+            name = name.dropLast(ext.count)
+        }
+        for ext in [".txt", ".json", ".jsonl"] where name.hasSuffix(ext) && name.count > ext.count { name = name.dropLast(ext.count) }
+        return String(name)
     }
 
     /// The format of the file at `path`, from its first bytes (decompressed).
@@ -95,6 +108,7 @@ public struct DumpImport {
         switch format {
         case .chromiumTestPage:
             let converted = ChromiumImporter(every: every, callID: callID, labels: labels).convert(path: path)
+            result.callID = converted.records.first?.call ?? callID ?? Self.defaultCallID(path)
             for issue in converted.issues {
                 result.skipped.append(DumpError(file: issue.file, line: issue.line, message: "\(issue.category.rawValue): \(issue.message)"))
             }
@@ -116,6 +130,8 @@ public struct DumpImport {
     }
 
     private func runBrowserDump(_ format: DumpFormat, write: @escaping (LogRecord) throws(DumpError) -> Void, result: inout Result) {
+        let callID = self.callID ?? Self.defaultCallID(path)
+        result.callID = callID
         var timeline = CallTimeline(callID: callID)
         var userAgent: String?
         var firstStats: Int64?, lastStats: Int64?

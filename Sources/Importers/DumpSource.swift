@@ -231,6 +231,21 @@ public final class DumpReader {
         return b
     }
 
+    public func stringRun(into out: inout [UInt8]) throws(DumpError) -> UInt8? {
+        while try refill() {
+            let start = pos
+            while pos < end {
+                let c = buffer[pos]
+                if c == 0x22 || c == 0x5C || c < 0x20 { break }
+                pos += 1
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start..<pos]))
+            column += pos - start
+            if pos < end { return buffer[pos] }
+        }
+        return nil
+    }
+
     /// The next line without its `\n` (and `\r`), or nil at the end of the file. A line longer
     /// than `maximumBytes` is an error naming its line: dumps' lines are a report each.
     public func nextLine(maximumBytes: Int = 256 << 20) throws(DumpError) -> [UInt8]? {

@@ -6,6 +6,9 @@ public protocol JSONByteInput: AnyObject {
     func next() throws(DumpError) -> UInt8?
     /// An error at the current position.
     func error(_ message: String) -> DumpError
+    /// Appends the bytes up to the next `"`, `\\` or control byte (not consumed) to `out`;
+    /// returns that byte, or nil at the end of the input.
+    func stringRun(into out: inout [UInt8]) throws(DumpError) -> UInt8?
 }
 
 extension DumpReader: JSONByteInput {}
@@ -27,6 +30,17 @@ public final class MemoryJSONInput: JSONByteInput {
         guard pos < bytes.count else { return nil }
         pos += 1
         return bytes[pos - 1]
+    }
+
+    public func stringRun(into out: inout [UInt8]) -> UInt8? {
+        let start = pos
+        while pos < bytes.count {
+            let c = bytes[pos]
+            if c == 0x22 || c == 0x5C || c < 0x20 { break }
+            pos += 1
+        }
+        out.append(contentsOf: bytes[start..<pos])
+        return pos < bytes.count ? bytes[pos] : nil
     }
 
     public func error(_ message: String) -> DumpError {
@@ -214,11 +228,12 @@ public struct JSONStream<Input: JSONByteInput> {
         guard try input.next() == UInt8(ascii: "\"") else { throw error("expected a string") }
         var out = [UInt8]()
         while true {
+            _ = try input.stringRun(into: &out)
+            if out.count > stringLimit { throw error("a string longer than \(stringLimit >> 20) MiB") }
             guard let c = try input.next() else { throw error("the text ends inside a string (truncated?)") }
             if c == UInt8(ascii: "\"") { return out }
             if c != UInt8(ascii: "\\") {
-                out.append(c)
-                if out.count > stringLimit { throw error("a string longer than \(stringLimit >> 20) MiB") }
+                out.append(c)  // a control byte: kept as it is
                 continue
             }
             guard let e = try input.next() else { throw error("the text ends inside a string (truncated?)") }
@@ -292,7 +307,7 @@ public struct JSONArrayCursor {
         guard !finished else { return nil }
         let v = try stream.value()
         try stream.skipSpace()
-        guard let c = try stream.input.next() else { throw stream.error("the array ends without ']'") }
+        guard let c = stream.input.next() else { throw stream.error("the array ends without ']'") }
         if c == UInt8(ascii: "]") { finished = true } else if c != UInt8(ascii: ",") { throw stream.error("expected ',' or ']'") }
         return v
     }
@@ -305,7 +320,7 @@ public struct JSONArrayCursor {
             try c.stream.skip()
             n += 1
             try c.stream.skipSpace()
-            guard let b = try c.stream.input.next() else { throw c.stream.error("the array ends without ']'") }
+            guard let b = c.stream.input.next() else { throw c.stream.error("the array ends without ']'") }
             if b == UInt8(ascii: "]") { c.finished = true } else if b != UInt8(ascii: ",") { throw c.stream.error("expected ',' or ']'") }
         }
         return n
