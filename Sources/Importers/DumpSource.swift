@@ -231,6 +231,16 @@ public final class DumpReader {
         return b
     }
 
+    public func skipWhitespace() throws(DumpError) {
+        while try refill() {
+            while pos < end {
+                let c = buffer[pos]
+                if c == 0x0A { line += 1; column = 1 } else if c == 0x20 || c == 0x0D || c == 0x09 { column += 1 } else { return }
+                pos += 1
+            }
+        }
+    }
+
     public func stringRun(into out: inout [UInt8]) throws(DumpError) -> UInt8? {
         while try refill() {
             let start = pos

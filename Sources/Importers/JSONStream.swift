@@ -9,6 +9,8 @@ public protocol JSONByteInput: AnyObject {
     /// Appends the bytes up to the next `"`, `\\` or control byte (not consumed) to `out`;
     /// returns that byte, or nil at the end of the input.
     func stringRun(into out: inout [UInt8]) throws(DumpError) -> UInt8?
+    /// Steps over spaces, tabs and line ends.
+    func skipWhitespace() throws(DumpError)
 }
 
 extension DumpReader: JSONByteInput {}
@@ -30,6 +32,10 @@ public final class MemoryJSONInput: JSONByteInput {
         guard pos < bytes.count else { return nil }
         pos += 1
         return bytes[pos - 1]
+    }
+
+    public func skipWhitespace() {
+        while pos < bytes.count, bytes[pos] == 0x20 || bytes[pos] == 0x0A || bytes[pos] == 0x0D || bytes[pos] == 0x09 { pos += 1 }
     }
 
     public func stringRun(into out: inout [UInt8]) -> UInt8? {
@@ -64,9 +70,7 @@ public struct JSONStream<Input: JSONByteInput> {
     public func error(_ message: String) -> DumpError { input.error(message) }
 
     @inline(__always)
-    func skipSpace() throws(DumpError) {
-        while let c = try input.peek(), c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { _ = try input.next() }
-    }
+    func skipSpace() throws(DumpError) { try input.skipWhitespace() }
 
     func expect(_ c: UInt8, _ what: String) throws(DumpError) {
         try skipSpace()
@@ -204,6 +208,12 @@ public struct JSONStream<Input: JSONByteInput> {
             _ = try input.next()
             guard text.count < 64 else { throw error("invalid number") }
         }
+        // Integers (most counters) directly; the rest through the standard library's parser.
+        if text.count < 16, !text.isEmpty, text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (text[0] == 0x2D && text.count > 1 && text.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })) {
+            var v = 0
+            for c in text where c != 0x2D { v = v * 10 + Int(c - 0x30) }
+            return Double(text[0] == 0x2D ? -v : v)
+        }
         guard let d = Double(String(decoding: text, as: UTF8.self)) else { throw error("invalid number") }
         return d
     }
@@ -313,16 +323,30 @@ public struct JSONArrayCursor {
     }
 
     /// How many elements are left (reads them without keeping them).
+    /// Counts by the commas outside strings and nested values; the values' own syntax is
+    /// checked when they are read.
     public static func count(_ bytes: [UInt8], place: DumpError) throws(DumpError) -> Int {
-        var c = try JSONArrayCursor(bytes, place: place)
-        var n = 0
-        while !c.finished {
-            try c.stream.skip()
-            n += 1
-            try c.stream.skipSpace()
-            guard let b = c.stream.input.next() else { throw c.stream.error("the array ends without ']'") }
-            if b == UInt8(ascii: "]") { c.finished = true } else if b != UInt8(ascii: ",") { throw c.stream.error("expected ',' or ']'") }
+        var depth = 0, commas = 0
+        var inString = false, escaped = false, any = false
+        for b in bytes {
+            if inString {
+                if escaped { escaped = false } else if b == 0x5C { escaped = true } else if b == 0x22 { inString = false }
+                continue
+            }
+            switch b {
+            case 0x22: inString = true; any = true
+            case 0x5B, 0x7B: depth += 1; if depth > 1 { any = true }
+            case 0x5D, 0x7D: depth -= 1
+            case 0x2C where depth == 1: commas += 1
+            case 0x20, 0x0A, 0x0D, 0x09: break
+            default: if depth >= 1 { any = true }
+            }
         }
-        return n
+        guard depth == 0, !inString, bytes.first(where: { $0 > 0x20 }) == 0x5B else {
+            var e = place
+            e.message += ": not a complete JSON array"
+            throw e
+        }
+        return any ? commas + 1 : 0
     }
 }

@@ -342,8 +342,9 @@ struct SeriesCollector {
             func matches(_ k: Int) -> Bool {
                 times[k].rounded(.towardZero) == start && times[k + n - 1].rounded(.towardZero) == end
             }
-            let endAligned = times.count - n
-            if matches(endAligned) { return (0..<n).map { Int32(endAligned + $0) } }
+            // The earliest placement that fits: remote reports repeat their timestamp while no
+            // new report came, and a member there late (which is new data, a new timestamp)
+            // fits only one way, while one gone before the end fits from the start.
             for k0 in 0...(times.count - n) where matches(k0) { return (0..<n).map { Int32(k0 + $0) } }
             if !exact && n == times.count { return (0..<n).map { Int32($0) } }
         }

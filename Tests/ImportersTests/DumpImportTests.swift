@@ -175,7 +175,8 @@ final class DumpImportTests: XCTestCase {
             var stale = 0
             for (s, r) in zip(stats, rec.snapshots.filter { $0.side == "b" }) {
                 let report = try XCTUnwrap(s["report"]?.arrayValue)
-                XCTAssertEqual(Set(report.map { $0["id"]!.stringValue! }), Set(r.stats.map { $0["id"]!.stringValue! }))
+                // Nor that an object went away (a candidate pair no longer reported): it stays.
+                XCTAssertTrue(Set(report.map { $0["id"]!.stringValue! }).isSuperset(of: r.stats.map { $0["id"]!.stringValue! }))
                 let byID = Dictionary(report.map { ($0["id"]!.stringValue!, $0) }, uniquingKeysWith: { a, _ in a })
                 for o in r.stats {
                     let id = o["id"]!.stringValue!
@@ -346,7 +347,7 @@ final class DumpImportTests: XCTestCase {
         XCTAssertGreaterThan(records.filter { $0.kind == .stats }.count, 100)
     }
 
-    /// A large dump is read with memory for one peer connection, not the file: 60 peer
+    /// A large dump is read with memory for one peer connection, not the file: 30 peer
     /// connections of the recording's size; the peak resident size grows by far less than the
     /// file holds.
     func testLargeDumpIsReadInBoundedMemory() throws {
@@ -360,20 +361,21 @@ final class DumpImportTests: XCTestCase {
         FileManager.default.createFile(atPath: path, contents: nil)
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         h.write("{\n \"getUserMedia\": [],\n \"PeerConnections\": {\n".data(using: .utf8)!)
-        let count = 60
+        let count = 30
         for i in 0..<count {
             h.write("  \"9-\(i)\": \(pcText)\(i + 1 < count ? "," : "")\n".data(using: .utf8)!)
         }
         h.write(" },\n \"UserAgent\": \"\(DumpLayouts.userAgent)\"\n}\n".data(using: .utf8)!)
         try h.close()
         let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-        XCTAssertGreaterThan(size, 20 << 20)
+        XCTAssertGreaterThan(size, 12 << 20)
 
         try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)  // resets the peak
         let before = Self.residentPeak()
         var records = 0
         let result = DumpImport(path: path).run { _ in records += 1 }
         let growth = Self.residentPeak() - before
+        print("large dump: \(size >> 20) MiB read, peak resident size grew \(growth >> 10) KiB")
         XCTAssertNil(result.failure)
         XCTAssertEqual(result.snapshots.count, count)
         XCTAssertEqual(result.snapshots.values.reduce(0, +), 60 * count)
