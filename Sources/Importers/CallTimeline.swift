@@ -280,7 +280,7 @@ enum DumpTime {
         guard numbers.count >= 6 else { return nil }
         let upper = s.uppercased()
         let pm = upper.contains("PM"), am = upper.contains("AM")
-        var (a, b, c) = (numbers[0], numbers[1], numbers[2])
+        let (a, b, c) = (numbers[0], numbers[1], numbers[2])
         var (y, mo, d): (Int, Int, Int)
         if a > 31 { (y, mo, d) = (a, b, c) }  // year first
         else if s.contains(".") || dayFirst || a > 12 { (d, mo, y) = (a, b, c) }
@@ -289,7 +289,6 @@ enum DumpTime {
         var h = numbers[3]
         if pm && h < 12 { h += 12 }
         if am && h == 12 { h = 0 }
-        a = 0; b = 0; c = 0
         guard (1...12).contains(mo), (1...31).contains(d), h < 24, numbers[4] < 60, numbers[5] < 61 else { return nil }
         return Double(daysFromCivil(y, mo, d) * 86_400 + h * 3600 + numbers[4] * 60 + numbers[5]) * 1000
     }

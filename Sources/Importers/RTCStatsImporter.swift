@@ -71,6 +71,13 @@ struct RTCStatsImporter {
 
         var base: [String: StatsState] = [:]
         var order: [String] = []
+        var tableCompressed = 0, firstTableCompressedLine = 0
+        defer {
+            if tableCompressed > 0 {
+                outcome.skipped.append(DumpError(file: path, line: firstTableCompressedLine, message:
+                    "\(tableCompressed) getStats lines compressed with rtcstats-js 3's id and member tables (not read by this version) left out, from this line on"))
+            }
+        }
         while true {
             let lineNumber = reader.line
             guard let bytes = try reader.nextLine() else { break }
@@ -111,6 +118,12 @@ struct RTCStatsImporter {
                     outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "\(method) value is not an object; line skipped"))
                     continue
                 }
+                if method != "getstats" && Self.isTableCompressed(report) {
+                    // rtcstats-js 3 renames ids and members through tables of its own.
+                    if tableCompressed == 0 { firstTableCompressedLine = lineNumber }
+                    tableCompressed += 1
+                    continue
+                }
                 if method == "getstats" { base[pc]!.applyDelta(report) } else { base[pc]!.replace(report) }
                 let (format, objects) = base[pc]!.report()
                 guard !objects.isEmpty else { continue }
@@ -136,6 +149,20 @@ struct RTCStatsImporter {
             }
         }
         outcome.peerConnections = order.count
+    }
+}
+
+extension RTCStatsImporter {
+    /// Statistics in rtcstats-js 3's compressed form: numbered ids and members (`{"0": {"4": 111}}`),
+    /// the timestamp as `t`, removed objects as null.
+    static func isTableCompressed(_ report: JSONObject) -> Bool {
+        if report["t"] != nil { return true }
+        for e in report.entries {
+            guard case .object(let o) = e.value else { if e.value == .null { return true }; continue }
+            if o.entries.contains(where: { !$0.key.isEmpty && $0.key.allSatisfy(\.isNumber) }) { return true }
+            if o["type"]?.doubleValue != nil { return true }
+        }
+        return false
     }
 }
 

@@ -302,7 +302,7 @@ struct SeriesCollector {
         // The grid: the peer-connection object's samples (one per poll), else the object with
         // the most samples among those timed by the browser's poll (not remote reports).
         let reference = objects.firstIndex { $0.type == "peer-connection" && !$0.times.isEmpty }
-            ?? objects.indices.filter { !($0 < objects.count && (objects[$0].type ?? "").hasPrefix("remote-")) }
+            ?? objects.indices.filter { !(objects[$0].type ?? "").hasPrefix("remote-") }
                 .max { objects[$0].times.count < objects[$1].times.count }
         guard let r = reference, !objects[r].times.isEmpty else { return [] }
         let grid = objects[r].times
@@ -348,14 +348,17 @@ struct SeriesCollector {
             for k0 in 0...(times.count - n) where matches(k0) { return (0..<n).map { Int32(k0 + $0) } }
             if !exact && n == times.count { return (0..<n).map { Int32($0) } }
         }
-        // Nearest sample to each evenly spread time, never going back.
+        // Each value to the sample nearest its evenly spread time, in order, leaving a sample
+        // for each value after it.
         let spread = Self.spread(m.start ?? times[0], m.end ?? times[times.count - 1], n)
         var out: [Int32] = []
+        out.reserveCapacity(n)
         var k = 0
         for (i, t) in spread.enumerated() {
-            while k + 1 < times.count && abs(times[k + 1] - t) <= abs(times[k] - t) && (times.count - (k + 1)) >= (n - i) { k += 1 }
-            out.append(Int32(k))
-            k = min(k + 1, times.count - 1)
+            let last = times.count - (n - i)  // the latest sample that leaves one for each later value
+            while k < last && abs(times[k + 1] - t) <= abs(times[k] - t) { k += 1 }
+            out.append(Int32(min(k, max(last, 0))))
+            k += 1
         }
         return out
     }
