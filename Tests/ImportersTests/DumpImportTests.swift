@@ -197,6 +197,27 @@ final class DumpImportTests: XCTestCase {
         }
     }
 
+    /// Chrome's own rtcstats dump: relative times, whole reports; and lines of rtcstats-js 3's
+    /// table compression, which this version does not read, reported once and left out.
+    func testChromesRTCStatsDump() throws {
+        let rec = try recording()
+        var text = DumpLayouts.chromeRTCStats(rec)
+        text += "\n" + #"["getStats","7-1",{"0":{"4":111,"7":48000},"t":1795349999000},5]"#
+        let path = try file("rtcstats_dump.gz.txt", text)
+        XCTAssertEqual(try DumpImport.detect(path: path), .rtcstats)
+        let (result, records, out) = try importDump(path)
+        XCTAssertNil(result.failure)
+        XCTAssertEqual(result.snapshots, ["7-1": 60, "7-2": 60])
+        XCTAssertEqual(result.skipped.map(\.line), [text.split(separator: "\n").count])
+        XCTAssertTrue(result.skipped[0].message.contains("rtcstats-js 3"), result.skipped[0].message)
+        let stats = records.filter { $0.kind == .stats }
+        XCTAssertEqual(stats.map(\.ts), rec.snapshots.map(\.time).sorted(), "times rebuilt from the differences")
+        for (s, r) in zip(stats.filter { $0["pc"] == "7-2" }, rec.snapshots.filter { $0.side == "b" }) {
+            XCTAssertTrue(try XCTUnwrap(s["report"]).isEquivalent(to: .array(r.stats)), "whole reports carried unchanged")
+        }
+        assertSameFigures(try analyze(out), try direct(), sides: ["7-1": "a", "7-2": "b"])
+    }
+
     /// A dump of an older Chrome that used the legacy getStats API: no `statsType`, no timestamp
     /// series, values as the page kept them; it becomes `goog` records with text values.
     func testLegacyGoogDump() throws {

@@ -183,6 +183,28 @@ enum DumpLayouts {
         return out
     }
 
+    /// chrome://webrtc-internals' "rtcstats dump" (M138+): a `RTCStatsDump` line, `{"fileFormat":3}`,
+    /// then `[event, connection, value, …extra, delta]` lines whose last element is the time since
+    /// the line before; `getStats` values are whole reports keyed by id.
+    static func chromeRTCStats(_ rec: ChromiumRecording) -> String {
+        var lines: [(time: Int64, order: Int, method: String, pc: String, value: JSONValue)] = []
+        for (side, trace) in trace(rec) {
+            for e in trace { lines.append((e.time, lines.count, e.type, internalsIDs[side]!, e.value == "" ? .null : e.value)) }
+        }
+        for snap in rec.snapshots {
+            var report = JSONObject()
+            for o in snap.stats { report[o["id"]!.stringValue!] = o }
+            lines.append((snap.time, lines.count, "getStats", internalsIDs[snap.side]!, .object(report)))
+        }
+        var text = "RTCStatsDump\n" + JSONValue.object(["fileFormat": 3]).serialized()
+        var last: Int64 = 0
+        for l in lines.sorted(by: { ($0.time, $0.order) < ($1.time, $1.order) }) {
+            text += "\n" + JSONValue.array([.string(l.method), .string(l.pc), l.value, .number(Double(l.time - last))]).serialized()
+            last = l.time
+        }
+        return text
+    }
+
     static func rtcstats(_ rec: ChromiumRecording) -> String {
         let traces = trace(rec)
         let start = rec.events.map(\.time).min()! - 500
