@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "CByteCompare"),
 
         .target(name: "CallLog", dependencies: ["CZstd"]),
-        .target(name: "Importers", dependencies: ["CallLog", "CZlib"]),
+        .target(name: "Importers", dependencies: ["CallLog", "CZstd", "CZlib"]),
         .target(name: "Simulator", dependencies: ["CallLog", "Importers"]),
         .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
