@@ -291,6 +291,48 @@ final class DumpImportTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(analysis.call.rttMs), 38, accuracy: 1)
     }
 
+    /// rtcstats.js on an older Chrome sent the legacy API's reports flattened (`mangleChromeStats`:
+    /// `{id, timestamp, type, name: "text"…}`), delta-compressed: they become `goog` records.
+    func testRTCStatsDumpOfLegacyReports() throws {
+        let t0 = 1_445_079_500_000.0
+        var previous: [String: JSONObject] = [:]
+        var lines = [#"{"path":"/","origin":"https://legacy.example.test","url":"https://legacy.example.test/","userAgent":"Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/46.0.2490.71 Safari/537.36","time":1445079499000,"fileFormat":2}"#]
+        lines.append(#"["create","PC_0",{"iceServers":[],"browserType":"webkit"},1445079499100]"#)
+        lines.append(#"["createOffer","PC_0",null,1445079499200]"#)
+        lines.append(#"["setLocalDescription","PC_0",{"type":"offer","sdp":"v=0"},1445079499210]"#)
+        lines.append(#"["setRemoteDescription","PC_0",{"type":"answer","sdp":"v=0"},1445079499700]"#)
+        lines.append(#"["oniceconnectionstatechange","PC_0","connected",1445079499800]"#)
+        for k in 0..<10 {
+            let t = t0 + 1000 * Double(k)
+            let recv: JSONObject = ["id": "ssrc_2707401590_recv", "timestamp": .number(t), "type": "ssrc", "ssrc": "2707401590",
+                                    "packetsReceived": .string("\(50 * (k + 1))"), "packetsLost": .string("\(k)"),
+                                    "bytesReceived": .string("\(4000 * (k + 1))"), "googCodecName": "opus", "mediaType": "audio",
+                                    "audioOutputLevel": "1200", "googJitterReceived": "12"]
+            let send: JSONObject = ["id": "ssrc_3551301520_send", "timestamp": .number(t), "type": "ssrc", "ssrc": "3551301520",
+                                    "packetsSent": .string("\(50 * (k + 1))"), "bytesSent": .string("\(4000 * (k + 1))"),
+                                    "packetsLost": "0", "googRtt": "45", "googCodecName": "opus", "mediaType": "audio", "audioInputLevel": "900"]
+            let report = [(id: "ssrc_2707401590_recv", stats: recv), (id: "ssrc_3551301520_send", stats: send)]
+            lines.append(JSONValue.array(["getstats", "PC_0", .object(DumpLayouts.deltaCompression(previous, report)), .number(t + 5)]).serialized())
+            previous = Dictionary(report.map { ($0.id, $0.stats) }, uniquingKeysWith: { $1 })
+        }
+        let path = try file("legacy-rtcstats", lines.joined(separator: "\n") + "\n")
+        let (result, records, out) = try importDump(path)
+        XCTAssertNil(result.failure)
+        XCTAssertEqual(result.skipped, [])
+        let stats = records.filter { $0.kind == .stats }
+        XCTAssertEqual(stats.count, 10)
+        XCTAssertTrue(stats.allSatisfy { $0["format"] == "goog" })
+        let recv = try XCTUnwrap(stats[6]["report"]?.arrayValue?.first { $0["id"] == "ssrc_2707401590_recv" })
+        XCTAssertEqual(recv["timestamp"], .number(t0 + 6000))
+        XCTAssertEqual(recv["values"]?["packetsReceived"], "350")
+        XCTAssertEqual(recv["values"]?["googCodecName"], "opus", "unchanged members carried from the previous report")
+        let analysis = try analyze(out)
+        let stream = try XCTUnwrap(analysis.streams.first { $0.direction == .inbound && $0.kind == .audio }, "\(analysis.streams)")
+        XCTAssertEqual(stream.packetsLost, 9)
+        XCTAssertEqual(try XCTUnwrap(analysis.call.rttMs), 45, accuracy: 1)
+        XCTAssertEqual(analysis.call.answerMs, 500)
+    }
+
     // MARK: - Bad input
 
     func testTruncatedDumpKeepsWhatCameBeforeTheCutAndSaysWhere() throws {
