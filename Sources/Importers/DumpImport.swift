@@ -107,21 +107,28 @@ public struct DumpImport {
         }
         switch format {
         case .chromiumTestPage:
-            let converted = ChromiumImporter(every: every, callID: callID, labels: labels).convert(path: path)
-            result.callID = converted.records.first?.call ?? callID ?? Self.defaultCallID(path)
-            for issue in converted.issues {
+            var firstCall: String?
+            var connected = false
+            let streamed: ChromiumImporter.Result
+            do {
+                streamed = try ChromiumImporter(every: every, callID: callID, labels: labels).stream(path: path) { r in
+                    if firstCall == nil { firstCall = r.call }
+                    if r["type"]?.stringValue == "iceConnected" { connected = true }
+                    try counted(r)
+                }
+            } catch {
+                result.failure = error as? DumpError ?? DumpError(file: path, message: "\(error)")
+                streamed = ChromiumImporter.Result()
+            }
+            result.callID = firstCall ?? callID ?? Self.defaultCallID(path)
+            for issue in streamed.issues {
                 result.skipped.append(DumpError(file: issue.file, line: issue.line, message: "\(issue.category.rawValue): \(issue.message)"))
             }
-            if converted.skipped > 0 { result.notes.append("\(converted.skipped) lines that are not recording lines left out") }
-            do {
-                for r in converted.records { try counted(r) }
-            } catch {
-                result.failure = error
-            }
-            result.snapshots = converted.snapshots
-            result.peerConnections = converted.snapshots.count
-            result.connected = converted.records.contains { $0["type"]?.stringValue == "iceConnected" }
-            if converted.records.isEmpty { result.failure = DumpError(file: path, message: "no recording lines found") }
+            if streamed.skipped > 0 { result.notes.append("\(streamed.skipped) lines that are not recording lines left out") }
+            result.snapshots = streamed.snapshots
+            result.peerConnections = streamed.snapshots.count
+            result.connected = connected
+            if count == 0 && result.failure == nil { result.failure = DumpError(file: path, message: "no recording lines found") }
         case .webrtcInternals, .rtcstats:
             runBrowserDump(format, write: counted, result: &result)
         }
