@@ -10,16 +10,16 @@ BIN     := .build/release/callstats
 
 all: build
 
-# System libraries the package links (zstd, libpcap, SQLite) plus tools the tests compare
+# System libraries the package links (zstd, zlib, libpcap, SQLite) plus tools the tests compare
 # against (tshark, zstd). Installed only when missing.
 deps:
 	@missing=""; \
-	for h in zstd.h pcap/pcap.h sqlite3.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
+	for h in zstd.h zlib.h pcap/pcap.h sqlite3.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
 	for c in pkg-config zstd; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing system packages (missing:$$missing)"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev libpcap-dev libsqlite3-dev pkg-config zstd >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev zlib1g-dev libpcap-dev libsqlite3-dev pkg-config zstd >/dev/null; \
 	fi
 
 # Optional comparison tools for the tests: without them those comparisons are skipped.

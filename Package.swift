@@ -2,9 +2,11 @@
 import PackageDescription
 
 // Layering (each line depends only on lines above it):
-//   CZstd, CPcap, CSQLite             system libraries
+//   CZstd, CZlib, CPcap, CSQLite      system libraries
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames, reader, writer
+//   Importers                         dumps users already have (webrtc-internals, rtcstats, the
+//                                     project's Chromium test-page recording) -> log format v1
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
 //                                     (Collector: the in-app library that samples calls and writes logs;
 //                                     Capture also uses Quality's RFC 3550 maths, which depends on nothing)
@@ -29,10 +31,12 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "CByteCompare"),
 
         .target(name: "CallLog", dependencies: ["CZstd"]),
+        .target(name: "Importers", dependencies: ["CallLog", "CZstd", "CZlib"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "Quality", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
@@ -43,18 +47,19 @@ let package = Package(
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
+            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
         .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
+        .testTarget(name: "ImportersTests", dependencies: ["Importers", "CallLog", "Analysis", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "Importers", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "SQLiteDatabase", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "Importers", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),

@@ -2,6 +2,7 @@ import ArgumentParser
 import CallLog
 import Collector
 import Foundation
+import Importers
 import Simulator
 
 /// `callstats bench collector`: what the in-app collector costs the app, per snapshot, and

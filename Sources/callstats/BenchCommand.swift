@@ -3,6 +3,7 @@ import CallLog
 import Capture
 import Foundation
 import Ingest
+import Importers
 import Simulator
 import Store
 

@@ -34,13 +34,14 @@ struct Callstats: ParsableCommand {
               callstats report --db calls.sqlite --out report.html   charts in one HTML file
               callstats capture -r call.pcap -o logs/         measure calls on the wire
               callstats simulate --calls 100 --out logs/      realistic sample logs
+              callstats import dumps... --out logs/           webrtc-internals and rtcstats dumps
             """,
         version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
             PruneCommand.self, ForgetCommand.self,
             CatCommand.self, CaptureCommand.self,
-            SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
+            SimulateCommand.self, ImportCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )
 

@@ -1,59 +1,131 @@
 import ArgumentParser
 import CallLog
-import Simulator
+import Importers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// `callstats import-chromium`: the shared Chromium recording as log format v1.
-struct ImportChromiumCommand: ParsableCommand {
+/// `callstats import`: dumps users already have, as log format v1 (one call per dump).
+struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import-chromium",
-        abstract: "Convert a Chromium getStats recording (.jsonl[.zst]) into log format v1.",
+        commandName: "import",
+        abstract: "Convert webrtc-internals dumps, rtcstats dumps and Chromium test-page recordings into log format v1.",
         discussion: """
-            One call, each side a peer connection (pc "a" / "b"); page events become SDK events \
-            (callMetric, iceState, iceGathering) and callEnd the end record.
+            The format is told by content (gzip and zstd are decompressed): chrome://webrtc-internals \
+            dumps (standard or legacy statistics), rtcstats dumps (rtcstats-server files, Chrome's \
+            "rtcstats dump"), and the project's Chromium test-page recordings. Each dump becomes one \
+            call in DIR/<call>.ndjson.zst, its peer connections as "pc"; `callstats analyze DIR` \
+            scores it. The call id is the dump's file name (--call for one dump). Labels come only \
+            from --label.
 
-            Example:
-              callstats import-chromium ../shared/data/chromium-call-30ms-2pct.jsonl.zst --out /tmp/chromium.ndjson.zst --every 5
-            """)
+            Exit status as analyze's: 0 all imported, 3 some input left out (details on stderr), \
+            1 nothing imported.
 
-    @Argument(help: "The recording (.jsonl or .jsonl.zst).")
-    var input: String
+            Examples:
+              callstats import webrtc_internals_dump.txt rtcstats-*.gz --out imported/ --label tenant=acme
+              callstats analyze imported/ --db calls.sqlite
+            """,
+        aliases: ["import-chromium"])
 
-    @Option(help: "Output log file (.ndjson.zst compressed, .ndjson plain).")
+    @Argument(help: "Dump files.")
+    var inputs: [String]
+
+    @Option(help: "Output directory (a .ndjson[.zst] file name: one input written to that file).")
     var out: String
 
-    @Option(help: "Keep every K-th snapshot per side (5 turns the 1 s recording into 5 s).")
-    var every: Int = 1
+    @Option(name: .customLong("label"), help: "A label for every imported call (key=value; repeatable).")
+    var labels: [String] = []
 
-    @Option(help: "Call id to write (default: the recording's).")
+    @Option(help: "Call id to write (one input only; default: the file name, or a recording's own id).")
     var call: String?
+
+    @Option(help: "Test-page recordings: keep every K-th snapshot per side (5 turns the 1 s recording into 5 s).")
+    var every: Int = 1
 
     @Flag(help: "Write every statistics snapshot in full (no deltas).")
     var fullSnapshots = false
 
+    var outIsFile: Bool { [".ndjson", ".ndjson.zst", ".jsonl", ".jsonl.zst"].contains { out.hasSuffix($0) } }
+
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
+        if call != nil && inputs.count > 1 { throw ValidationError("--call names one call: give one input") }
+        if outIsFile && inputs.count > 1 { throw ValidationError("--out is a file: give one input, or a directory") }
+        for l in labels where !l.contains("=") || l.hasPrefix("=") {
+            throw ValidationError("--label \(l): expected key=value")
+        }
     }
 
     func run() throws {
-        let result = ChromiumImporter(every: every, callID: call).convert(path: input)
-        for issue in result.issues { Terminal.error(issue.description) }
-        guard !result.records.isEmpty else {
-            Terminal.error("\(input): no recording lines found")
-            throw ExitCode(ExitStatus.failure)
+        var labelMap: [String: String] = [:]
+        for l in labels {
+            let i = l.firstIndex(of: "=")!
+            labelMap[String(l[..<i])] = String(l[l.index(after: i)...])
         }
-        unlink(out)
-        var options = LogWriter.Options()
-        options.deltaStats = !fullSnapshots
-        let writer = try LogWriter(path: out, options: options)
-        for r in result.records { try writer.append(r) }
-        try writer.close()
-        let sides = result.snapshots.keys.sorted().map { "\($0): \(result.snapshots[$0]!)" }.joined(separator: ", ")
-        print("\(result.records.count) records (snapshots \(sides)) written to \(out), \(writer.bytesWritten) bytes")
-        if !result.issues.isEmpty || result.skipped > 0 { throw ExitCode(ExitStatus.skippedInput) }
+        if !outIsFile {
+            mkdir(out, 0o755)
+            var st = stat()
+            guard stat(out, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+                Terminal.error("\(out): cannot create the output directory")
+                throw ExitCode(ExitStatus.failure)
+            }
+        }
+        // Dumps named alike (two folders' webrtc_internals_dump.txt) get distinct calls.
+        var seen: [String: Int] = [:]
+        var imported = 0, failed = 0, partial = 0
+        for input in inputs {
+            var explicit = call
+            if explicit == nil {
+                let id = DumpImport.defaultCallID(input)
+                seen[id, default: 0] += 1
+                if seen[id]! > 1 { explicit = "\(id)-\(seen[id]!)" }
+            }
+            let target = outIsFile ? out : "\(out)/.importing-\(getpid()).ndjson.zst"
+            unlink(target)
+            var options = LogWriter.Options()
+            options.deltaStats = !fullSnapshots
+            let writer = try LogWriter(path: target, options: options)
+            let job = DumpImport(path: input, callID: explicit, labels: labelMap, every: every)
+            let result = job.run { try writer.append($0) }
+            try writer.close()
+            for note in result.notes { Terminal.error("\(input): note: \(note)") }
+            for s in result.skipped { Terminal.error(s.description) }
+            if let failure = result.failure, result.records == 0 {
+                Terminal.error(failure.description)
+                unlink(target)
+                failed += 1
+                continue
+            }
+            if let failure = result.failure { Terminal.error(failure.description) }
+            var path = target
+            if !outIsFile {
+                path = "\(out)/\(Self.fileName(result.callID)).ndjson.zst"
+                unlink(path)
+                guard rename(target, path) == 0 else {
+                    Terminal.error("\(path): cannot write: \(String(cString: strerror(errno)))")
+                    failed += 1
+                    continue
+                }
+            }
+            imported += 1
+            if !result.skipped.isEmpty || result.failure != nil { partial += 1 }
+            // Each peer connection's snapshots, or their total when there are many.
+            let pcs = result.snapshots.count <= 6
+                ? result.snapshots.keys.sorted().map { "\($0): \(result.snapshots[$0]!)" }.joined(separator: ", ")
+                : "\(result.snapshots.values.reduce(0, +)) in all"
+            print("\(input): \(result.format?.rawValue ?? "?"), call \(result.callID), \(result.peerConnections) peer connection(s)"
+                  + (pcs.isEmpty ? ", no snapshots" : " (snapshots \(pcs))") + ", \(result.records) records -> \(path)")
+        }
+        if imported == 0 { throw ExitCode(ExitStatus.failure) }
+        if failed > 0 || partial > 0 { throw ExitCode(ExitStatus.skippedInput) }
+    }
+
+    /// A call id as a file name: path separators and leading dots replaced.
+    static func fileName(_ id: String) -> String {
+        var s = String(id.map { $0 == "/" || $0 == "\\" || $0 == "\0" ? "_" : $0 })
+        while s.hasPrefix(".") { s = "_" + s.dropFirst() }
+        return s.isEmpty ? "call" : String(s.prefix(200))
     }
 }

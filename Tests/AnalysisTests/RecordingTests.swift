@@ -1,6 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
+import Importers
 import Simulator
 import TestSupport
 import XCTest

@@ -2,6 +2,7 @@
 import CallLog
 import Foundation
 import Ingest
+import Importers
 import Simulator
 import SQLiteDatabase
 import Store

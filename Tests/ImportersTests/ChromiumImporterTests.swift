@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-import Simulator
+import Importers
 import TestSupport
 import XCTest
 

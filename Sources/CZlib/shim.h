@@ -1,0 +1,2 @@
+// zlib's inflate, for gzip-compressed dumps (Chrome and rtcstats-server write them).
+#include <zlib.h>

@@ -1,0 +1,222 @@
+import CallLog
+
+/// The dump formats `callstats import` reads, told apart by content.
+public enum DumpFormat: String, Sendable, CaseIterable {
+    /// chrome://webrtc-internals' "Create a WebRTC-Internals dump" (standard or legacy stats).
+    case webrtcInternals = "webrtc-internals"
+    /// rtcstats-server's stored dumps (and Chrome's own "rtcstats dump").
+    case rtcstats
+    /// The project's Chromium test-page recording (`{"kind":"stats","side":…}` lines).
+    case chromiumTestPage = "chromium-test-page"
+}
+
+/// One dump file turned into log format v1: one call, its peer connections as `pc`.
+public struct DumpImport {
+    public var path: String
+    /// The call id to write; nil: the dump's own (a test-page recording's), else `defaultCallID`.
+    public var callID: String?
+    /// Labels for the `call` record; dumps carry none of their own.
+    public var labels: [String: String]
+    /// Test-page recordings only: keep every `every`-th snapshot per side.
+    public var every: Int
+
+    public init(path: String, callID: String? = nil, labels: [String: String] = [:], every: Int = 1) {
+        self.path = path
+        self.callID = callID
+        self.labels = labels
+        self.every = every
+    }
+
+    public struct Result: Sendable {
+        public var format: DumpFormat?
+        public var records = 0
+        /// Snapshots written, per peer connection.
+        public var snapshots: [String: Int] = [:]
+        public var peerConnections = 0
+        /// What the reader wants the user to know (time zone placing, series left out, a call
+        /// that never connected, a dump with no statistics). Nothing is lost by these.
+        public var notes: [String] = []
+        /// Input left out: lines that could not be used, a cut or damaged end.
+        public var skipped: [DumpError] = []
+        /// Why nothing could be read, when nothing could.
+        public var failure: DumpError?
+        public var connected = false
+        /// The call id written.
+        public var callID = ""
+    }
+
+    /// The call id a dump without one of its own gets: its file name without the directory and
+    /// the extensions dumps come with (`webrtc_internals_dump.txt.gz` → `webrtc_internals_dump`).
+    public static func defaultCallID(_ path: String) -> String {
+        var name = Substring(path.split(separator: "/", omittingEmptySubsequences: true).last ?? "dump")
+        for ext in [".gz", ".zst", ".txt", ".json", ".jsonl", ".ndjson", ".log"] where name.hasSuffix(ext) && name.count > ext.count {
+            name = name.dropLast(ext.count)
+        }
+        for ext in [".txt", ".json", ".jsonl"] where name.hasSuffix(ext) && name.count > ext.count { name = name.dropLast(ext.count) }
+        return String(name)
+    }
+
+    /// The format of the file at `path`, from its first bytes (decompressed).
+    public static func detect(path: String) throws(DumpError) -> DumpFormat {
+        let reader = DumpReader(source: try DumpSource(path: path))
+        var head: [UInt8] = []
+        var lines: [[UInt8]] = []
+        var current: [UInt8] = []
+        while head.count < 1 << 20, lines.count < 2, let b = try reader.next() {
+            head.append(b)
+            if b == 0x0A {
+                if !current.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { lines.append(current) }
+                current = []
+            } else {
+                current.append(b)
+            }
+        }
+        if lines.count < 2 && !current.isEmpty { lines.append(current) }
+        guard let first = lines.first else { throw DumpError(file: path, message: "the file is empty") }
+        let firstText = String(decoding: first, as: UTF8.self).trimmingSpaces
+        if firstText == "RTCStatsDump" { return .rtcstats }
+        guard firstText.hasPrefix("{") else {
+            throw DumpError(file: path, line: 1, message: "not a webrtc-internals dump, an rtcstats dump or a Chromium test-page recording: it starts with \"\(firstText.prefix(40))\"")
+        }
+        if let v = try? JSONValue.parse(firstText), case .object(let o) = v {
+            if o["PeerConnections"] != nil || o["getUserMedia"] != nil { return .webrtcInternals }
+            if o["kind"] != nil { return .chromiumTestPage }
+            if lines.count > 1, String(decoding: lines[1], as: UTF8.self).trimmingSpaces.hasPrefix("[") { return .rtcstats }
+            if o["userAgent"] != nil || o["fileFormat"] != nil || o["origin"] != nil { return .rtcstats }
+            throw DumpError(file: path, line: 1, message: "a JSON object that is none of the dump formats (no PeerConnections, kind or rtcstats metadata)")
+        }
+        // Chrome writes its dump indented, one member a line: the first line is "{" alone.
+        return .webrtcInternals
+    }
+
+    /// Reads the dump and hands each record to `write` as it is made.
+    public func run(write: @escaping (LogRecord) throws -> Void) -> Result {
+        var result = Result()
+        let format: DumpFormat
+        do throws(DumpError) { format = try Self.detect(path: path) } catch {
+            result.failure = error
+            return result
+        }
+        result.format = format
+        var count = 0
+        let counted: (LogRecord) throws(DumpError) -> Void = { r throws(DumpError) in
+            do { try write(r) } catch let e as DumpError { throw e } catch {
+                throw DumpError(file: path, message: "cannot write: \(error)")
+            }
+            count += 1
+        }
+        switch format {
+        case .chromiumTestPage:
+            var firstCall: String?
+            var connected = false
+            let streamed: ChromiumImporter.Result
+            do {
+                streamed = try ChromiumImporter(every: every, callID: callID, labels: labels).stream(path: path) { r in
+                    if firstCall == nil { firstCall = r.call }
+                    if r["type"]?.stringValue == "iceConnected" { connected = true }
+                    try counted(r)
+                }
+            } catch {
+                result.failure = error as? DumpError ?? DumpError(file: path, message: "\(error)")
+                streamed = ChromiumImporter.Result()
+            }
+            result.callID = firstCall ?? callID ?? Self.defaultCallID(path)
+            for issue in streamed.issues {
+                result.skipped.append(DumpError(file: issue.file, line: issue.line, message: "\(issue.category.rawValue): \(issue.message)"))
+            }
+            if streamed.skipped > 0 { result.notes.append("\(streamed.skipped) lines that are not recording lines left out") }
+            result.snapshots = streamed.snapshots
+            result.peerConnections = streamed.snapshots.count
+            result.connected = connected
+            if count == 0 && result.failure == nil { result.failure = DumpError(file: path, message: "no recording lines found") }
+        case .webrtcInternals, .rtcstats:
+            runBrowserDump(format, write: counted, result: &result)
+        }
+        result.records = count
+        return result
+    }
+
+    private func runBrowserDump(_ format: DumpFormat, write: @escaping (LogRecord) throws(DumpError) -> Void, result: inout Result) {
+        let callID = self.callID ?? Self.defaultCallID(path)
+        result.callID = callID
+        var timeline = CallTimeline(callID: callID)
+        var userAgent: String?
+        var firstStats: Int64?, lastStats: Int64?
+        var formats: Set<String> = []
+        var stopped: DumpError?
+        var getUserMedia = 0
+        do throws(DumpError) {
+            let reader = DumpReader(source: try DumpSource(path: path))
+            switch format {
+            case .webrtcInternals:
+                let importer = WebRTCInternalsImporter(path: path, callID: callID, write: write)
+                var outcome = WebRTCInternalsImporter.Outcome(timeline: timeline)
+                do throws(DumpError) { try importer.run(reader: reader, outcome: &outcome) } catch { stopped = error }
+                timeline = outcome.timeline
+                userAgent = outcome.userAgent
+                result.snapshots = outcome.snapshots
+                result.notes += outcome.notes
+                result.peerConnections = outcome.peerConnections
+                (firstStats, lastStats, formats, getUserMedia) = (outcome.firstStatsTs, outcome.lastStatsTs, outcome.formats, outcome.getUserMedia)
+            default:
+                let importer = RTCStatsImporter(path: path, callID: callID, write: write)
+                var outcome = RTCStatsImporter.Outcome(timeline: timeline)
+                do throws(DumpError) { try importer.run(reader: reader, outcome: &outcome) } catch { stopped = error }
+                timeline = outcome.timeline
+                userAgent = outcome.userAgent
+                result.snapshots = outcome.snapshots
+                result.notes += outcome.notes
+                result.skipped += outcome.skipped
+                result.peerConnections = outcome.peerConnections
+                (firstStats, lastStats, formats, getUserMedia) = (outcome.firstStatsTs, outcome.lastStatsTs, outcome.formats, outcome.getUserMedia)
+            }
+        } catch {
+            stopped = error
+        }
+        let nothing = result.snapshots.isEmpty && timeline.entries == 0 && getUserMedia == 0
+        if let stopped {
+            if nothing { result.failure = stopped; return }
+            result.skipped.append(DumpError(file: stopped.file, line: stopped.line, column: stopped.column,
+                                            message: "\(stopped.message); everything before it was imported"))
+        } else if nothing {
+            result.failure = DumpError(file: path, message: "the dump has no peer connection, statistics or getUserMedia call")
+            return
+        }
+        if result.snapshots.isEmpty { result.notes.append("the dump has no statistics: the call has its events only") }
+        result.connected = timeline.connectedTs != nil
+        if timeline.entries > 0 && timeline.connectedTs == nil {
+            result.notes.append("the call never connected (no ICE connected state in its trace)")
+        }
+        // The call record: only what the dump says.
+        var body = JSONObject()
+        if let d = timeline.direction { body["direction"] = .string(d) }
+        if let ua = userAgent, let browser = UserAgent.browser(ua) {
+            body["sdk"] = .string(browser.name)
+            body["sdkVersion"] = .string(browser.version)
+        }
+        body["platform"] = "web"
+        if !labels.isEmpty {
+            body["labels"] = .object(JSONObject(labels.keys.sorted().map { (key: $0, value: .string(labels[$0]!)) }))
+        }
+        if let ua = userAgent { body["userAgent"] = .string(ua) }
+        if let os = userAgent.flatMap(UserAgent.os) { body["os"] = .string(os) }
+        body["importedFrom"] = .string(format.rawValue)
+        if formats.count > 1 { result.notes.append("statistics in both formats: \(formats.sorted().joined(separator: ", "))") }
+        let start = [timeline.firstTs, firstStats].compactMap { $0 }.min() ?? 0
+        do {
+            try write(LogRecord(kind: .call, call: callID, ts: start, body: body))
+            if let end = timeline.end(lastStatsTs: lastStats) { try write(end) }
+        } catch {
+            result.skipped.append(error)
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\u{FEFF}" { s = s.dropFirst() }
+        while let c = s.last, c == " " || c == "\t" || c == "\r" { s = s.dropLast() }
+        return String(s)
+    }
+}
