@@ -1,10 +1,11 @@
+import ConsoleOutput
 import ArgumentParser
 import CallLog
 import Collector
 import Foundation
 import Simulator
 
-/// `callstats bench collector`: what the in-app collector costs the app, per snapshot, and
+/// `callstats-bench collector`: what the in-app collector costs the app, per snapshot, and
 /// what it writes, per call-minute.
 struct CollectorBench: ParsableCommand {
     static let configuration = CommandConfiguration(
