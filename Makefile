@@ -26,6 +26,8 @@ deps:
 test-deps: deps
 	@command -v tshark >/dev/null || { echo "Installing tshark (packet statistics are compared with it)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
+	@command -v valgrind >/dev/null || { echo "Installing valgrind (instruction counts of the performance checks)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
 	@command -v chromium >/dev/null || { echo "Installing chromium (the HTML report is checked in a headless browser)"; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || true
@@ -55,6 +57,13 @@ screenshot: build
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) perf-check
+
+# The benchmarks package's own tests, then instruction counts of fixed workloads against
+# Benchmarks/Thresholds/instructions.txt (a regression of more than 3 % fails).
+perf-check:
+	Benchmarks/check-performance.sh
+	$(SWIFT) test -c release --package-path Benchmarks --skip-build
 
 # The fault tests at soak size, then every fuzz target for FUZZ_SECONDS, then the figures.
 SOAK_KILLS         ?= 500
@@ -75,10 +84,14 @@ soak: test-deps
 fuzz:
 	bash Fuzz/run.sh $(FUZZ_SECONDS)
 
-bench: build
-	$(BIN) bench
+# The benchmarks (Benchmarks/, a package of its own): analysis next to zstd -d and DuckDB on the
+# simulated corpus, and on the real-shaped one when the shared recording is beside the repo.
+BENCH := Benchmarks/.build/release/callstats-bench
+bench: deps
+	$(SWIFT) build -c release --package-path Benchmarks
+	$(BENCH) analyze
 	@if [ -f ../shared/data/chromium-call-30ms-2pct.jsonl.zst ]; then \
-	  $(BIN) bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst; fi
+	  $(BENCH) analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst; fi
 
 # The toolchain's `swift format`, configured by .swift-format: `format` rewrites the sources in
 # place, `format-check` only reports (and fails on) what `format` would change or flag.
@@ -89,4 +102,4 @@ format-check:
 	$(SWIFT) format lint --strict --recursive Sources Tests
 
 clean:
-	rm -rf .build .build-fuzz $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock report.html
+	rm -rf .build .build-fuzz Benchmarks/.build $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock report.html

@@ -15,7 +15,9 @@ import PackageDescription
 //   Store                             the schema and every SQL statement: writer, readers, comparison
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
+//   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
+// Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
 let package = Package(
     name: "callstats",
     platforms: [.macOS(.v13), .iOS(.v16)],
@@ -23,6 +25,11 @@ let package = Package(
         .executable(name: "callstats", targets: ["callstats"]),
         .library(name: "CallLog", targets: ["CallLog"]),
         .library(name: "Collector", targets: ["Collector"]),
+        // Every module, for the benchmarks package beside this one (Benchmarks/): it measures
+        // them through their public API.
+        .library(name: "CallstatsModules", targets: [
+            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "Analysis", "Store", "Ingest", "Report", "ConsoleOutput",
+        ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -46,7 +53,9 @@ let package = Package(
         .target(name: "Store", dependencies: ["Analysis", "SQLiteDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
+        .target(name: "ConsoleOutput"),
         .executableTarget(name: "callstats", dependencies: [
+            "ConsoleOutput",
             "CallLog", "Importers", "Simulator", "Capture", "Collector", "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

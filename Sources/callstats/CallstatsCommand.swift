@@ -1,3 +1,4 @@
+import ConsoleOutput
 import ArgumentParser
 import Foundation
 import CallLog
@@ -41,7 +42,7 @@ struct Callstats: ParsableCommand {
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
             PruneCommand.self, ForgetCommand.self,
             CatCommand.self, CaptureCommand.self,
-            SimulateCommand.self, ImportCommand.self, BenchCommand.self, InternalCommand.self,
+            SimulateCommand.self, ImportCommand.self, InternalCommand.self,
         ]
     )
 

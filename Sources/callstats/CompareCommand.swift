@@ -1,3 +1,4 @@
+import ConsoleOutput
 import ArgumentParser
 import Store
 

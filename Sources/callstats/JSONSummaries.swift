@@ -1,3 +1,4 @@
+import ConsoleOutput
 import Analysis
 import CallLog
 import Ingest

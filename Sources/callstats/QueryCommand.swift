@@ -1,3 +1,4 @@
+import ConsoleOutput
 import Foundation
 import ArgumentParser
 import SQLiteDatabase

@@ -1,3 +1,4 @@
+import ConsoleOutput
 import Analysis
 import ArgumentParser
 import Foundation

@@ -1,3 +1,4 @@
+import ConsoleOutput
 import ArgumentParser
 import CallLog
 import Capture
@@ -7,17 +8,20 @@ import Importers
 import Simulator
 import Store
 
-/// `callstats bench`: throughput and size figures, next to the tools a user would otherwise use.
-struct BenchCommand: ParsableCommand {
+/// `callstats-bench`: throughput and size figures, next to the tools a user would otherwise use,
+/// and the fixed workloads whose instruction counts `check-performance.sh` holds to thresholds.
+@main
+struct CallstatsBench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
+        commandName: "callstats-bench",
         abstract: "Measure analysis throughput, log size, collector overhead, capture speed and report time.",
         discussion: """
             Benchmarks print figures, they never pass or fail. Build in release mode first \
             (make build) for meaningful numbers; this machine's other load shows in them, so \
             compare figures printed side by side in one run.
             """,
-        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self, ReportBench.self],
+        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self, ReportBench.self,
+                      WorkloadCommand.self],
         defaultSubcommand: AnalyzeBench.self)
 }
 
@@ -132,8 +136,8 @@ struct AnalyzeBench: ParsableCommand {
             another.
 
             Examples:
-              callstats bench analyze --runs 3
-              callstats bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst --runs 3
+              callstats-bench analyze --runs 3
+              callstats-bench analyze --recording ../shared/data/chromium-call-30ms-2pct.jsonl.zst --runs 3
             """)
 
     @Option(help: "Corpus folder (generated there if empty; default bench-data/corpus, or bench-data/recording-corpus with --recording).")
@@ -321,7 +325,7 @@ struct LogSizeBench: ParsableCommand {
 
             Example:
               callstats import-chromium ../shared/data/chromium-call-30ms-2pct.jsonl.zst --out /tmp/chromium.ndjson.zst
-              callstats bench log-size /tmp/chromium.ndjson.zst --every 5 --every 10
+              callstats-bench log-size /tmp/chromium.ndjson.zst --every 5 --every 10
             """)
 
     @Argument(help: "A v1 log file.")

@@ -1,16 +1,18 @@
+import Capture
 #if canImport(Glibc)
+import ConsoleOutput
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
 /// Throughput of the whole capture path (libpcap read, decode, classification, statistics,
-/// records) on a synthetic G.711 capture, for `callstats bench`.
-public enum CaptureBenchmark {
+/// records) on a synthetic G.711 capture, for `callstats-bench`.
+enum CaptureBenchmark {
     /// A classic pcap file (Ethernet, IPv4, UDP) holding `packets` PCMU packets spread over
     /// `streams` streams, 20 ms apart per stream, with one packet in 1000 missing. Write it to
     /// a file to run `tshark -q -z rtp,streams` on the same data.
-    public static func syntheticCapture(packets: Int, streams: Int) -> [UInt8] {
+    static func syntheticCapture(packets: Int, streams: Int) -> [UInt8] {
         let streams = max(1, streams)
         let frameLength = 14 + 20 + 8 + 12 + 160
         var out = [UInt8]()
@@ -40,12 +42,12 @@ public enum CaptureBenchmark {
 
     /// Runs a synthetic capture through libpcap and a `CaptureSession` and returns the
     /// packets processed and the wall-clock seconds spent (capture generation excluded).
-    public static func run(packets: Int = 2_000_000, streams: Int = 100) throws(PcapError) -> (packets: Int, seconds: Double) {
+    static func run(packets: Int = 2_000_000, streams: Int = 100) throws(PcapError) -> (packets: Int, seconds: Double) {
         try run(capture: syntheticCapture(packets: packets, streams: streams))
     }
 
     /// Times an existing capture held in memory.
-    public static func run(capture bytes: [UInt8]) throws(PcapError) -> (packets: Int, seconds: Double) {
+    static func run(capture bytes: [UInt8]) throws(PcapError) -> (packets: Int, seconds: Double) {
         let source = try PcapSource.open(bytes: bytes)
         var records = 0
         var session = CaptureSession { _ in records += 1 }

@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -5,30 +6,30 @@ import Darwin
 #endif
 
 /// Exit codes, so scripts can tell "ran, but skipped some input" from failure.
-enum ExitStatus {
-    static let ok: Int32 = 0
-    static let failure: Int32 = 1
+public enum ExitStatus {
+    public static let ok: Int32 = 0
+    public static let failure: Int32 = 1
     /// The run finished but some input was skipped (damaged, malformed); details on stderr.
-    static let skippedInput: Int32 = 3
+    public static let skippedInput: Int32 = 3
 }
 
 /// Writing to the terminal without Foundation's buffering surprises.
-enum Terminal {
-    static var isInteractive: Bool { isatty(2) == 1 }
+public enum Terminal {
+    public static var isInteractive: Bool { isatty(2) == 1 }
 
-    static func error(_ message: String) {
+    public static func error(_ message: String) {
         let line = Array((message + "\n").utf8)
         line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     }
 
     /// A status line that rewrites itself on a terminal (progress), and nothing elsewhere.
-    static func status(_ message: String) {
+    public static func status(_ message: String) {
         guard isInteractive else { return }
         let line = Array(("\r\u{1B}[2K" + message).utf8)
         line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     }
 
-    static func clearStatus() {
+    public static func clearStatus() {
         guard isInteractive else { return }
         let line = Array("\r\u{1B}[2K".utf8)
         line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
@@ -36,8 +37,8 @@ enum Terminal {
 }
 
 /// Label/value lines of a command's summary, the values aligned.
-enum AlignedRows {
-    static func render(_ rows: [(String, String)]) -> [String] {
+public enum AlignedRows {
+    public static func render(_ rows: [(String, String)]) -> [String] {
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
     }
@@ -46,13 +47,19 @@ enum AlignedRows {
 /// Prints rows of label/value columns aligned: text to the left, figures to the right.
 /// A column without a header (a marker such as `*`) gets no rule under it, and is left out
 /// when no row has anything in it, so that header, rule and rows line up whatever is shown.
-struct Table {
-    var header: [String]
-    var rows: [[String]] = []
-    /// Columns of text (besides the first, always text), aligned to the left.
-    var textColumns: Set<Int> = []
+public struct Table {
+    public init(header: [String], rows: [[String]] = [], textColumns: Set<Int> = []) {
+        self.header = header
+        self.rows = rows
+        self.textColumns = textColumns
+    }
 
-    func render() -> String {
+    public var header: [String]
+    public var rows: [[String]] = []
+    /// Columns of text (besides the first, always text), aligned to the left.
+    public var textColumns: Set<Int> = []
+
+    public func render() -> String {
         let shown = header.indices.filter { i in !header[i].isEmpty || rows.contains { i < $0.count && !$0[i].isEmpty } }
         var widths = header.map(\.count)
         for r in rows { for (i, c) in r.enumerated() { widths[i] = max(widths[i], c.count) } }
@@ -70,7 +77,7 @@ struct Table {
 
 extension String {
     /// A line of a table whose last column is text, without the padding after it.
-    var trimmingTrailingSpaces: String {
+    public var trimmingTrailingSpaces: String {
         var s = Substring(self)
         while s.last == " " { s.removeLast() }
         return String(s)
@@ -79,22 +86,26 @@ extension String {
 
 /// A command that cannot go on, said in one line (ArgumentParser prints "Error: " and it, and
 /// exits with status 1).
-struct CommandFailure: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+public struct CommandFailure: Error, CustomStringConvertible {
+    public init(message: String) { self.message = message }
+
+    public var message: String
+    public var description: String { message }
 }
 
 /// Buffered standard output: one write per 64 KiB instead of one per line.
-struct OutputBuffer {
+public struct OutputBuffer {
+    public init() {}
+
     private var bytes: [UInt8] = []
 
-    mutating func line(_ s: String) {
+    public mutating func line(_ s: String) {
         bytes.append(contentsOf: s.utf8)
         bytes.append(0x0A)
         if bytes.count >= 1 << 16 { flush() }
     }
 
-    mutating func flush() {
+    public mutating func flush() {
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { write(1, $0.baseAddress! + off, bytes.count - off) }

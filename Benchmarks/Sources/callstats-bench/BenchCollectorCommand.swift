@@ -1,3 +1,4 @@
+import ConsoleOutput
 import ArgumentParser
 import CallLog
 import Collector
@@ -5,7 +6,7 @@ import Foundation
 import Importers
 import Simulator
 
-/// `callstats bench collector`: what the in-app collector costs the app, per snapshot, and
+/// `callstats-bench collector`: what the in-app collector costs the app, per snapshot, and
 /// what it writes, per call-minute.
 struct CollectorBench: ParsableCommand {
     static let configuration = CommandConfiguration(

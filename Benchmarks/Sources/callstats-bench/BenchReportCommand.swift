@@ -1,3 +1,4 @@
+import ConsoleOutput
 import ArgumentParser
 import Foundation
 import Ingest
@@ -6,7 +7,7 @@ import Simulator
 import SQLiteDatabase
 import Store
 
-/// `callstats bench report`: how long the HTML report takes, and how big it is, on a
+/// `callstats-bench report`: how long the HTML report takes, and how big it is, on a
 /// database of many calls.
 struct ReportBench: ParsableCommand {
     static let configuration = CommandConfiguration(

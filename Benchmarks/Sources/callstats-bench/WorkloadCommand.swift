@@ -1,0 +1,150 @@
+import Analysis
+import ArgumentParser
+import CallLog
+import Capture
+import ConsoleOutput
+import Foundation
+import Ingest
+import Simulator
+
+/// `callstats-bench workload`: fixed pieces of work whose instruction counts
+/// `Benchmarks/check-performance.sh` runs under callgrind and holds to the thresholds in
+/// `Benchmarks/Thresholds/instructions.json`. Each is deterministic for a given input: one
+/// thread, no clocks, no timers, so the count moves only when the code (or the compiler, zstd
+/// or SQLite) does.
+struct WorkloadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "workload",
+        abstract: "Fixed workloads for the instruction-count checks (check-performance.sh).",
+        subcommands: [CorpusWorkload.self, CapturePcapWorkload.self,
+                      ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self])
+}
+
+/// Writes the simulated corpus the scanner, analysis and writer workloads read (not measured).
+struct CorpusWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "corpus", abstract: "Write the fixed simulated corpus.")
+
+    @Option(help: "Calls in the corpus.")
+    var calls = 100
+
+    @Argument(help: "The folder to write.")
+    var folder: String
+
+    func run() throws {
+        var config = SimulatorConfiguration(calls: calls, seed: 1)
+        config.files = 2
+        config.workers = 1
+        let summary = try Simulator(config).write(to: folder)
+        print("\(summary.calls) calls, \(summary.records) records in \(folder)")
+    }
+}
+
+/// The whole analysis of a folder into a new database, as `callstats analyze --threads 1`
+/// runs it, with one transaction (the time-based commits would make the count depend on
+/// how fast the machine, or valgrind, is).
+struct AnalyzeWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "analyze", abstract: "Analyse a folder into a new database.")
+
+    @Argument(help: "A folder of logs.")
+    var folder: String
+
+    @Option(help: "The database to create (removed first).")
+    var db: String
+
+    func run() throws {
+        for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) }
+        var options = AnalyzeRun.Options(paths: [folder], database: db)
+        options.readers = 1
+        options.secondsPerTransaction = .infinity
+        let report = try AnalyzeRun(options: options).run()
+        print("\(report.callsInRun) calls analysed")
+    }
+}
+
+/// A pcap through the whole capture path (libpcap, decoding, statistics, records), in memory.
+struct CaptureWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "capture", abstract: "Capture a pcap file's streams.")
+
+    @Argument(help: "The pcap file (capture-pcap writes one).")
+    var path: String
+
+    func run() throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let r = try CaptureBenchmark.run(capture: bytes)
+        print("\(r.packets) packets")
+    }
+}
+
+/// Every line of a folder's logs through the scanner (`RecordIngestor`): what `analyze`'s
+/// readers do before a call is analysed.
+struct ScannerWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "scanner", abstract: "Scan every line of a folder's logs into call material.")
+
+    @Argument(help: "A folder of *.ndjson.zst logs (callstats simulate writes one).")
+    var folder: String
+
+    func run() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".ndjson.zst") }.sorted()
+        var ingestor = RecordIngestor()
+        var lines = 0, calls = 0
+        for file in files {
+            LogLineReader(path: folder + "/" + file).forEachLine({ line, _ in
+                _ = ingestor.ingest(line)
+                lines += 1
+            }, issue: { _ in })
+            calls += ingestor.takeAll().count
+        }
+        print("scanned \(lines) lines of \(files.count) files into \(calls) calls")
+    }
+}
+
+/// The collector's writer path: each snapshot's JSON text parsed, delta-encoded against the
+/// call's last one, compressed at the collector's zstd level and flushed, as the collector's
+/// background writer does per snapshot.
+struct CollectorWriterWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "collector-writer", abstract: "Write a folder's stats records as the collector writes snapshots.")
+
+    @Argument(help: "A folder of *.ndjson.zst logs whose stats records are written again.")
+    var folder: String
+
+    @Option(help: "The log to write.")
+    var out: String
+
+    @Option(help: "Snapshots written (the first ones of the folder's logs).")
+    var snapshots = 2_000
+
+    func run() throws {
+        var texts: [String] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".ndjson.zst") }).sorted() {
+            for record in LogReader(path: folder + "/" + file).readAll().records where record.kind == .stats {
+                texts.append(record.jsonLine)
+            }
+        }
+        let writer = try LogWriter(path: out)
+        for text in texts.prefix(snapshots) {
+            try writer.append(try LogRecord(parsing: text))
+            try writer.flush()
+        }
+        try writer.close()
+        print("wrote \(min(snapshots, texts.count)) snapshots")
+    }
+}
+
+/// Writes the synthetic G.711 capture that `callstats capture -r` reads in the capture check.
+struct CapturePcapWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "capture-pcap", abstract: "Write a synthetic G.711 pcap for the capture check.")
+
+    @Option(help: "Packets in the capture.")
+    var packets = 200_000
+
+    @Option(help: "RTP streams the packets are spread over.")
+    var streams = 100
+
+    @Argument(help: "The pcap file to write.")
+    var path: String
+
+    func run() throws {
+        let bytes = CaptureBenchmark.syntheticCapture(packets: packets, streams: streams)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+}
