@@ -7,7 +7,12 @@ import PackageDescription
 //   CallLog                           the log format: records, zstd frames, reader, writer
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
 //                                     (Collector: the in-app library that samples calls and writes logs)
-//   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
+//   Quality                           pure maths: E-model, MOS, video scores (no dependencies)
+//   MaterialScanning                  log lines -> per-call material: the JSON byte engine, the
+//                                     stats field table and scanner, `RecordIngestor`, `CallMaterial`
+//   MaterialCodec                     `CallMaterial` <-> stored bytes (its layouts and versions)
+//   Analysis                          material -> results, pure: intervals, summaries, setup,
+//                                     findings, grade, settings; `CallAnalysis` and its rows
 //   Store                             SQLite schema and writer for analysis results
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
@@ -35,30 +40,45 @@ let package = Package(
         .target(name: "Capture", dependencies: ["CallLog", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
-        .target(name: "Analysis", dependencies: ["CallLog", "Quality", "CByteCompare"]),
+        .target(name: "MaterialScanning", dependencies: ["CallLog", "CByteCompare"]),
+        .target(name: "MaterialCodec", dependencies: ["CallLog", "MaterialScanning"]),
+        .target(name: "Analysis", dependencies: ["CallLog", "Quality", "MaterialScanning"]),
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
-        .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
+        .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "Store"]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest", "Report",
+            "CallLog", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec", "Analysis", "Store", "Ingest",
+            "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
+        // Hand-built W3C reports and log files read into call material, for the tests of the
+        // modules that consume material.
+        .target(name: "MaterialTestSupport", dependencies: ["CallLog", "MaterialScanning"], path: "Tests/MaterialTestSupport"),
         .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
+        .testTarget(name: "MaterialScanningTests", dependencies: ["MaterialScanning", "Simulator", "TestSupport"]),
+        .testTarget(name: "MaterialCodecTests", dependencies: [
+            "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
+        ]),
+        .testTarget(name: "AnalysisTests", dependencies: [
+            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "TestSupport",
+        ]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: [
+            "Ingest", "CallLog", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator", "TestSupport",
+        ]),
+        .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
         .testTarget(name: "FaultTests", dependencies: [
-            "callstats", "Ingest", "CallLog", "Store", "Analysis", "Simulator", "Capture", "TestSupport",
+            "callstats", "Ingest", "CallLog", "Store", "MaterialScanning", "MaterialCodec", "Analysis", "Simulator", "Capture",
+            "TestSupport",
         ]),
     ]
 )

@@ -1,3 +1,5 @@
+import MaterialScanning
+
 /// What the analyser produces for one call: the rows the store writes.
 ///
 /// These types are the contract between `Analysis` and `Store`; the SQLite schema
@@ -121,9 +123,6 @@ public struct CallSummary: Sendable, Equatable {
     }
 }
 
-public enum MediaKind: String, Sendable { case audio, video }
-public enum StreamDirection: String, Sendable { case inbound, outbound }
-
 /// One RTP stream (an SSRC in one direction) of a call.
 public struct StreamSummary: Sendable, Equatable {
     public var callID: String
@@ -213,27 +212,6 @@ public struct IntervalMetrics: Sendable, Equatable {
         self.streamID = streamID
         self.startTs = startTs
         self.endTs = endTs
-    }
-}
-
-/// A timeline entry: SDK events, call-state changes, quality callbacks, the end.
-public struct CallEvent: Sendable, Equatable {
-    public var callID: String
-    public var ts: Int64
-    /// The record kind: event, quality, end.
-    public var kind: String
-    public var action: String
-    public var type: String
-    /// Remaining fields as compact JSON text.
-    public var detailJSON: String
-
-    public init(callID: String, ts: Int64, kind: String, action: String, type: String, detailJSON: String = "{}") {
-        self.callID = callID
-        self.ts = ts
-        self.kind = kind
-        self.action = action
-        self.type = type
-        self.detailJSON = detailJSON
     }
 }
 

@@ -1,4 +1,5 @@
 import CallLog
+import MaterialScanning
 
 /// Call setup, ICE and end from the event timeline.
 enum Setup {

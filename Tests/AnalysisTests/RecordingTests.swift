@@ -1,6 +1,8 @@
 import Analysis
 import CallLog
 import Foundation
+import MaterialScanning
+import MaterialTestSupport
 import Simulator
 import TestSupport
 import XCTest

@@ -1,7 +1,7 @@
-@testable import Analysis
 import CallLog
 import Foundation
 import Ingest
+@testable import MaterialScanning
 import Simulator
 import Store
 import TestSupport

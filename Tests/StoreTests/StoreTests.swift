@@ -1,6 +1,7 @@
 import Analysis
 import CSQLite
 import Foundation
+import MaterialScanning
 import Store
 import TestSupport
 import XCTest

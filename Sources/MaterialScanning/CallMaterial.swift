@@ -1,5 +1,10 @@
 import CallLog
 
+/// A stream's media; the raw values are what the database stores.
+public enum MediaKind: String, Sendable { case audio, video }
+/// Which way a stream flows at this end: received (inbound) or sent (outbound).
+public enum StreamDirection: String, Sendable { case inbound, outbound }
+
 /// One stream's counters at one snapshot, in one vocabulary for W3C, goog and wire records.
 /// NaN means "not reported". Times in ms, durations in s as W3C gives them.
 public struct StreamReading: Sendable, Equatable {
@@ -69,6 +74,15 @@ public struct Snapshot: Sendable, Equatable {
     public var source: String
     public var streams: [StreamReading]
     public var pair: PairReading?
+
+    package init(ts: Int64, statsTs: Double, peerConnection: String, source: String, streams: [StreamReading], pair: PairReading?) {
+        self.ts = ts
+        self.statsTs = statsTs
+        self.peerConnection = peerConnection
+        self.source = source
+        self.streams = streams
+        self.pair = pair
+    }
 }
 
 /// Everything recorded about one call, compact, mergeable and storable.

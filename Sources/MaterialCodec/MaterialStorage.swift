@@ -1,4 +1,5 @@
 import CallLog
+import MaterialScanning
 
 /// Stores a call's material between runs, zstd-compressed: a small JSON header (call record,
 /// end: few and irregular) followed by the events and snapshots in a binary layout (many and
