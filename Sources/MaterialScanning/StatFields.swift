@@ -394,3 +394,10 @@ struct StatObject {
         }
     }
 }
+
+extension NumField {
+    /// Top-level W3C numbers: the ones the log format predicts (nested members are not).
+    static let predictable: [NumField] = allCases.filter {
+        ![.qlBandwidth, .qlCPU, .qlOther].contains($0) && !"\($0)".hasPrefix("goog")
+    }
+}
