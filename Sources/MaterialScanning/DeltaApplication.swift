@@ -100,7 +100,7 @@ extension StatsScanner {
     }
 
     static func apply(_ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState,
-                              names: inout DeltaNames) throws(JSONCursor.ScanError) {
+                      names: inout DeltaNames) throws(JSONCursor.ScanError) {
         switch section {
         case .del:
             try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }

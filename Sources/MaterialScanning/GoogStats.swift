@@ -48,7 +48,7 @@ extension Readings {
 
     /// A legacy stream reading's numbers and names from its `ssrc` object `o`.
     static func fillGoog(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
-                                 names: inout StreamNames) {
+                         names: inout StreamNames) {
         if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: r.kind, name: name) }
         r.lost = s.num(o, .packetsLost)
         r.jitterMs = s.num(o, .googJitterReceived)

@@ -24,7 +24,7 @@ extension StatsScanner {
     /// timestamp): once type and timestamp are known, the rest is skipped unread.
     @inline(__always)
     static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject,
-                                   id: inout String?, typeKnown: inout Bool) throws(JSONCursor.ScanError) {
+                           id: inout String?, typeKnown: inout Bool) throws(JSONCursor.ScanError) {
         if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
         try readMember(&cur, key: key, into: &o, id: &id)
         if !typeKnown && (o.type != .other || JSONCursor.equals(key, "type")) { typeKnown = true }
@@ -85,8 +85,8 @@ extension StatsScanner {
     /// member recorded between a `valuesOpen` and a `valuesClose` span. A member that is not a
     /// plain field (an id, type or timestamp, nested objects) makes the object not comparable.
     static func readValues(_ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
-                                   objectStart: Int, record: AppendList<MemberSpan>, written: inout WrittenFields,
-                                   comparable: inout Bool) throws(JSONCursor.ScanError) {
+                           objectStart: Int, record: AppendList<MemberSpan>, written: inout WrittenFields,
+                           comparable: inout Bool) throws(JSONCursor.ScanError) {
         var ignored: String?
         try c.expect(0x7B)
         if comparable {
@@ -129,7 +129,7 @@ extension StatsScanner {
     /// converted again (half of the numbers read in real-shaped reports are timestamps).
     @inline(__always)
     static func readTimestamp(_ c: inout JSONCursor, into o: inout StatObject,
-                                      last: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
+                              last: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
         c.skipSpace()
         let start = c.pos
         if let t = last, c.end - start > t.count, JSONCursor.equal(c.base + t.pos, c.base + start, t.count),
