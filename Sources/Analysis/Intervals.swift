@@ -98,7 +98,9 @@ enum Intervals {
                 i.lossPct = min(100, 100 * lost / (lost + dp))
             }
         }
-        i.jitterMs = sane(b.jitterMs, max: 10_000)
+        // One column for both directions: what this end measured on a received stream, what the
+        // far end reported about a sent one.
+        i.jitterMs = sane(b.direction == .inbound ? b.inboundJitterMs : b.remoteReportedJitterMs, max: 10_000)
         if let dTotal = delta(a.rttTotalSeconds, b.rttTotalSeconds), let dCount = delta(a.rttCount, b.rttCount), dCount > 0, dTotal >= 0 {
             i.rttMs = sane(1000 * dTotal / dCount, max: 60_000)
         } else {

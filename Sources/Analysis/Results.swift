@@ -98,6 +98,7 @@ public struct CallSummary: Sendable, Equatable {
     public var videoScoreWorst: Double?
     /// Inbound audio network loss, %, whole call.
     public var lossPct: Double?
+    /// Inbound audio jitter as this end measured it, time-weighted mean, ms.
     public var jitterMs: Double?
     /// RTCP round-trip time (remote-inbound-rtp / googRtt), mean, ms.
     public var rttMs: Double?
@@ -142,6 +143,8 @@ public struct StreamSummary: Sendable, Equatable {
     /// Packets lost as seen by the receiver (for outbound streams: from the remote's RTCP).
     public var packetsLost: Int64 = 0
     public var lossPct: Double?
+    /// Jitter over the stream's intervals (see `IntervalMetrics.jitterMs`: measured here on an
+    /// inbound stream, reported by the far end on an outbound one), mean and maximum, ms.
     public var jitterMeanMs: Double?
     public var jitterMaxMs: Double?
     public var rttMeanMs: Double?
@@ -185,6 +188,10 @@ public struct IntervalMetrics: Sendable, Equatable {
     public var packets: Int64?
     public var packetsLost: Int64?
     public var lossPct: Double?
+    /// Interarrival jitter, ms, by the stream's direction: on an inbound stream what this end
+    /// measured (`StreamReading.inboundJitterMs`), on an outbound one what the far end reported
+    /// about it (`StreamReading.remoteReportedJitterMs`). One column holds both; the row's
+    /// stream says which.
     public var jitterMs: Double?
     public var rttMs: Double?
     public var iceRttMs: Double?

@@ -18,7 +18,14 @@ public struct StreamReading: Sendable, Equatable {
     public var packets: Double = .nan        // received (inbound) or sent (outbound)
     public var bytes: Double = .nan
     public var lost: Double = .nan           // inbound: packetsLost; outbound: as the remote reported
-    public var jitterMs: Double = .nan       // inbound: measured here; outbound: as the remote reported
+    /// Inbound streams: the interarrival jitter this end measured on the stream it receives
+    /// (W3C inbound-rtp `jitter`, goog `_recv` googJitterReceived, wire records), ms. NaN on
+    /// outbound streams.
+    public var inboundJitterMs: Double = .nan
+    /// Outbound streams: the jitter the far end reported about the stream we send, from its RTCP
+    /// receiver reports (W3C remote-inbound-rtp `jitter`, goog `_send` googJitterReceived), ms.
+    /// NaN on inbound streams.
+    public var remoteReportedJitterMs: Double = .nan
     public var audibleConcealed: Double = .nan   // concealedSamples − silentConcealedSamples
     public var totalSamples: Double = .nan
     public var concealmentEvents: Double = .nan

@@ -51,8 +51,10 @@ extension Readings {
                          names: inout StreamNames) {
         if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: r.kind, name: name) }
         r.lost = s.num(o, .packetsLost)
-        r.jitterMs = s.num(o, .googJitterReceived)
+        // googJitterReceived is what the receiving end measured: here on `_recv` objects, the far
+        // end (its RTCP receiver reports) on `_send` ones.
         if inbound {
+            r.inboundJitterMs = s.num(o, .googJitterReceived)
             r.packets = s.num(o, .packetsReceived)
             r.bytes = s.num(o, .bytesReceived)
             r.plcCalls = s.num(o, .googDecodingPLC)
@@ -64,6 +66,7 @@ extension Readings {
             r.width = width >= 0 ? width : .nan
             r.height = height >= 0 ? height : .nan
         } else {
+            r.remoteReportedJitterMs = s.num(o, .googJitterReceived)
             r.packets = s.num(o, .packetsSent)
             r.bytes = s.num(o, .bytesSent)
             r.rttMs = s.num(o, .googRtt)

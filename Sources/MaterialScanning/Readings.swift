@@ -137,7 +137,7 @@ enum Readings {
             r.packets = s.num(o, .packetsReceived)
             r.bytes = s.num(o, .bytesReceived)
             r.lost = s.num(o, .packetsLost)
-            r.jitterMs = s.num(o, .jitter) * 1000
+            r.inboundJitterMs = s.num(o, .jitter) * 1000
             let concealed = s.num(o, .concealedSamples)
             if !concealed.isNaN {
                 let silent = s.num(o, .silentConcealedSamples)
@@ -166,7 +166,7 @@ enum Readings {
             r.qualityLimitation = s.str(o, .qualityLimitationReason)
             if let ri = remoteInbound.last(where: { $0.ssrc == r.ssrc })?.slot {
                 r.lost = s.num(ri, .packetsLost)
-                r.jitterMs = s.num(ri, .jitter) * 1000
+                r.remoteReportedJitterMs = s.num(ri, .jitter) * 1000
                 r.rttMs = s.num(ri, .roundTripTime) * 1000
                 r.rttTotalSeconds = s.num(ri, .totalRoundTripTime)
                 r.rttCount = s.num(ri, .roundTripTimeMeasurements)
@@ -222,7 +222,7 @@ enum Readings {
         s.bytes = r["bytesReceived"]?.doubleValue ?? .nan
         // Wire loss is expected − received; duplicates make it negative, which means none lost.
         s.lost = max(0, r["packetsLost"]?.doubleValue ?? .nan)
-        s.jitterMs = r["jitterMs"]?.doubleValue ?? .nan
+        s.inboundJitterMs = r["jitterMs"]?.doubleValue ?? .nan
         if let rtt = lastRTTMs { s.rttMs = rtt }
         return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: [s], pair: nil)
     }
