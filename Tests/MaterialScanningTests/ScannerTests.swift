@@ -555,3 +555,11 @@ final class ScannerTests: XCTestCase {
         XCTAssertThrowsError(try scan(&kept, damaged))
     }
 }
+
+/// A layout's elements are its content: `fields` compares recycled and fresh chain states field
+/// by field, where the storage's address and capacity would differ.
+extension AppendList: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, unlabeledChildren: Array(elements(0..<count)), displayStyle: .collection)
+    }
+}
