@@ -1,6 +1,5 @@
 import CallLog
 import MaterialScanning
-import Quality
 
 /// Turns a call's material into its analysis: intervals per stream, summaries, findings, grade.
 /// Pure and deterministic: the same material always gives the same rows.
