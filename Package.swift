@@ -9,8 +9,13 @@ import PackageDescription
 //                                     project's Chromium test-page recording) -> log format v1
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
 //                                     (Collector: the in-app library that samples calls and writes logs;
-//                                     Capture also uses Quality's RFC 3550 maths, which depends on nothing)
-//   Quality, Analysis                 (Quality is pure maths; Analysis turns records into results)
+//                                     Capture also uses Quality's RFC 3550 maths)
+//   Quality                           pure maths: E-model, MOS, video scores, RFC 3550 (no dependencies)
+//   MaterialScanning                  log lines -> per-call material: the JSON byte engine, the
+//                                     stats field table and scanner, `RecordIngestor`, `CallMaterial`
+//   MaterialCodec                     `CallMaterial` <-> stored bytes (its layouts and versions)
+//   Analysis                          material -> results, pure: intervals, summaries, setup,
+//                                     findings, grade, settings; `CallAnalysis` and its rows
 //   SQLiteDatabase                    the SQLite C API made safe (connections, statements, values)
 //   Store                             the schema and every SQL statement: writer, readers, comparison
 //   Report                            the HTML report, read from a Store database
@@ -28,7 +33,8 @@ let package = Package(
         // Every module, for the benchmarks package beside this one (Benchmarks/): it measures
         // them through their public API.
         .library(name: "CallstatsModules", targets: [
-            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "Analysis", "Store", "Ingest", "Report", "ConsoleOutput",
+            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
+            "SQLiteDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
         ]),
     ],
     dependencies: [
@@ -48,34 +54,51 @@ let package = Package(
         .target(name: "Capture", dependencies: ["CallLog", "Quality", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
         .target(name: "Quality"),
-        .target(name: "Analysis", dependencies: ["CallLog", "Quality", "CByteCompare"]),
+        .target(name: "MaterialScanning", dependencies: ["CallLog", "CByteCompare"]),
+        .target(name: "MaterialCodec", dependencies: ["CallLog", "MaterialScanning"]),
+        .target(name: "Analysis", dependencies: ["CallLog", "Quality", "MaterialScanning"]),
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite"]),
         .target(name: "Store", dependencies: ["Analysis", "SQLiteDatabase"]),
-        .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
+        .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
         .target(name: "ConsoleOutput"),
         .executableTarget(name: "callstats", dependencies: [
-            "ConsoleOutput",
-            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
+            "ConsoleOutput", "CallLog", "Importers", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec",
+            "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
+        // Hand-built W3C reports and log files read into call material, for the tests of the
+        // modules that consume material.
+        .target(name: "MaterialTestSupport", dependencies: ["CallLog", "MaterialScanning"], path: "Tests/MaterialTestSupport"),
         .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
         .testTarget(name: "ImportersTests", dependencies: ["Importers", "CallLog", "Analysis", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Simulator", "Importers", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "SQLiteDatabase", "CSQLite", "Analysis", "Simulator", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "Importers", "TestSupport"]),
-        .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
+        .testTarget(name: "MaterialScanningTests", dependencies: ["MaterialScanning", "Simulator", "TestSupport"]),
+        .testTarget(name: "MaterialCodecTests", dependencies: [
+            "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
+        ]),
+        .testTarget(name: "AnalysisTests", dependencies: [
+            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "TestSupport",
+        ]),
+        .testTarget(name: "StoreTests", dependencies: [
+            "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
+        ]),
+        .testTarget(name: "IngestTests", dependencies: [
+            "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
+            "Importers", "TestSupport",
+        ]),
+        .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
         .testTarget(name: "FaultTests", dependencies: [
-            "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "Simulator", "Capture", "TestSupport",
+            "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "MaterialScanning", "MaterialCodec", "Analysis",
+            "Simulator", "Capture", "TestSupport",
         ]),
     ]
 )

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 SWIFTC=${SWIFTC:-swiftc}
 OUT=.build-fuzz
 mkdir -p "$OUT/lib"
-FLAGS=(-parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -I "$OUT/lib" -I Sources/CZstd -I Sources/CPcap -I Sources/CByteCompare/include)
+FLAGS=(-parse-as-library -O -g -sanitize=fuzzer,address -enable-testing -package-name callstats -I "$OUT/lib" -I Sources/CZstd -I Sources/CPcap -I Sources/CByteCompare/include)
 
 # module name and its sources, in dependency order
 module() {
@@ -27,6 +27,8 @@ module() {
 echo "building fuzz targets in $OUT (a few minutes on two cores)"
 module CallLog Sources/CallLog/*.swift
 module Quality Sources/Quality/*.swift
+module MaterialScanning Sources/MaterialScanning/*.swift
+module MaterialCodec Sources/MaterialCodec/*.swift
 module Analysis Sources/Analysis/*.swift
 module Capture Sources/Capture/*.swift
 
@@ -34,6 +36,6 @@ for target in records zstd capture; do
     entry=Fuzz/targets/Fuzz${target^}.swift
     echo "  fuzz-$target"
     "$SWIFTC" "${FLAGS[@]}" -module-name Fuzz "$entry" Tests/FaultTests/FuzzEntryPoints.swift \
-        -L "$OUT/lib" -lAnalysis -lQuality -lCapture -lCallLog -lzstd -lpcap -o "$OUT/fuzz-$target"
+        -L "$OUT/lib" -lAnalysis -lMaterialCodec -lMaterialScanning -lQuality -lCapture -lCallLog -lzstd -lpcap -o "$OUT/fuzz-$target"
 done
 echo "built: $(cd "$OUT" && ls fuzz-* | tr '\n' ' ')"

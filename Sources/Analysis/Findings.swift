@@ -1,3 +1,5 @@
+import MaterialScanning
+
 /// Findings: what went wrong, from when, for how long.
 ///
 /// Interval conditions count only when they persist: a sample is part of an episode when at

@@ -1,3 +1,5 @@
+import MaterialScanning
+
 /// What the analyser produces for one call: the rows the store writes.
 ///
 /// These types are the contract between `Analysis` and `Store`; the SQLite schema
@@ -96,6 +98,7 @@ public struct CallSummary: Sendable, Equatable {
     public var videoScoreWorst: Double?
     /// Inbound audio network loss, %, whole call.
     public var lossPct: Double?
+    /// Inbound audio jitter as this end measured it, time-weighted mean, ms.
     public var jitterMs: Double?
     /// RTCP round-trip time (remote-inbound-rtp / googRtt), mean, ms.
     public var rttMs: Double?
@@ -124,9 +127,6 @@ public struct CallSummary: Sendable, Equatable {
     }
 }
 
-public enum MediaKind: String, Sendable { case audio, video }
-public enum StreamDirection: String, Sendable { case inbound, outbound }
-
 /// One RTP stream (an SSRC in one direction) of a call.
 public struct StreamSummary: Sendable, Equatable {
     public var callID: String
@@ -146,6 +146,8 @@ public struct StreamSummary: Sendable, Equatable {
     /// Packets lost as seen by the receiver (for outbound streams: from the remote's RTCP).
     public var packetsLost: Int64 = 0
     public var lossPct: Double?
+    /// Jitter over the stream's intervals (see `IntervalMetrics.jitterMs`: measured here on an
+    /// inbound stream, reported by the far end on an outbound one), mean and maximum, ms.
     public var jitterMeanMs: Double?
     public var jitterMaxMs: Double?
     public var rttMeanMs: Double?
@@ -189,6 +191,10 @@ public struct IntervalMetrics: Sendable, Equatable {
     public var packets: Int64?
     public var packetsLost: Int64?
     public var lossPct: Double?
+    /// Interarrival jitter, ms, by the stream's direction: on an inbound stream what this end
+    /// measured (`StreamReading.inboundJitterMs`), on an outbound one what the far end reported
+    /// about it (`StreamReading.remoteReportedJitterMs`). One column holds both; the row's
+    /// stream says which.
     public var jitterMs: Double?
     public var rttMs: Double?
     public var iceRttMs: Double?
@@ -216,27 +222,6 @@ public struct IntervalMetrics: Sendable, Equatable {
         self.streamID = streamID
         self.startTs = startTs
         self.endTs = endTs
-    }
-}
-
-/// A timeline entry: SDK events, call-state changes, quality callbacks, the end.
-public struct CallEvent: Sendable, Equatable {
-    public var callID: String
-    public var ts: Int64
-    /// The record kind: event, quality, end.
-    public var kind: String
-    public var action: String
-    public var type: String
-    /// Remaining fields as compact JSON text.
-    public var detailJSON: String
-
-    public init(callID: String, ts: Int64, kind: String, action: String, type: String, detailJSON: String = "{}") {
-        self.callID = callID
-        self.ts = ts
-        self.kind = kind
-        self.action = action
-        self.type = type
-        self.detailJSON = detailJSON
     }
 }
 

@@ -1,6 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
+import MaterialScanning
 import Store
 
 /// The `analyze` job: reads log files, analyses every call, writes the database.

@@ -1,5 +1,7 @@
 import Analysis
 import CallLog
+import MaterialCodec
+import MaterialScanning
 import Store
 
 /// A call's part from one file, analysed and encoded on the reader thread, on its way to the

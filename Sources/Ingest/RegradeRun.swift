@@ -1,5 +1,7 @@
 import Analysis
 import Foundation
+import MaterialCodec
+import MaterialScanning
 import Store
 
 /// The `regrade` job: every call of a database analysed again from its stored material, with

@@ -1,6 +1,6 @@
-import Analysis
 import CallLog
 import Foundation
+import MaterialScanning
 
 /// A file that several readers share (see `AnalyzeRun`), decompressed and split into lines once,
 /// on a thread of its own, and dealt out to them a call at a time: the first reader to meet a

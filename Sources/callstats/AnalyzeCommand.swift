@@ -4,6 +4,7 @@ import ArgumentParser
 import CallLog
 import Foundation
 import Ingest
+import MaterialScanning
 import Store
 
 /// `callstats analyze`: logs in, scored calls and rollups out.

@@ -1,5 +1,7 @@
 import ConsoleOutput
 import ArgumentParser
+import MaterialCodec
+import MaterialScanning
 import Store
 
 /// `callstats internal compare-databases A B`: whether two databases hold the same rows, table

@@ -1,5 +1,7 @@
 import Analysis
 import CallLog
+import MaterialScanning
+import MaterialTestSupport
 import XCTest
 
 final class AgreementAndFindingsTests: XCTestCase {

@@ -1,72 +1,14 @@
 import Analysis
 import CallLog
 import Foundation
+import MaterialTestSupport
 
-/// Hand-built W3C snapshots with known counters, and a way to run them through the analyser
-/// as a log file would (text lines, optionally delta-encoded).
-struct W3CSnapshot {
-    var t: Double
-    var received: Double = 0, lost: Double = 0, jitter: Double = 0.005
-    var concealed: Double = 0, silent: Double = 0, events: Double = 0, samples: Double = 0
-    var jbDelay: Double = 0, jbEmitted: Double = 0
-    var sent: Double = 0, remoteLost: Double = 0, rtt: Double = 0.05, rttTotal: Double = 0, rttCount: Double = 0
-    var pairRTT: Double = 0.05
-    var inboundSSRC = 1111.0
-
-    var report: [JSONValue] {
-        [
-            ["id": "IT01A", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": .number(inboundSSRC),
-             "codecId": "CIT01_111", "packetsReceived": .number(received), "packetsLost": .number(lost), "jitter": .number(jitter),
-             "concealedSamples": .number(concealed), "silentConcealedSamples": .number(silent), "concealmentEvents": .number(events),
-             "totalSamplesReceived": .number(samples), "jitterBufferDelay": .number(jbDelay), "jitterBufferEmittedCount": .number(jbEmitted),
-             "bytesReceived": .number(received * 80)],
-            ["id": "OT01A", "timestamp": .number(t), "type": "outbound-rtp", "kind": "audio", "ssrc": 2222, "codecId": "COT01_111",
-             "packetsSent": .number(sent), "bytesSent": .number(sent * 80)],
-            ["id": "RIA", "timestamp": .number(t - 300), "type": "remote-inbound-rtp", "kind": "audio", "ssrc": 2222, "localId": "OT01A",
-             "packetsLost": .number(remoteLost), "roundTripTime": .number(rtt), "totalRoundTripTime": .number(rttTotal),
-             "roundTripTimeMeasurements": .number(rttCount), "jitter": 0.004, "fractionLost": 0],
-            ["id": "CIT01_111", "timestamp": .number(t), "type": "codec", "mimeType": "audio/opus", "clockRate": 48000, "payloadType": 111],
-            ["id": "COT01_111", "timestamp": .number(t), "type": "codec", "mimeType": "audio/opus", "clockRate": 48000, "payloadType": 111],
-            ["id": "CF01", "timestamp": .number(t), "type": "certificate", "fingerprint": "AA:BB", "base64Certificate": "MIIB\\u0041x"],
-            ["id": "CP1", "timestamp": .number(t), "type": "candidate-pair", "state": "succeeded", "nominated": true,
-             "localCandidateId": "L1", "remoteCandidateId": "R1", "currentRoundTripTime": .number(pairRTT), "responsesReceived": 5],
-            ["id": "L1", "timestamp": .number(t), "type": "local-candidate", "candidateType": "srflx", "protocol": "udp", "address": "192.0.2.1", "networkType": "wifi"],
-            ["id": "R1", "timestamp": .number(t), "type": "remote-candidate", "candidateType": "host", "protocol": "udp", "address": "198.51.100.2"],
-            ["id": "T01", "timestamp": .number(t), "type": "transport", "selectedCandidatePairId": "CP1"],
-        ]
-    }
-}
-
-enum Harness {
+/// Hand-built calls run through the analyser as a log file would carry them.
+extension Harness {
     /// Runs records through text lines (as written by LogWriter with or without deltas) into the analyser.
     static func analyze(_ records: [LogRecord], deltas: Bool = true, config: AnalysisConfig = AnalysisConfig()) throws -> CallAnalysis {
         let m = try material(records, deltas: deltas)
         return CallAnalyzer.analyze(m, config: config)
-    }
-
-    /// `editLines` changes the written file's lines before they are read (repeats, reordering).
-    static func material(_ records: [LogRecord], deltas: Bool = true, editLines: (([String]) -> [String])? = nil) throws -> CallMaterial {
-        let path = NSTemporaryDirectory() + "analysis-\(UUID().uuidString).ndjson"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        var o = LogWriter.Options()
-        o.deltaStats = deltas
-        let w = try LogWriter(path: path, options: o)
-        for r in records { try w.append(r) }
-        try w.close()
-        if let editLines {
-            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-            try (editLines(lines).joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        }
-        var ingestor = RecordIngestor()
-        var failures: [String] = []
-        LogLineReader(path: path).forEachLine({ line, n in
-            if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
-        }, issue: { failures.append($0.description) })
-        if let f = failures.first { throw NSError(domain: "analysis", code: 1, userInfo: [NSLocalizedDescriptionKey: f]) }
-        var all = ingestor.takeAll()
-        guard var m = all.popLast() else { throw NSError(domain: "analysis", code: 2) }
-        for other in all { m.merge(other) }
-        return m
     }
 
     /// A call of 12 snapshots 10 s apart (so each interval is one window) sending and receiving
@@ -82,9 +24,5 @@ enum Harness {
             records.append(stats(id, s, ts: ts))
         }
         return try analyze(records, config: config)
-    }
-
-    static func stats(_ call: String, _ s: W3CSnapshot, ts: Int64) -> LogRecord {
-        .stats(call: call, ts: ts, format: .w3c, report: s.report, peerConnection: "pc0")
     }
 }

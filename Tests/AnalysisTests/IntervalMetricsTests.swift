@@ -1,5 +1,7 @@
 @testable import Analysis
 import CallLog
+import MaterialScanning
+import MaterialTestSupport
 import Quality
 import XCTest
 
@@ -149,27 +151,5 @@ final class IntervalMetricsTests: XCTestCase {
         XCTAssertNil(i.jitterMs)
         XCTAssertNil(i.rttMs)
         XCTAssertEqual(i.packets, 500)
-    }
-
-    /// Stored material restores exactly, and merging it with itself changes nothing.
-    func testMaterialRoundTripAndIdempotentMerge() throws {
-        var records: [LogRecord] = [.callInfo(call: "c5", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
-                                              app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])]
-        var s = W3CSnapshot(t: Double(t0))
-        for k in 0..<4 {
-            s.t = Double(t0 + Int64(k) * 10_000); s.received += 500
-            records.append(Harness.stats("c5", s, ts: t0 + Int64(k) * 10_000))
-        }
-        records.append(.quality(call: "c5", ts: t0 + 5_000, score: 80, source: "cisco-rem"))
-        let m = try Harness.material(records)
-        let restored = try CallMaterial(decoding: m.encoded())
-        // Unmeasured fields are NaN (never equal to itself), so compare the stored form.
-        XCTAssertEqual(restored.encoded(), m.encoded())
-        XCTAssertEqual(restored.snapshots.count, 4)
-        var doubled = m
-        doubled.merge(restored)
-        XCTAssertEqual(CallAnalyzer.analyze(doubled).call, CallAnalyzer.analyze(m).call)
-        XCTAssertEqual(CallAnalyzer.analyze(m).call.sdkQualityMean, 80)
-        XCTAssertEqual(CallAnalyzer.analyze(m).call.platform, "ios")
     }
 }

@@ -2,6 +2,8 @@ import Analysis
 import CallLog
 import Foundation
 import Importers
+import MaterialScanning
+import MaterialTestSupport
 import Simulator
 import TestSupport
 import XCTest

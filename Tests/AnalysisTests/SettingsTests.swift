@@ -1,5 +1,7 @@
 @testable import Analysis
 import CallLog
+import MaterialScanning
+import MaterialTestSupport
 import XCTest
 
 /// The analysis settings by name: files, `--set`, and what they change in an analysis.

@@ -1,5 +1,7 @@
 import Analysis
 import CallLog
+import MaterialScanning
+import MaterialTestSupport
 import XCTest
 
 /// Call setup, ICE and end from hand-built event timelines with known answers.

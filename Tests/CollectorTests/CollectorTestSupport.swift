@@ -3,6 +3,7 @@ import CallLog
 @testable import Collector
 import Dispatch
 import Foundation
+import MaterialScanning
 import TestSupport
 import XCTest
 

@@ -1,6 +1,8 @@
+import Analysis
 @testable import CallLog
-@testable import Analysis
 import Capture
+import MaterialCodec
+@testable import MaterialScanning
 
 /// What each libFuzzer target does with one input, shared by the fuzzers (`Fuzz/build.sh`
 /// compiles this file into them) and by `FuzzReplayTests`, which feeds the seed corpus and

@@ -2,6 +2,8 @@ import Analysis
 import CallLog
 import Foundation
 @testable import Ingest
+import MaterialCodec
+import MaterialScanning
 import Store
 import XCTest
 

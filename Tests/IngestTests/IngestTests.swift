@@ -2,6 +2,8 @@ import Analysis
 import CallLog
 import Foundation
 import Ingest
+import MaterialCodec
+import MaterialScanning
 import Simulator
 import SQLiteDatabase
 import Store

@@ -1,8 +1,8 @@
-@testable import Analysis
 import CallLog
 import Foundation
 import Ingest
 import Importers
+@testable import MaterialScanning
 import Simulator
 import SQLiteDatabase
 import Store
@@ -18,7 +18,7 @@ final class MemberFilterTests: XCTestCase {
     /// Every name the analyser's field table reads is in `StatsMemberFilter.analysed`: a field
     /// added to the analyser without being added there would be dropped by the filter.
     func testAnalysedListCoversEveryFieldTheAnalyserReads() {
-        let read = Set(NumField.allCases.map(\.name)).union(StrField.allCases.map(\.name))
+        let read = Set(NumField.allCases.map(\.jsonName)).union(StrField.allCases.map(\.jsonName))
             .subtracting(["bandwidth", "cpu", "other"])  // inside qualityLimitationDurations, kept whole
         XCTAssertEqual(read.subtracting(StatsMemberFilter.analysed), [])
         XCTAssertTrue(StatsMemberFilter.analysed.isSubset(of: StatsMemberFilter.essential))

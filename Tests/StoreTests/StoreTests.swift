@@ -2,6 +2,7 @@ import Analysis
 import CSQLite
 import Foundation
 import SQLiteDatabase
+import MaterialScanning
 import Store
 import TestSupport
 import XCTest

@@ -1,4 +1,5 @@
 import Analysis
+import MaterialScanning
 import ArgumentParser
 import CallLog
 import Capture

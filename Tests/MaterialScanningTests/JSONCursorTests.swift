@@ -1,4 +1,4 @@
-@testable import Analysis
+@testable import MaterialScanning
 import Foundation
 import XCTest
 

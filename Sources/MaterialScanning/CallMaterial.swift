@@ -1,5 +1,10 @@
 import CallLog
 
+/// A stream's media; the raw values are what the database stores.
+public enum MediaKind: String, Sendable { case audio, video }
+/// Which way a stream flows at this end: received (inbound) or sent (outbound).
+public enum StreamDirection: String, Sendable { case inbound, outbound }
+
 /// One stream's counters at one snapshot, in one vocabulary for W3C, goog and wire records.
 /// NaN means "not reported". Times in ms, durations in s as W3C gives them.
 public struct StreamReading: Sendable, Equatable {
@@ -13,7 +18,14 @@ public struct StreamReading: Sendable, Equatable {
     public var packets: Double = .nan        // received (inbound) or sent (outbound)
     public var bytes: Double = .nan
     public var lost: Double = .nan           // inbound: packetsLost; outbound: as the remote reported
-    public var jitterMs: Double = .nan       // inbound: measured here; outbound: as the remote reported
+    /// Inbound streams: the interarrival jitter this end measured on the stream it receives
+    /// (W3C inbound-rtp `jitter`, goog `_recv` googJitterReceived, wire records), ms. NaN on
+    /// outbound streams.
+    public var inboundJitterMs: Double = .nan
+    /// Outbound streams: the jitter the far end reported about the stream we send, from its RTCP
+    /// receiver reports (W3C remote-inbound-rtp `jitter`, goog `_send` googJitterReceived), ms.
+    /// NaN on inbound streams.
+    public var remoteReportedJitterMs: Double = .nan
     public var audibleConcealed: Double = .nan   // concealedSamples − silentConcealedSamples
     public var totalSamples: Double = .nan
     public var concealmentEvents: Double = .nan
@@ -69,6 +81,15 @@ public struct Snapshot: Sendable, Equatable {
     public var source: String
     public var streams: [StreamReading]
     public var pair: PairReading?
+
+    package init(ts: Int64, statsTs: Double, peerConnection: String, source: String, streams: [StreamReading], pair: PairReading?) {
+        self.ts = ts
+        self.statsTs = statsTs
+        self.peerConnection = peerConnection
+        self.source = source
+        self.streams = streams
+        self.pair = pair
+    }
 }
 
 /// Everything recorded about one call, compact, mergeable and storable.

@@ -1,4 +1,4 @@
-@testable import Analysis
+@testable import MaterialScanning
 import XCTest
 
 /// A layout list keeps what an Array would: appended one at a time or in runs, past its

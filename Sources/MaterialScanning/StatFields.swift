@@ -29,12 +29,60 @@ enum NumField: Int, CaseIterable {
 
     static let count = allCases.count
 
-    var name: String {
+    /// The member's name in a report, spelled out so that renaming a case never changes what is
+    /// read (`qlBandwidth`, `qlCPU`, `qlOther`: members of `qualityLimitationDurations`).
+    var jsonName: String {
         switch self {
+        case .ssrc: "ssrc"
+        case .packetsReceived: "packetsReceived"
+        case .packetsLost: "packetsLost"
+        case .packetsSent: "packetsSent"
+        case .bytesReceived: "bytesReceived"
+        case .bytesSent: "bytesSent"
+        case .jitter: "jitter"
+        case .concealedSamples: "concealedSamples"
+        case .silentConcealedSamples: "silentConcealedSamples"
+        case .concealmentEvents: "concealmentEvents"
+        case .totalSamplesReceived: "totalSamplesReceived"
+        case .jitterBufferDelay: "jitterBufferDelay"
+        case .jitterBufferEmittedCount: "jitterBufferEmittedCount"
+        case .framesDecoded: "framesDecoded"
+        case .frameWidth: "frameWidth"
+        case .frameHeight: "frameHeight"
+        case .framesPerSecond: "framesPerSecond"
+        case .freezeCount: "freezeCount"
+        case .totalFreezesDuration: "totalFreezesDuration"
+        case .totalPausesDuration: "totalPausesDuration"
         case .qlBandwidth: "bandwidth"
         case .qlCPU: "cpu"
         case .qlOther: "other"
-        default: "\(self)"
+        case .roundTripTime: "roundTripTime"
+        case .totalRoundTripTime: "totalRoundTripTime"
+        case .roundTripTimeMeasurements: "roundTripTimeMeasurements"
+        case .currentRoundTripTime: "currentRoundTripTime"
+        case .responsesReceived: "responsesReceived"
+        case .clockRate: "clockRate"
+        case .googJitterReceived: "googJitterReceived"
+        case .googRtt: "googRtt"
+        case .googDecodingCTN: "googDecodingCTN"
+        case .googDecodingPLC: "googDecodingPLC"
+        case .googJitterBufferMs: "googJitterBufferMs"
+        case .googFrameRateReceived: "googFrameRateReceived"
+        case .googFrameWidthReceived: "googFrameWidthReceived"
+        case .googFrameHeightReceived: "googFrameHeightReceived"
+        case .googFrameRateSent: "googFrameRateSent"
+        case .googFrameWidthSent: "googFrameWidthSent"
+        case .googFrameHeightSent: "googFrameHeightSent"
+        }
+    }
+
+    /// A legacy (goog) member: a string value inside `values`, never predicted by deltas.
+    var isLegacy: Bool {
+        switch self {
+        case .googJitterReceived, .googRtt, .googDecodingCTN, .googDecodingPLC, .googJitterBufferMs,
+             .googFrameRateReceived, .googFrameWidthReceived, .googFrameHeightReceived,
+             .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent: true
+        default: false
         }
     }
 }
@@ -49,10 +97,30 @@ enum StrField: Int, CaseIterable {
 
     static let count = allCases.count
 
-    var name: String {
+    /// The member's name in a report, spelled out as `NumField.jsonName` is.
+    var jsonName: String {
         switch self {
+        case .kind: "kind"
+        case .codecId: "codecId"
+        case .mimeType: "mimeType"
+        case .state: "state"
+        case .localCandidateId: "localCandidateId"
+        case .remoteCandidateId: "remoteCandidateId"
+        case .candidateType: "candidateType"
+        case .networkType: "networkType"
         case .protocolName: "protocol"
-        default: "\(self)"
+        case .relayProtocol: "relayProtocol"
+        case .selectedCandidatePairId: "selectedCandidatePairId"
+        case .qualityLimitationReason: "qualityLimitationReason"
+        case .nominated: "nominated"
+        case .mediaType: "mediaType"
+        case .googCodecName: "googCodecName"
+        case .googActiveConnection: "googActiveConnection"
+        case .googLocalCandidateType: "googLocalCandidateType"
+        case .googRemoteCandidateType: "googRemoteCandidateType"
+        case .googTransportType: "googTransportType"
+        case .googBandwidthLimitedResolution: "googBandwidthLimitedResolution"
+        case .googCpuLimitedResolution: "googCpuLimitedResolution"
         }
     }
 }
@@ -139,8 +207,8 @@ struct FieldTable {
     static let shared = FieldTable()
 
     private init() {
-        var list: [(String, Entry)] = NumField.allCases.map { ($0.name, .num($0)) }
-            + StrField.allCases.map { ($0.name, .str($0)) }
+        var list: [(String, Entry)] = NumField.allCases.map { ($0.jsonName, .num($0)) }
+            + StrField.allCases.map { ($0.jsonName, .str($0)) }
         list.removeAll { ["bandwidth", "cpu", "other"].contains($0.0) }  // only inside qualityLimitationDurations
         list += [("id", .id), ("type", .type), ("timestamp", .timestamp), ("values", .values),
                  ("qualityLimitationDurations", .qualityLimitationDurations)]
@@ -392,5 +460,12 @@ struct StatObject {
                 }
             }
         }
+    }
+}
+
+extension NumField {
+    /// Top-level W3C numbers: the ones the log format predicts (nested members are not).
+    static let predictable: [NumField] = allCases.filter {
+        ![.qlBandwidth, .qlCPU, .qlOther].contains($0) && !$0.isLegacy
     }
 }

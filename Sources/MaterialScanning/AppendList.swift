@@ -101,14 +101,6 @@ extension AppendList where Element == MemberSpan {
     }
 }
 
-/// A layout's elements are its content: tests compare recycled and fresh chain states field by
-/// field, where the storage's address and capacity would differ.
-extension AppendList: CustomReflectable {
-    var customMirror: Mirror {
-        Mirror(self, unlabeledChildren: Array(elements(0..<count)), displayStyle: .collection)
-    }
-}
-
 /// The lists of every layout that has not been written to (a generic class has no static
 /// stored properties). Shared by all threads' scanners, which is safe because nothing writes
 /// to them (`grow` refuses; `removeAll` on an empty list stores nothing).

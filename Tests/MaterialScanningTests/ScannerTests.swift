@@ -1,4 +1,4 @@
-@testable import Analysis
+@testable import MaterialScanning
 import CallLog
 import Simulator
 import XCTest
@@ -553,5 +553,13 @@ final class ScannerTests: XCTestCase {
         _ = try scan(&kept, report("1000", [candidate, inbound]))
         let damaged = report("2000", [candidate, inbound]).replacingOccurrences(of: #""timestamp":2000,"type":"local"#, with: #""timestamp":2000 1,"type":"local"#)
         XCTAssertThrowsError(try scan(&kept, damaged))
+    }
+}
+
+/// A layout's elements are its content: `fields` compares recycled and fresh chain states field
+/// by field, where the storage's address and capacity would differ.
+extension AppendList: CustomReflectable {
+    public var customMirror: Mirror {
+        Mirror(self, unlabeledChildren: Array(elements(0..<count)), displayStyle: .collection)
     }
 }

@@ -139,12 +139,6 @@ struct JSONCursor {
         c &- 0x30 < 10 || c == 0x2E || c | 0x20 == 0x65 || c == 0x2B || c == 0x2D
     }
 
-    /// High bit set in each byte of `x` that is zero, exactly for the lowest such byte (the
-    /// classic bit trick; bytes above the first zero may be flagged wrongly, which is never read).
-    @inline(__always) static func zeroBytes(_ x: UInt64) -> UInt64 {
-        (x &- 0x0101_0101_0101_0101) & ~x & 0x8080_8080_8080_8080
-    }
-
     /// A string value, decoded (escapes resolved through the full parser when present).
     mutating func string() throws(ScanError) -> String {
         let raw = try rawString()

@@ -62,7 +62,8 @@ struct StreamNames {
     }
 }
 
-/// Turns a chain's state after a snapshot into stream readings, per dialect.
+/// Turns a chain's state after a snapshot into stream readings, per dialect (the legacy goog
+/// dialect's in `GoogStats.swift`).
 enum Readings {
     /// `chain`: the chain's place in the scanner (`ScannedStats.chain`).
     static func snapshot(_ state: ChainState, chain: Int, key: StatsChainKey, ts: Int64, names: inout StreamNames) -> Snapshot {
@@ -75,7 +76,7 @@ enum Readings {
                         streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state))
     }
 
-    private static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
+    static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
         switch s.str(i, .kind) ?? s.str(i, .mediaType) {
         case "audio": .audio
         case "video": .video
@@ -136,7 +137,7 @@ enum Readings {
             r.packets = s.num(o, .packetsReceived)
             r.bytes = s.num(o, .bytesReceived)
             r.lost = s.num(o, .packetsLost)
-            r.jitterMs = s.num(o, .jitter) * 1000
+            r.inboundJitterMs = s.num(o, .jitter) * 1000
             let concealed = s.num(o, .concealedSamples)
             if !concealed.isNaN {
                 let silent = s.num(o, .silentConcealedSamples)
@@ -165,7 +166,7 @@ enum Readings {
             r.qualityLimitation = s.str(o, .qualityLimitationReason)
             if let ri = remoteInbound.last(where: { $0.ssrc == r.ssrc })?.slot {
                 r.lost = s.num(ri, .packetsLost)
-                r.jitterMs = s.num(ri, .jitter) * 1000
+                r.remoteReportedJitterMs = s.num(ri, .jitter) * 1000
                 r.rttMs = s.num(ri, .roundTripTime) * 1000
                 r.rttTotalSeconds = s.num(ri, .totalRoundTripTime)
                 r.rttCount = s.num(ri, .roundTripTimeMeasurements)
@@ -206,87 +207,6 @@ enum Readings {
         return r
     }
 
-    private static func goog(_ s: ChainState, chain: Int, pc: String, names: inout StreamNames) -> [StreamReading] {
-        var ssrcs: [ChainState.Slot] = []
-        ssrcs.reserveCapacity(8)  // as in `w3c`
-        for i in s.objects.indices where s.type(i) == .googSSRC { ssrcs.append(i) }
-        var out: [StreamReading] = []
-        out.reserveCapacity(ssrcs.count)
-        let keys = s.objects.keys  // captured alone: capturing `s` would copy the chain's state
-        if ssrcs.count > 1 { ssrcs.sort { keys[$0] < keys[$1] } }
-        for o in ssrcs {
-            let id = s.objects.keys[o]
-            guard let k = kind(s, o) else { continue }
-            let inbound = id.hasSuffix("_recv")
-            guard inbound || id.hasSuffix("_send") else { continue }
-            let reported = s.num(o, .ssrc)
-            guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
-            // Made in the array and filled where it lies, as in `w3c`.
-            out.append(StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
-                                     direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
-            fillGoog(&out[out.count - 1], from: s, object: o, inbound: inbound, names: &names)
-        }
-        // goog reports RTT on send objects only: give inbound streams the connection's RTT.
-        let rtt = out.first { $0.direction == .outbound && $0.kind == .audio && !$0.rttMs.isNaN }?.rttMs
-            ?? out.first { $0.direction == .outbound && !$0.rttMs.isNaN }?.rttMs
-        if let rtt { for i in out.indices where out[i].direction == .inbound { out[i].rttMs = rtt } }
-        return out
-    }
-
-    /// A legacy stream reading's numbers and names from its `ssrc` object `o`.
-    private static func fillGoog(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
-                                 names: inout StreamNames) {
-        if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: r.kind, name: name) }
-        r.lost = s.num(o, .packetsLost)
-        r.jitterMs = s.num(o, .googJitterReceived)
-        if inbound {
-            r.packets = s.num(o, .packetsReceived)
-            r.bytes = s.num(o, .bytesReceived)
-            r.plcCalls = s.num(o, .googDecodingPLC)
-            r.decodeCalls = s.num(o, .googDecodingCTN)
-            r.jitterBufferMs = s.num(o, .googJitterBufferMs)
-            r.fps = s.num(o, .googFrameRateReceived)
-            // Negative sizes (-1: unknown) are not measurements; NaN compares false, as before.
-            let width = s.num(o, .googFrameWidthReceived), height = s.num(o, .googFrameHeightReceived)
-            r.width = width >= 0 ? width : .nan
-            r.height = height >= 0 ? height : .nan
-        } else {
-            r.packets = s.num(o, .packetsSent)
-            r.bytes = s.num(o, .bytesSent)
-            r.rttMs = s.num(o, .googRtt)
-            r.fps = s.num(o, .googFrameRateSent)
-            r.width = s.num(o, .googFrameWidthSent)
-            r.height = s.num(o, .googFrameHeightSent)
-            if s.str(o, .googBandwidthLimitedResolution) == "true" { r.qualityLimitation = "bandwidth" } else if s.str(o, .googCpuLimitedResolution) == "true" { r.qualityLimitation = "cpu" } else if r.kind == .video { r.qualityLimitation = "none" }
-        }
-    }
-
-    private static func googPair(_ s: ChainState) -> PairReading? {
-        var active: ChainState.Slot?
-        for i in s.objects.indices where s.type(i) == .googCandidatePair && s.str(i, .googActiveConnection) == "true" {
-            active = i
-            break
-        }
-        guard let i = active else { return nil }
-        var r = PairReading()
-        r.rttMs = s.num(i, .googRtt)
-        r.localType = googCandidateType(s.str(i, .googLocalCandidateType))
-        r.remoteType = googCandidateType(s.str(i, .googRemoteCandidateType))
-        r.transport = s.str(i, .googTransportType)
-        return r
-    }
-
-    /// Legacy candidate type names → W3C.
-    static func googCandidateType(_ t: String?) -> String? {
-        switch t {
-        case "local"?, "host"?: "host"
-        case "stun"?, "serverreflexive"?, "srflx"?: "srflx"
-        case "prflx"?, "peerreflexive"?: "prflx"
-        case "relay"?, "relayed"?: "relay"
-        default: t
-        }
-    }
-
     /// A wire-measured `rtp` record (from `callstats capture`) as a reading.
     static func wire(_ r: LogRecord, lastRTTMs: Double?) -> Snapshot? {
         guard let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)) else { return nil }
@@ -302,7 +222,7 @@ enum Readings {
         s.bytes = r["bytesReceived"]?.doubleValue ?? .nan
         // Wire loss is expected − received; duplicates make it negative, which means none lost.
         s.lost = max(0, r["packetsLost"]?.doubleValue ?? .nan)
-        s.jitterMs = r["jitterMs"]?.doubleValue ?? .nan
+        s.inboundJitterMs = r["jitterMs"]?.doubleValue ?? .nan
         if let rtt = lastRTTMs { s.rttMs = rtt }
         return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: [s], pair: nil)
     }

@@ -1,4 +1,4 @@
-@testable import Analysis
+@testable import MaterialScanning
 import XCTest
 
 /// `ObjectTable` finds objects by id through its own hash index; it must agree with a plain

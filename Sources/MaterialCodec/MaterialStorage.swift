@@ -1,4 +1,5 @@
 import CallLog
+import MaterialScanning
 
 /// Stores a call's material between runs, zstd-compressed: a small JSON header (call record,
 /// end: few and irregular) followed by the events and snapshots in a binary layout (many and
@@ -365,11 +366,19 @@ extension Snapshot {
 extension StreamReading {
     /// The numeric fields, in storage order (append only: the order is the layout).
     nonisolated(unsafe) static let numbers: [WritableKeyPath<StreamReading, Double>] = [
-        \.clockRate, \.packets, \.bytes, \.lost, \.jitterMs, \.audibleConcealed, \.totalSamples, \.concealmentEvents,
+        \.clockRate, \.packets, \.bytes, \.lost, \.storedJitterMs, \.audibleConcealed, \.totalSamples, \.concealmentEvents,
         \.jitterBufferDelay, \.jitterBufferEmitted, \.plcCalls, \.decodeCalls, \.jitterBufferMs, \.frames, \.fps,
         \.width, \.height, \.freezeCount, \.freezeSeconds, \.pauseSeconds, \.qlBandwidth, \.qlCPU, \.qlOther,
         \.rttMs, \.rttTotalSeconds, \.rttCount, \.intervalLossPct,
     ]
+
+    /// The layout's one jitter field: a stream has the jitter of its direction only (measured
+    /// here on an inbound stream, reported by the far end on an outbound one; the other is NaN),
+    /// so one field stores either. Read back after the direction, which says where it goes.
+    var storedJitterMs: Double {
+        get { direction == .inbound ? inboundJitterMs : remoteReportedJitterMs }
+        set { if direction == .inbound { inboundJitterMs = newValue } else { remoteReportedJitterMs = newValue } }
+    }
 
     /// `slots`: the first of three `StringTable` slots for this stream's place in its snapshot.
     func write(to out: ByteWriter, state: inout MaterialWriting, slots: Int) {
@@ -380,7 +389,7 @@ extension StreamReading {
         state.strings.write(qualityLimitation, slot: slots + 2, to: out)
         // Spelled out rather than through `numbers`: key paths cost a lookup per field, and this
         // runs for every stream of every snapshot.
-        let values = (clockRate, packets, bytes, lost, jitterMs, audibleConcealed, totalSamples, concealmentEvents,
+        let values = (clockRate, packets, bytes, lost, storedJitterMs, audibleConcealed, totalSamples, concealmentEvents,
                       jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
                       width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
                       rttMs, rttTotalSeconds, rttCount, intervalLossPct)

@@ -1,0 +1,225 @@
+import CallLog
+import MaterialScanning
+import Quality
+
+/// A mean of a metric, each interval weighted by its length; nil when no interval has it.
+/// Accumulated one interval at a time, so that several metrics share one pass.
+struct TimeWeightedMean {
+    private var sum = 0.0, weight = 0.0
+
+    mutating func add(_ value: Double?, _ duration: Double) {
+        guard let value else { return }
+        sum += value * duration
+        weight += duration
+    }
+
+    var value: Double? { weight > 0 ? sum / weight : nil }
+}
+
+/// Totals and time-weighted means of every interval metric over a set of intervals, added one
+/// interval at a time (by index, so that no interval is copied: that retains its strings).
+struct IntervalTotals {
+    var packets: Int64?, packetsLost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
+    var jitterMs = TimeWeightedMean(), rttMs = TimeWeightedMean(), iceRttMs = TimeWeightedMean()
+    var bitrateKbps = TimeWeightedMean(), concealmentPct = TimeWeightedMean(), jitterBufferMs = TimeWeightedMean()
+    var rFactor = TimeWeightedMean(), mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean()
+    var fps = TimeWeightedMean(), videoScore = TimeWeightedMean()
+
+    @inline(__always) mutating func add(_ x: IntervalMetrics) {
+        if let p = x.packets { packets = (packets ?? 0) + p }
+        if let l = x.packetsLost { packetsLost = (packetsLost ?? 0) + l }
+        freezeMs += x.freezeMs ?? 0
+        freezeCount += x.freezeCount ?? 0
+        let d = Double(x.endTs - x.startTs)
+        jitterMs.add(x.jitterMs, d)
+        rttMs.add(x.rttMs, d)
+        iceRttMs.add(x.iceRttMs, d)
+        bitrateKbps.add(x.bitrateKbps, d)
+        concealmentPct.add(x.concealmentPct, d)
+        jitterBufferMs.add(x.jitterBufferMs, d)
+        rFactor.add(x.rFactor, d)
+        mosCQ.add(x.mosCQ, d)
+        mosLQ.add(x.mosLQ, d)
+        fps.add(x.fps, d)
+        videoScore.add(x.videoScore, d)
+    }
+}
+
+/// Per-interval metrics from two consecutive readings of a stream.
+enum Intervals {
+    static func delta(_ a: Double, _ b: Double) -> Double? {
+        guard a.isFinite, b.isFinite else { return nil }
+        return b - a
+    }
+
+    /// A counter (or its change) as an integer; beyond 2^53 it is damage, not traffic, and
+    /// "not measured": stream totals add these up, and the sums must not overflow.
+    static func count(_ v: Double) -> Int64? {
+        guard v.magnitude < 9_007_199_254_740_992 else { return nil }
+        return Int64(logValue: v)
+    }
+
+    /// Values outside these are damage, not measurements: they become "not measured".
+    static func sane(_ v: Double?, max limit: Double) -> Double? {
+        guard let v, v.isFinite, v >= 0, v <= limit else { return nil }
+        return v
+    }
+
+    /// The impairment of the codec last looked up: a stream's codec rarely changes, and the
+    /// lookup (name taken from the MIME type, lowercased, hashed) ran for every interval.
+    struct CodecCache {
+        private var mime: String?
+        private var impairment = CodecImpairment.opus
+
+        mutating func impairment(for codec: String?) -> CodecImpairment {
+            if let codec, codec == mime { return impairment }
+            mime = codec
+            impairment = codec.flatMap { CodecImpairment.lookup(Intervals.codecName($0).map(String.init) ?? $0) } ?? .opus
+            return impairment
+        }
+    }
+
+    static func measure(_ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
+                        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int) -> IntervalMetrics? {
+        let seconds = Double(end - start) / 1000
+        // Counters going backwards: the SDK restarted them (ICE restart, IP change). No interval.
+        if let dp = delta(a.packets, b.packets), dp < 0 { resets += 1; return nil }
+        if let db = delta(a.bytes, b.bytes), db < 0 { resets += 1; return nil }
+        var i = IntervalMetrics(callID: call, streamID: b.streamID, startTs: start, endTs: end)
+        let dPackets = delta(a.packets, b.packets)
+        i.packets = dPackets.flatMap(count)
+        if let dp = dPackets, let dl = delta(a.lost, b.lost) {
+            let lost = max(0, dl)
+            i.packetsLost = count(lost)
+            if b.direction == .inbound {
+                i.lossPct = StatsInputs.networkLossPercent(packetsLost: lost, packetsReceived: dp)
+            } else if dp > 0 {
+                // Outbound: the remote's cumulative loss against what we sent meanwhile.
+                i.lossPct = min(100, 100 * lost / (lost + dp))
+            }
+        }
+        // One column for both directions: what this end measured on a received stream, what the
+        // far end reported about a sent one.
+        i.jitterMs = sane(b.direction == .inbound ? b.inboundJitterMs : b.remoteReportedJitterMs, max: 10_000)
+        if let dTotal = delta(a.rttTotalSeconds, b.rttTotalSeconds), let dCount = delta(a.rttCount, b.rttCount), dCount > 0, dTotal >= 0 {
+            i.rttMs = sane(1000 * dTotal / dCount, max: 60_000)
+        } else {
+            i.rttMs = sane(b.rttMs, max: 60_000)
+        }
+        i.iceRttMs = sane(pair?.rttMs, max: 60_000)
+        if let db = delta(a.bytes, b.bytes), seconds > 0 { i.bitrateKbps = db * 8 / seconds / 1000 }
+
+        if b.kind == .audio && b.direction == .inbound {
+            audio(a, b, &i, codec: codecs.impairment(for: b.codec), config: config)
+        } else if b.kind == .video {
+            video(a, b, &i, seconds: seconds)
+        }
+        return i
+    }
+
+    static func audio(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, codec: CodecImpairment, config: AnalysisConfig) {
+        let dConcealed = delta(a.audibleConcealed, b.audibleConcealed)
+        let dTotal = delta(a.totalSamples, b.totalSamples)
+        if let c = dConcealed, let t = dTotal, t > 0, c >= 0 {
+            i.concealmentPct = min(100, 100 * c / t)
+        } else if let plc = delta(a.plcCalls, b.plcCalls), let calls = delta(a.decodeCalls, b.decodeCalls), calls > 0, plc >= 0 {
+            i.concealmentPct = min(100, 100 * plc / calls)
+        }
+        if let d = delta(a.jitterBufferDelay, b.jitterBufferDelay), let n = delta(a.jitterBufferEmitted, b.jitterBufferEmitted) {
+            i.jitterBufferMs = sane(StatsInputs.averageJitterBufferDelayMs(jitterBufferDelaySeconds: d, jitterBufferEmittedCount: n), max: 10_000)
+        } else {
+            i.jitterBufferMs = sane(b.jitterBufferMs, max: 10_000)
+        }
+        // Loss as the listener hears it: concealment where the stats have it, else network loss.
+        guard let loss = i.concealmentPct ?? i.lossPct else { return }
+        let clock = b.clockRate.isFinite && b.clockRate > 0 ? b.clockRate : 48_000
+        var burst = 1.0
+        if let c = dConcealed, let e = delta(a.concealmentEvents, b.concealmentEvents), e > 0 {
+            let run = StatsInputs.meanLossRunPackets(concealedSamples: c, silentConcealedSamples: 0, concealmentEvents: e,
+                                                    samplesPerPacket: StatsInputs.samplesPerPacket(clockRate: clock, packetTimeMs: config.packetTimeMs))
+            burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
+        }
+        i.burstRatio = burst
+        let ta = StatsInputs.oneWayDelayMs(roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
+                                           packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
+        let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
+        i.rFactor = q.rating
+        i.mosCQ = q.conversationalMOS
+        i.mosLQ = q.listeningMOS
+    }
+
+    /// The last non-empty `/`-separated part of a codec's MIME type ("audio/opus" → "opus"), as
+    /// `split(separator: "/").last` gives it but without building the array (every interval).
+    static func codecName(_ mime: String) -> Substring? {
+        var end = mime.endIndex
+        while end > mime.startIndex, mime[mime.index(before: end)] == "/" { end = mime.index(before: end) }
+        guard end > mime.startIndex else { return nil }
+        let start = mime[..<end].lastIndex(of: "/").map { mime.index(after: $0) } ?? mime.startIndex
+        return mime[start..<end]
+    }
+
+    static func video(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, seconds: Double) {
+        if let df = delta(a.frames, b.frames), df >= 0, seconds > 0, b.direction == .inbound {
+            i.fps = df / seconds
+        } else {
+            i.fps = sane(b.fps, max: 1_000)
+        }
+        i.width = sane(b.width, max: 100_000).map { Int($0) }
+        i.height = sane(b.height, max: 100_000).map { Int($0) }
+        let freezes = sane(delta(a.freezeCount, b.freezeCount), max: 1e6) ?? 0
+        let frozen = min(seconds, sane(delta(a.freezeSeconds, b.freezeSeconds), max: 1e6) ?? 0)
+        i.freezeCount = Int(freezes)
+        i.freezeMs = Int64(frozen * 1000)
+        if b.direction == .inbound, let fps = i.fps {
+            let paused = min(seconds, sane(delta(a.pauseSeconds, b.pauseSeconds), max: 1e6) ?? 0)
+            let pixels = Double((i.width ?? 0) * (i.height ?? 0))
+            // Expected size unknown to the stats: judge against 720p, a common conversational target.
+            let stats = VideoIntervalStats(intervalSeconds: seconds, pausesDurationSeconds: paused, framesRendered: fps * seconds,
+                                           freezeCount: freezes, freezesDurationSeconds: frozen,
+                                           receivedPixels: pixels, expectedPixels: pixels > 0 ? max(pixels, 1280 * 720) : 0)
+            i.videoScore = VideoScore(stats)?.score
+        }
+        if b.direction == .outbound {
+            let d: [(String, Double?)] = [("bandwidth", delta(a.qlBandwidth, b.qlBandwidth)), ("cpu", delta(a.qlCPU, b.qlCPU)),
+                                          ("other", delta(a.qlOther, b.qlOther))]
+            let dominant = d.compactMap { k, v in v.map { (k, $0) } }.max { $0.1 < $1.1 }
+            if let dominant, dominant.1 > 0.5 * seconds { i.qualityLimitation = dominant.0 } else if let q = b.qualityLimitation {
+                i.qualityLimitation = q
+            } else if dominant != nil { i.qualityLimitation = "none" }
+        }
+    }
+
+    static func summarize(first: StreamReading, last: StreamReading, _ intervals: ArraySlice<IntervalMetrics>, into s: inout StreamSummary) {
+        // Totals: sums of interval deltas, so counter resets never make them negative or double.
+        var t = IntervalTotals()
+        for i in intervals.indices { t.add(intervals[i]) }
+        s.packets = t.packets ?? 0
+        s.packetsLost = t.packetsLost ?? 0
+        if first.packets.isFinite, s.counterResets == 0, last.packets.isFinite {
+            // Sums below must not overflow either: counters beyond 2^53 are damage, not traffic.
+            if let packets = count(last.packets) { s.packets = packets }
+            if let lost = count(max(0, last.lost)) { s.packetsLost = lost }
+            if let bytes = count(last.bytes) { s.bytes = bytes }
+        }
+        if s.packets + s.packetsLost > 0 {
+            s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
+        }
+        let w = intervals.map { Double($0.endTs - $0.startTs) }
+        s.jitterMeanMs = t.jitterMs.value
+        s.jitterMaxMs = intervals.compactMap { $0.jitterMs }.max()
+        s.rttMeanMs = t.rttMs.value
+        s.bitrateKbps = t.bitrateKbps.value
+        s.concealmentPct = t.concealmentPct.value
+        s.mosMean = t.mosCQ.value
+        s.mosMin = intervals.compactMap { $0.mosCQ }.min()
+        s.fpsMean = t.fps.value
+        s.widthMax = intervals.compactMap { $0.width }.max()
+        s.heightMax = intervals.compactMap { $0.height }.max()
+        s.freezeCount = t.freezeCount
+        s.freezeMs = t.freezeMs
+        s.videoScoreMean = t.videoScore.value
+        var byReason: [String: Double] = [:]
+        for (i, x) in intervals.enumerated() { if let q = x.qualityLimitation { byReason[q, default: 0] += w[i] } }
+        s.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key
+    }
+}

@@ -1,0 +1,67 @@
+import CallLog
+@testable import MaterialScanning
+import XCTest
+
+/// What a stats record becomes as stream readings: each figure under the name of what it is.
+final class ReadingsTests: XCTestCase {
+    func readings(_ format: String, _ objects: [String]) throws -> [StreamReading] {
+        let text = #"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":""# + format + #"","pc":"a","report":["#
+            + objects.joined(separator: ",") + "]}"
+        var ingestor = RecordIngestor()
+        let outcome = Array(text.utf8).withUnsafeBufferPointer { ingestor.ingest($0) }
+        guard case .used = outcome else {
+            XCTFail("record not used: \(outcome)")
+            return []
+        }
+        return try XCTUnwrap(ingestor.take("c")?.snapshots.first?.streams)
+    }
+
+    /// An inbound stream's jitter is what this end measured; an outbound stream's is what the far
+    /// end reported about it (W3C remote-inbound-rtp); neither is taken for the other.
+    func testW3CJitterIsNamedByWhoMeasuredIt() throws {
+        let streams = try readings("w3c", [
+            #"{"id":"IN","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100,"jitter":0.012}"#,
+            #"{"id":"OUT","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":6,"packetsSent":100}"#,
+            #"{"id":"RI","timestamp":1,"type":"remote-inbound-rtp","kind":"audio","ssrc":6,"packetsLost":1,"jitter":0.034}"#,
+        ])
+        let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
+        let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
+        XCTAssertEqual(inbound.inboundJitterMs, 12, accuracy: 1e-9)
+        XCTAssertTrue(inbound.remoteReportedJitterMs.isNaN)
+        XCTAssertEqual(outbound.remoteReportedJitterMs, 34, accuracy: 1e-9)
+        XCTAssertTrue(outbound.inboundJitterMs.isNaN)
+    }
+
+    /// goog's `googJitterReceived` is the receiving end's measurement: this end's on `_recv`
+    /// objects, the far end's report on `_send` ones.
+    func testGoogJitterIsNamedByWhoMeasuredIt() throws {
+        let streams = try readings("goog", [
+            #"{"id":"ssrc_5_recv","type":"ssrc","timestamp":1,"values":{"ssrc":"5","packetsReceived":"100","googJitterReceived":"12"}}"#,
+            #"{"id":"ssrc_6_send","type":"ssrc","timestamp":1,"values":{"ssrc":"6","packetsSent":"100","googJitterReceived":"34"}}"#,
+        ])
+        let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
+        let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
+        XCTAssertEqual(inbound.inboundJitterMs, 12)
+        XCTAssertTrue(inbound.remoteReportedJitterMs.isNaN)
+        XCTAssertEqual(outbound.remoteReportedJitterMs, 34)
+        XCTAssertTrue(outbound.inboundJitterMs.isNaN)
+    }
+
+    /// Every field is found in the field table under its JSON name, and no two fields share one.
+    func testEachFieldIsReadUnderItsJSONName() {
+        let quality: Set<NumField> = [.qlBandwidth, .qlCPU, .qlOther]  // inside qualityLimitationDurations
+        for f in NumField.allCases where !quality.contains(f) {
+            let entry = Array(f.jsonName.utf8).withUnsafeBufferPointer { FieldTable.shared.lookup($0) }
+            XCTAssertEqual(entry, .num(f), f.jsonName)
+        }
+        for f in quality {
+            XCTAssertEqual(Array(f.jsonName.utf8).withUnsafeBufferPointer { FieldTable.qualityLimitationField($0) }, f)
+        }
+        for f in StrField.allCases {
+            let entry = Array(f.jsonName.utf8).withUnsafeBufferPointer { FieldTable.shared.lookup($0) }
+            XCTAssertEqual(entry, .str(f), f.jsonName)
+        }
+        let names = NumField.allCases.map(\.jsonName) + StrField.allCases.map(\.jsonName)
+        XCTAssertEqual(Set(names).count, names.count)
+    }
+}
