@@ -1,4 +1,6 @@
 import Analysis
+import MaterialCodec
+import MaterialScanning
 import CallLog
 import Store
 

@@ -1,4 +1,5 @@
 import Analysis
+import MaterialScanning
 import SQLiteDatabase
 
 #if canImport(Glibc)

@@ -1,4 +1,6 @@
 import Analysis
+import MaterialCodec
+import MaterialScanning
 import SQLiteDatabase
 
 /// Whether two databases hold the same results, and what one holds, as text: one definition

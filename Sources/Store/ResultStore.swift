@@ -1,4 +1,5 @@
 import Analysis
+import MaterialScanning
 
 /// What the `analyze` and `regrade` jobs need of a results database, and nothing else: the
 /// seam where a second backend plugs in. `CallStore` is the SQLite implementation; a

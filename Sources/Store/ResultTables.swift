@@ -1,4 +1,5 @@
 import Analysis
+import MaterialScanning
 
 /// The tables written for every call, each column declared once: name, constraint, and where
 /// its value comes from (see `StoredTable`). `Data/SCHEMA.md` documents every column; a test

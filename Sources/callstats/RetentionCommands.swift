@@ -4,6 +4,7 @@ import ArgumentParser
 import CallLog
 import Foundation
 import Ingest
+import MaterialScanning
 import Store
 
 /// `callstats prune`: calls older than a date leave the database, whole.

@@ -2,6 +2,7 @@ import Analysis
 import CallLog
 import Foundation
 import Importers
+import MaterialScanning
 import TestSupport
 import XCTest
 
