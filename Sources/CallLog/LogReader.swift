@@ -88,6 +88,18 @@ public struct LogLineReader {
         return path.hasSuffix(".zst") ? .zstd : .plain
     }
 
+    /// What a file that is not a regular one is, in a user's words.
+    static func fileType(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFDIR: "a folder"
+        default: "file type \(String(mode & S_IFMT, radix: 8))"
+        }
+    }
+
     /// Calls `line` for every complete line (without its newline) and `issue` for damage.
     /// Returns the number of bytes read from disk.
     @discardableResult
@@ -107,13 +119,23 @@ public struct LogLineReader {
     @discardableResult
     public func forEachChunk(chunkBytes: Int, _ handOut: (inout LineChunk) throws -> Void) rethrows -> Int {
         var chunker = LineChunker(path: path, chunkBytes: chunkBytes, maximumLineBytes: maximumLineBytes)
-        let fd = open(path, O_RDONLY)
+        // Opened without blocking, so that a FIFO given as a log is refused rather than waited on.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             chunker.note(.unreadableFile, line: nil, String(cString: strerror(errno)))
             try chunker.finish(handOut)
             return 0
         }
         defer { close(fd) }
+        var st = stat()
+        let statFailure = fstat(fd, &st) == 0 ? nil : String(cString: strerror(errno))
+        if statFailure != nil || (st.st_mode & S_IFMT) != S_IFREG {
+            chunker.note(.unreadableFile, line: nil,
+                         statFailure ?? "not a regular file (\(Self.fileType(st.st_mode))); logs are read from regular files")
+            try chunker.finish(handOut)
+            return 0
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var firstBytes = [UInt8](repeating: 0, count: 6)
         let got = firstBytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         let content = Self.content(firstBytes: Array(firstBytes.prefix(max(got, 0))), path: path)
@@ -235,6 +257,9 @@ struct LineChunker {
     private var lineStart = 0
     private var skippingLongLine = false
     private var skippedBytes = 0
+    /// Until the first line's first bytes are known: a UTF-8 byte-order mark there is not part
+    /// of the record.
+    private var atFileStart = true
     /// The buffer written before the current one: zstd may still read it, so it stays alive
     /// until the next move; then, if no one else holds it, the one after next reuses it.
     private var behind: LineBuffer?
@@ -267,6 +292,7 @@ struct LineChunker {
         let base = UnsafeRawPointer(chunk.buffer.bytes.baseAddress!)
         var from = filled
         filled += n
+        if atFileStart { skipByteOrderMark(from: &from, base: base) }
         while from < filled, let nl = memchr(base + from, 0x0A, filled - from) {
             let end = base.distance(to: UnsafeRawPointer(nl))
             lineNumber += 1
@@ -295,6 +321,22 @@ struct LineChunker {
         }
         chunk.byteCount = lineStart
         if lineStart >= chunkBytes && mayMove && !(chunk.lines.isEmpty && chunk.issues.isEmpty) { try handOutLines(handOut, room: 1, reserve: reserve) }
+    }
+
+    /// Steps over a UTF-8 byte-order mark (EF BB BF) starting the file, once its first three
+    /// bytes (or its first line, if shorter) are there.
+    private mutating func skipByteOrderMark(from: inout Int, base: UnsafeRawPointer) {
+        let pending = filled - lineStart
+        if pending >= 3 {
+            atFileStart = false
+            let b = base + lineStart
+            if b.load(as: UInt8.self) == 0xEF, b.load(fromByteOffset: 1, as: UInt8.self) == 0xBB, b.load(fromByteOffset: 2, as: UInt8.self) == 0xBF {
+                lineStart += 3
+                from = max(from, lineStart)
+            }
+        } else if memchr(base + lineStart, 0x0A, pending) != nil {
+            atFileStart = false
+        }
     }
 
     /// Decompresses `input` into the chunk.

@@ -108,9 +108,14 @@ public final class ZstdDecoder {
     private var runBytes = 0
     private var runHoldsFrameStart = false
 
-    /// Larger windows are refused as damage rather than given memory (128 MiB, as `zstd -d`
-    /// refuses without `--long`/`--memory`; `ZSTD_d_windowLogMax` does not apply to this API).
-    public static let windowSizeLimit = 1 << 27
+    /// Larger windows are refused as damage. 2 GiB (`windowLog` 31, zstd's largest, what
+    /// `zstd --long=31` writes), as `zstd -d --long=31` accepts; this API checks it here
+    /// (`ZSTD_d_windowLogMax` applies to the streaming API only). The bound this allows: a
+    /// reader's output buffers are sized for a window and two blocks (`outputReserve`), two
+    /// of them alive at once, so a frame declaring a 2 GiB window may reserve about 4.5 GiB of
+    /// address space; pages are touched only as text is decoded, so resident memory stays
+    /// within about twice the smaller of the window and the frame's decoded text.
+    public static let windowSizeLimit = 1 << 31
     /// The largest piece zstd asks for: a block (skippable frames are stepped over).
     private static let largestPiece = Int(ZSTD_BLOCKSIZE_MAX) + 3
 
