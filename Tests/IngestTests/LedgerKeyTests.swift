@@ -17,24 +17,24 @@ final class LedgerKeyTests: XCTestCase {
     /// more of the first call's records. Two such files differ only in the middle.
     func logWithMiddleCall(_ middle: String, name: String) throws -> String {
         let path = dir.appendingPathComponent(name).path
-        let writer = try LogWriter(path: path)
-        func padding(from start: Int64) throws {
-            var written = 0, ts = start
-            while written < 100 << 10 {
-                let r = LogRecord.event(call: "padding", ts: ts, action: EventName.callState, type: "mute")
-                try writer.append(r)
-                written += r.jsonLine.utf8.count + 1
+        var text = ""
+        func append(_ r: LogRecord) { text += r.jsonLine + "\n" }
+        func padding(from start: Int64) {
+            let before = text.utf8.count
+            var ts = start
+            while text.utf8.count - before < 100 << 10 {
+                append(.event(call: "padding", ts: ts, action: EventName.callState, type: "mute"))
                 ts += 1
             }
         }
-        try writer.append(.callInfo(call: "padding", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
-                                    appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
-        try padding(from: 2_000)
-        try writer.append(.callInfo(call: middle, ts: 5_000, direction: "incoming", sdk: "s", sdkVersion: "1", app: "a",
-                                    appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
-        try writer.append(.end(call: middle, ts: 6_000, reason: "terminatedLocally"))
-        try padding(from: 500_000)
-        try writer.close()
+        append(.callInfo(call: "padding", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
+                         appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
+        padding(from: 2_000)
+        append(.callInfo(call: middle, ts: 5_000, direction: "incoming", sdk: "s", sdkVersion: "1", app: "a",
+                         appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
+        append(.end(call: middle, ts: 6_000, reason: "terminatedLocally"))
+        padding(from: 500_000)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
