@@ -17,6 +17,8 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
         case lineTooLong = "line too long"
         case invalidRecord = "invalid record"
         case missingDeltaBase = "delta without base"
+        /// Lines that their checkpoint's length and XXH64 do not vouch for (`LogCheckpoint`).
+        case failedCheckpoint = "failed checkpoint"
 
         /// "1 invalid record", "2 invalid records": how a summary counts them.
         public func counted(_ n: Int) -> String {
@@ -29,6 +31,7 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
             case .lineTooLong: "lines too long"
             case .invalidRecord: "invalid records"
             case .missingDeltaBase: "deltas without base"
+            case .failedCheckpoint: "failed checkpoints"
             }
             return "\(n) \(plural)"
         }
@@ -88,6 +91,18 @@ public struct LogLineReader {
         return path.hasSuffix(".zst") ? .zstd : .plain
     }
 
+    /// What a file that is not a regular one is, in a user's words.
+    static func fileType(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFDIR: "a folder"
+        default: "file type \(String(mode & S_IFMT, radix: 8))"
+        }
+    }
+
     /// Calls `line` for every complete line (without its newline) and `issue` for damage.
     /// Returns the number of bytes read from disk.
     @discardableResult
@@ -107,13 +122,23 @@ public struct LogLineReader {
     @discardableResult
     public func forEachChunk(chunkBytes: Int, _ handOut: (inout LineChunk) throws -> Void) rethrows -> Int {
         var chunker = LineChunker(path: path, chunkBytes: chunkBytes, maximumLineBytes: maximumLineBytes)
-        let fd = open(path, O_RDONLY)
+        // Opened without blocking, so that a FIFO given as a log is refused rather than waited on.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             chunker.note(.unreadableFile, line: nil, String(cString: strerror(errno)))
             try chunker.finish(handOut)
             return 0
         }
         defer { close(fd) }
+        var st = stat()
+        let statFailure = fstat(fd, &st) == 0 ? nil : String(cString: strerror(errno))
+        if statFailure != nil || (st.st_mode & S_IFMT) != S_IFREG {
+            chunker.note(.unreadableFile, line: nil,
+                         statFailure ?? "not a regular file (\(Self.fileType(st.st_mode))); logs are read from regular files")
+            try chunker.finish(handOut)
+            return 0
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var firstBytes = [UInt8](repeating: 0, count: 6)
         let got = firstBytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         let content = Self.content(firstBytes: Array(firstBytes.prefix(max(got, 0))), path: path)
@@ -124,6 +149,7 @@ public struct LogLineReader {
             return 0
         }
         var total = 0
+        chunker.holdsUnverified = content == .zstd
         // A compressed file is read into a buffer of its own and decoded into the chunk; a plain
         // one is read straight into the chunk.
         let isCompressed = content == .zstd
@@ -224,6 +250,16 @@ final class LineBuffer: @unchecked Sendable {
 /// the buffer until it is full, a chunk is handed out only once the decoder may move on, the
 /// buffer before the current one (`behind`) is kept until the next move, and a new buffer has
 /// room for a whole window after the incomplete line it starts with.
+///
+/// Verification (`LogCheckpoint`, `Data/FORMAT.md`): complete lines are held, not handed out,
+/// until something vouches for their bytes: a checkpoint whose length and XXH64 match the text
+/// since the previous one, or the end of a zstd frame (its checksum checked). Held lines are
+/// dropped and reported when a checkpoint does not match, when zstd finds damage, and at the
+/// end of a compressed file that has checkpoints (an unflushed tail). In a file with no checkpoint so far,
+/// held lines are also released at its end and whenever they pass `unverifiedHoldBytes`: such
+/// files (older writers, the `zstd` tool) are read as they always were. Plain text (not
+/// `holdsUnverified`) is held only once a checkpoint was seen: a flipped bit there alters one
+/// byte, not what zstd decodes after it. Checkpoint lines themselves are never handed out.
 struct LineChunker {
     let path: String
     let chunkBytes: Int
@@ -235,12 +271,31 @@ struct LineChunker {
     private var lineStart = 0
     private var skippingLongLine = false
     private var skippedBytes = 0
+    /// Until the first line's first bytes are known: a UTF-8 byte-order mark there is not part
+    /// of the record.
+    private var atFileStart = true
     /// The buffer written before the current one: zstd may still read it, so it stays alive
     /// until the next move; then, if no one else holds it, the one after next reuses it.
     private var behind: LineBuffer?
 
-    init(path: String, chunkBytes: Int, maximumLineBytes: Int) {
+    /// `chunk.lines[released...]` are held; their bytes (and those of lines skipped among them)
+    /// lie in `heldStart..<lineStart`. The text since the last checkpoint is hashed into
+    /// `sinceCheckpoint` up to `hashedUpTo` (the rest of `hashedUpTo..<lineStart` is not yet).
+    private var released = 0
+    private var heldStart = 0
+    private var hashedUpTo = 0
+    private var sinceCheckpoint = XXH64()
+    /// The first line number among the held ones.
+    private var firstHeldLine = 1
+    private(set) var sawCheckpoint = false
+    /// Whether lines are held before any checkpoint is seen (zstd input).
+    var holdsUnverified: Bool
+    /// In a file without checkpoints, held text past this is released unverified.
+    static let unverifiedHoldBytes = 16 << 20
+
+    init(path: String, chunkBytes: Int, maximumLineBytes: Int, holdsUnverified: Bool = false) {
         self.path = path
+        self.holdsUnverified = holdsUnverified
         self.chunkBytes = max(chunkBytes, 1)
         self.maximumLineBytes = maximumLineBytes
         chunk = LineChunk(capacity: Self.capacity(for: self.chunkBytes))
@@ -254,19 +309,20 @@ struct LineChunker {
     }
 
     /// Free memory after the bytes written, at least `minimum` bytes; when there is not that
-    /// much, the complete lines are handed out and the incomplete one moves to a buffer with
-    /// room for it, `minimum` and `reserve` bytes (`ZstdDecoder.outputReserve`).
+    /// much, the released lines are handed out and the held and incomplete ones move to a
+    /// buffer with room for them, `minimum` and `reserve` bytes (`ZstdDecoder.outputReserve`).
     mutating func space(atLeast minimum: Int = 1, reserve: Int = 0, _ handOut: (inout LineChunk) throws -> Void) rethrows -> UnsafeMutableRawBufferPointer {
         if chunk.capacity - filled < minimum { try handOutLines(handOut, room: minimum, reserve: reserve) }
         return UnsafeMutableRawBufferPointer(rebasing: chunk.buffer.bytes[filled...])
     }
 
     /// `n` bytes were written into the last `space`: records the lines they complete, and
-    /// hands out a chunk's worth of them when the output `mayMove` to another buffer.
+    /// hands out a chunk's worth of released lines when the output `mayMove` to another buffer.
     mutating func wrote(_ n: Int, mayMove: Bool = true, reserve: Int = 0, _ handOut: (inout LineChunk) throws -> Void) rethrows {
         let base = UnsafeRawPointer(chunk.buffer.bytes.baseAddress!)
         var from = filled
         filled += n
+        if atFileStart { skipByteOrderMark(from: &from, base: base) }
         while from < filled, let nl = memchr(base + from, 0x0A, filled - from) {
             let end = base.distance(to: UnsafeRawPointer(nl))
             lineNumber += 1
@@ -277,6 +333,16 @@ struct LineChunker {
                 note(.lineTooLong, line: lineNumber, "\(end - lineStart) bytes (limit \(maximumLineBytes)); skipped")
             } else {
                 let trimmed = end > lineStart && base.load(fromByteOffset: end - 1, as: UInt8.self) == 0x0D ? end - 1 : end
+                let line = UnsafeRawBufferPointer(start: base + lineStart, count: trimmed - lineStart)
+                if LogCheckpoint.mayBe(line), let checkpoint = LogCheckpoint(line: line) {
+                    check(checkpoint, at: lineStart, base: base)
+                    lineStart = end + 1
+                    hashedUpTo = lineStart
+                    heldStart = lineStart
+                    from = end + 1
+                    continue
+                }
+                if released == chunk.lines.count { firstHeldLine = lineNumber }
                 chunk.lines.append(lineStart..<trimmed)
                 chunk.lineNumbers.append(lineNumber)
             }
@@ -293,8 +359,67 @@ struct LineChunker {
             skippedBytes = filled - lineStart
             lineStart = filled
         }
-        chunk.byteCount = lineStart
-        if lineStart >= chunkBytes && mayMove && !(chunk.lines.isEmpty && chunk.issues.isEmpty) { try handOutLines(handOut, room: 1, reserve: reserve) }
+        if !sawCheckpoint && (!holdsUnverified || lineStart - heldStart > Self.unverifiedHoldBytes) { releaseHeld() }
+        if heldStart >= chunkBytes && mayMove && !(released == 0 && chunk.issues.isEmpty) {
+            try handOutLines(handOut, room: 1, reserve: reserve)
+        }
+    }
+
+    /// Compares a checkpoint with the text since the previous one: releases the held lines
+    /// when it matches, drops and reports them when it does not.
+    private mutating func check(_ checkpoint: LogCheckpoint, at checkpointStart: Int, base: UnsafeRawPointer) {
+        sawCheckpoint = true
+        if hashedUpTo < checkpointStart {
+            sinceCheckpoint.update(UnsafeRawBufferPointer(start: base + hashedUpTo, count: checkpointStart - hashedUpTo))
+        }
+        if sinceCheckpoint.count == checkpoint.bytes && sinceCheckpoint.digest == checkpoint.xxh64 {
+            released = chunk.lines.count
+        } else {
+            let held = chunk.lines.count - released
+            let lines = held == 0 ? "no line" : held == 1 ? "line \(firstHeldLine)" : "\(held) lines (\(firstHeldLine)–\(chunk.lineNumbers.last!))"
+            dropHeld()
+            note(.failedCheckpoint, line: lineNumber,
+                 "the \(sinceCheckpoint.count) bytes before it do not match its \(checkpoint.bytes) bytes and XXH64 \(String(checkpoint.xxh64, radix: 16)): damaged; \(lines) skipped")
+        }
+        sinceCheckpoint = XXH64()
+    }
+
+    /// Hands the held lines on as they are (verified by a frame's checksum, or in a file
+    /// without checkpoints so far, whose first checkpoint, if one comes, still covers them).
+    private mutating func releaseHeld() {
+        released = chunk.lines.count
+        heldStart = lineStart
+    }
+
+    /// The text since the last checkpoint starts at the incomplete line (a frame ended, or
+    /// damage broke the text).
+    private mutating func restartRange() {
+        hashedUpTo = lineStart
+        sinceCheckpoint = XXH64()
+    }
+
+    /// Forgets the held lines (their bytes stay where they are, unreferenced).
+    private mutating func dropHeld() {
+        chunk.lines.removeSubrange(released...)
+        chunk.lineNumbers.removeSubrange(released...)
+    }
+
+    /// Steps over a UTF-8 byte-order mark (EF BB BF) starting the file, once its first three
+    /// bytes (or its first line, if shorter) are there.
+    private mutating func skipByteOrderMark(from: inout Int, base: UnsafeRawPointer) {
+        let pending = filled - lineStart
+        if pending >= 3 {
+            atFileStart = false
+            let b = base + lineStart
+            if b.load(as: UInt8.self) == 0xEF, b.load(fromByteOffset: 1, as: UInt8.self) == 0xBB, b.load(fromByteOffset: 2, as: UInt8.self) == 0xBF {
+                lineStart += 3
+                heldStart = lineStart
+                hashedUpTo = lineStart
+                from = max(from, lineStart)
+            }
+        } else if memchr(base + lineStart, 0x0A, pending) != nil {
+            atFileStart = false
+        }
     }
 
     /// Decompresses `input` into the chunk.
@@ -303,30 +428,67 @@ struct LineChunker {
         try decoder.decompress(input, into: { try space(atLeast: $0, reserve: decoder.outputReserve, handOut) },
                                wrote: { try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut) }, damaged: { d in
             // Text decoded so far from the damaged frame may end mid-line: drop that tail. (The
-            // frame is over, so zstd reads none of it back.)
+            // frame is over, so zstd reads none of it back.) Lines not yet vouched for go too:
+            // zstd decoded them before it found the damage, so they may be altered.
+            let held = chunk.lines.count - released
+            dropHeld()
             filled = lineStart
             skippingLongLine = false
+            releaseHeld()
+            restartRange()
             let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
-            note(.damagedFrame, line: lineNumber + 1, "\(d.message) at compressed byte \(d.offset); \(resumed)")
+            let lost = held == 0 ? "" : held == 1 ? "; the line before it in the frame (\(lineNumber)) skipped, unverified"
+                : "; the \(held) lines before it in the frame since the last checkpoint (\(lineNumber - held + 1)–\(lineNumber)) skipped, unverified"
+            note(.damagedFrame, line: lineNumber + 1, "\(d.message) at compressed byte \(d.offset)\(lost); \(resumed)")
+        }, frameEnded: {
+            // The frame's checksum (when it has one) matched: what it holds is as written.
+            if lineStart == filled {
+                releaseHeld()
+                restartRange()
+            }
         })
     }
 
-    /// Reports an incomplete last line and hands out what is left.
+    /// Reports an incomplete last line and hands out what is left: in a compressed file with
+    /// checkpoints, lines after the last one are an unflushed tail, reported and dropped (zstd
+    /// decoded them, but nothing vouches for them); in plain text they are used as they are.
     mutating func finish(_ handOut: (inout LineChunk) throws -> Void) rethrows {
         if skippingLongLine || filled > lineStart {
             note(.partialLine, line: lineNumber + 1,
                  "\(skippingLongLine ? skippedBytes : filled - lineStart) bytes after the last newline; skipped")
             filled = lineStart
         }
+        let held = chunk.lines.count - released
+        if sawCheckpoint && holdsUnverified && held > 0 {
+            let first = firstHeldLine
+            dropHeld()
+            note(.truncatedFile, line: first,
+                 "\(held == 1 ? "line \(first) follows" : "\(held) lines (\(first)–\(lineNumber)) follow") the last checkpoint: written but never flushed (the file was cut); skipped")
+        }
+        releaseHeld()
+        chunk.byteCount = heldStart
         if !chunk.lines.isEmpty || !chunk.issues.isEmpty { try handOut(&chunk) }
     }
 
-    /// Hands out the complete lines (if any) and moves the incomplete one to the start of a
-    /// buffer with room for `room` and `reserve` more bytes.
+    /// Hands out the released lines (if any) and moves the held and incomplete ones to the
+    /// start of a buffer with room for `room` and `reserve` more bytes.
     private mutating func handOutLines(_ handOut: (inout LineChunk) throws -> Void, room: Int, reserve: Int) rethrows {
         let previous = chunk.buffer
-        let rest = filled - lineStart
+        let rest = filled - heldStart
+        // What moves is hashed first where it lies (all of it complete lines or bytes passed over).
+        if hashedUpTo < lineStart {
+            sinceCheckpoint.update(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(previous.bytes)[hashedUpTo..<lineStart]))
+            hashedUpTo = lineStart
+        }
+        let heldLines = chunk.lines[released...].map { ($0.lowerBound - heldStart)..<($0.upperBound - heldStart) }
+        let heldNumbers = Array(chunk.lineNumbers[released...])
+        dropHeld()
+        chunk.byteCount = heldStart
         if !chunk.lines.isEmpty || !chunk.issues.isEmpty {
+            // Issues noted among held lines come after the lines handed out.
+            for i in chunk.issues.indices where chunk.issues[i].linesBefore > chunk.lines.count {
+                chunk.issues[i].linesBefore = chunk.lines.count
+            }
             try handOut(&chunk)
             chunk.removeAll()
         }
@@ -346,9 +508,16 @@ struct LineChunker {
             chunk.buffer = LineBuffer(capacity: allocated)
         }
         behind = previous
-        if rest > 0 { memmove(chunk.buffer.bytes.baseAddress!, previous.bytes.baseAddress! + lineStart, rest) }
+        if rest > 0 { memmove(chunk.buffer.bytes.baseAddress!, previous.bytes.baseAddress! + heldStart, rest) }
+        chunk.lines.removeAll(keepingCapacity: true)
+        chunk.lines.append(contentsOf: heldLines)
+        chunk.lineNumbers.removeAll(keepingCapacity: true)
+        chunk.lineNumbers.append(contentsOf: heldNumbers)
+        released = 0
         filled = rest
-        lineStart = 0
+        lineStart -= heldStart
+        hashedUpTo = lineStart
+        heldStart = 0
         chunk.byteCount = 0
     }
 }

@@ -13,6 +13,10 @@ import Darwin
 /// segment with a `ZSTD_e_flush` at every flush, so a file cut anywhere still decodes up to
 /// its last flush. A segment ends after `segmentBytes` of text; each segment begins with full
 /// statistics snapshots, so damage inside one never spreads to the next.
+///
+/// Integrity: every flush, segment end and close first writes a checkpoint line
+/// (`LogCheckpoint`) holding the length and XXH64 of the text written since the previous one,
+/// so that readers use no line before its bytes are verified (`Data/FORMAT.md`).
 public final class LogWriter {
     public struct Options: Sendable {
         /// zstd level. Logs are written once (a few KiB every few seconds per call) and kept:
@@ -38,6 +42,11 @@ public final class LogWriter {
     private var text: [UInt8] = []
     private var compressed: [UInt8] = []
     private var segmentText = 0
+    /// The text since the last checkpoint: hashed up to `hashedUpTo` in `text`, the rest not yet.
+    private var sinceCheckpoint = XXH64()
+    private var hashedUpTo = 0
+    /// The `ts` a checkpoint carries: the last record's.
+    private var lastTs: Int64 = 0
     private var frameOpen = false
     /// Bytes written to the file so far (compressed size for `.zst`).
     public private(set) var bytesWritten = 0
@@ -71,6 +80,7 @@ public final class LogWriter {
         let toWrite = options.deltaStats ? encoder.encode(record) : record
         if record.kind == .end { encoder.forget(call: record.call) }
         let before = text.count
+        lastTs = record.ts
         toWrite.write(to: &text)
         text.append(0x0A)
         segmentText += text.count - before
@@ -81,6 +91,7 @@ public final class LogWriter {
 
     /// Makes everything appended so far decodable from the file; `sync` also fsyncs it.
     public func flush(sync: Bool = false) throws {
+        writeCheckpoint()
         try drain(options.framePerFlush ? .end : .flush)
         if options.framePerFlush { startSegment() }
         if sync { fsync(fd) }
@@ -88,6 +99,7 @@ public final class LogWriter {
 
     /// Ends the current segment (closing its zstd frame) and starts a new one.
     public func endSegment() throws {
+        writeCheckpoint()
         try drain(.end)
         startSegment()
     }
@@ -106,8 +118,28 @@ public final class LogWriter {
             Glibc_close(fd)
             closed = true
         }
+        writeCheckpoint()
         try drain(.end)
         fsync(fd)
+    }
+
+    /// Ends the text since the last checkpoint with a checkpoint covering it (none when there
+    /// is no such text).
+    private func writeCheckpoint() {
+        guard !closed else { return }
+        hashPendingText()
+        guard sinceCheckpoint.count > 0 else { return }
+        let before = text.count
+        LogCheckpoint(bytes: sinceCheckpoint.count, xxh64: sinceCheckpoint.digest, ts: lastTs).write(to: &text)
+        segmentText += text.count - before
+        sinceCheckpoint = XXH64()
+        hashedUpTo = text.count
+    }
+
+    private func hashPendingText() {
+        guard hashedUpTo < text.count else { return }
+        text.withUnsafeBytes { sinceCheckpoint.update(UnsafeRawBufferPointer(rebasing: $0[hashedUpTo...])) }
+        hashedUpTo = text.count
     }
 
     private var closed = false
@@ -123,8 +155,10 @@ public final class LogWriter {
         } else {
             try writeAll(text)
         }
+        hashPendingText()
         textBytes += text.count
         text.removeAll(keepingCapacity: true)
+        hashedUpTo = 0
     }
 
     private func writeAll(_ bytes: [UInt8]) throws {

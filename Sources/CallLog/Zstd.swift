@@ -108,9 +108,14 @@ public final class ZstdDecoder {
     private var runBytes = 0
     private var runHoldsFrameStart = false
 
-    /// Larger windows are refused as damage rather than given memory (128 MiB, as `zstd -d`
-    /// refuses without `--long`/`--memory`; `ZSTD_d_windowLogMax` does not apply to this API).
-    public static let windowSizeLimit = 1 << 27
+    /// Larger windows are refused as damage. 2 GiB (`windowLog` 31, zstd's largest, what
+    /// `zstd --long=31` writes), as `zstd -d --long=31` accepts; this API checks it here
+    /// (`ZSTD_d_windowLogMax` applies to the streaming API only). The bound this allows: a
+    /// reader's output buffers are sized for a window and two blocks (`outputReserve`), two
+    /// of them alive at once, so a frame declaring a 2 GiB window may reserve about 4.5 GiB of
+    /// address space; pages are touched only as text is decoded, so resident memory stays
+    /// within about twice the smaller of the window and the frame's decoded text.
+    public static let windowSizeLimit = 1 << 31
     /// The largest piece zstd asks for: a block (skippable frames are stepped over).
     private static let largestPiece = Int(ZSTD_BLOCKSIZE_MAX) + 3
 
@@ -181,13 +186,15 @@ public final class ZstdDecoder {
     /// the next bytes go (at least `minimum` bytes), and `wrote` how many went there. A reader
     /// that keeps lines where they were decoded (`LineChunker`) copies nothing. The memory must
     /// follow `outputMayMove`.
+    /// `frameEnded` is told each frame that ended whole (its checksum, when it has one, matched).
     public func decompress(
         _ input: UnsafeRawBufferPointer,
         into space: (_ minimum: Int) throws -> UnsafeMutableRawBufferPointer,
         wrote: (Int) throws -> Void,
-        damaged: (Damage) -> Void
+        damaged: (Damage) -> Void,
+        frameEnded: () -> Void = {}
     ) rethrows {
-        guard resyncing else { return try decode(input, into: space, wrote: wrote, damaged: damaged) }
+        guard resyncing else { return try decode(input, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
         var joined = carry
         joined.append(contentsOf: input)
         let joinedOffset = compressedOffset - carry.count
@@ -200,7 +207,7 @@ public final class ZstdDecoder {
         carry = []
         compressedOffset = joinedOffset + at
         try joined.withUnsafeBytes {
-            try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), into: space, wrote: wrote, damaged: damaged)
+            try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
         }
     }
 
@@ -210,7 +217,8 @@ public final class ZstdDecoder {
         _ src: UnsafeRawBufferPointer,
         into space: (Int) throws -> UnsafeMutableRawBufferPointer,
         wrote: (Int) throws -> Void,
-        damaged: (Damage) -> Void
+        damaged: (Damage) -> Void,
+        frameEnded: () -> Void
     ) rethrows {
         let start = compressedOffset
         var pos = 0
@@ -230,6 +238,7 @@ public final class ZstdDecoder {
             let need = ZSTD_nextSrcSizeToDecompress(dctx)
             if need == 0 {
                 insideFrame = false
+                frameEnded()
                 continue
             }
             let kind = ZSTD_nextInputType(dctx)
@@ -244,7 +253,7 @@ public final class ZstdDecoder {
                 if need > staged.count {
                     // Only a damaged block header asks for more than a block.
                     guard let resume = try report(ZSTD_error_srcSize_wrong, at: start + pos, pieceStart: pos, in: src, staged: nil,
-                                                  into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                                                  into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) else { pos = src.count; return }
                     pos = resume
                     continue
                 }
@@ -278,7 +287,7 @@ public final class ZstdDecoder {
             let r = ZSTD_decompressContinue(dctx, out.baseAddress, out.count, piece, need)
             if ZSTD_isError(r) != 0 {
                 guard let resume = try report(ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: pieceStart, in: src, staged: stagedTail,
-                                              into: space, wrote: wrote, damaged: damaged) else { pos = src.count; return }
+                                              into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) else { pos = src.count; return }
                 pos = resume
                 continue
             }
@@ -289,7 +298,7 @@ public final class ZstdDecoder {
                 if ZSTD_getFrameHeader(&header, headerBytes, headerBytes.count) == 0 {
                     guard header.windowSize <= UInt64(Self.windowSizeLimit) else {
                         guard let resume = try report(ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: pieceStart,
-                                                      in: src, staged: stagedTail, into: space, wrote: wrote, damaged: damaged)
+                                                      in: src, staged: stagedTail, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
                         else { pos = src.count; return }
                         pos = resume
                         continue
@@ -326,7 +335,8 @@ public final class ZstdDecoder {
     private func report(
         _ code: ZSTD_ErrorCode, at offset: Int, pieceStart: Int, in src: UnsafeRawBufferPointer,
         staged tail: UnsafeRawBufferPointer?,
-        into space: (Int) throws -> UnsafeMutableRawBufferPointer, wrote: (Int) throws -> Void, damaged: (Damage) -> Void
+        into space: (Int) throws -> UnsafeMutableRawBufferPointer, wrote: (Int) throws -> Void, damaged: (Damage) -> Void,
+        frameEnded: () -> Void
     ) rethrows -> Int? {
         insideFrame = false
         stagedCount = 0
@@ -341,7 +351,7 @@ public final class ZstdDecoder {
             damaged(Damage(offset: offset, message: message, skipped: at + 1))
             let joined = Array(tail[at...]) + Array(rest)
             compressedOffset = offset + 1 + at
-            try joined.withUnsafeBytes { try decode($0, into: space, wrote: wrote, damaged: damaged) }
+            try joined.withUnsafeBytes { try decode($0, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
             return nil
         }
         if let at = ZstdDecoder.findMagic(rest) {

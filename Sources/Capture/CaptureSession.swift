@@ -93,6 +93,10 @@ public struct CaptureSession {
     var streamIndex: [StreamKey: Int] = [:]
     var streams: [StreamState?] = []
     var freeSlots: [Int] = []
+    /// The open streams' slots by last packet, oldest first: the one evicted past the cap.
+    var recency = StreamRecency()
+    /// Streams looked at to choose the ones evicted (one per eviction).
+    public internal(set) var streamsExaminedForEviction = 0
 
     var signalled: [Endpoint: SignalledMedia] = [:]
     var calls: [Int: CallState] = [:]
@@ -233,6 +237,7 @@ public struct CaptureSession {
         let slot: Int
         if let existing = streamIndex[key] {
             slot = existing
+            recency.touch(slot)
         } else {
             slot = openStream(key, at: now, viaTURN: viaTURN)
         }
@@ -280,6 +285,7 @@ public struct CaptureSession {
             slot = streams.count - 1
         }
         streamIndex[key] = slot
+        recency.append(slot)
         return slot
     }
 
@@ -319,16 +325,13 @@ public struct CaptureSession {
             ?? stream.statistics.lastPayloadType
     }
 
+    /// Closes the stream whose last packet is the oldest (the one that arrived first among
+    /// equals), in constant time.
     mutating func evictOldestStream() {
-        var oldest: (slot: Int, seen: Int64)?
-        for (_, slot) in streamIndex {
-            let seen = streams[slot]!.lastSeenNanos
-            if oldest == nil || seen < oldest!.seen { oldest = (slot, seen) }
-        }
-        if let oldest {
-            counters.streamsEvicted += 1
-            closeStream(oldest.slot, reason: "evicted")
-        }
+        guard recency.oldest >= 0 else { return }
+        streamsExaminedForEviction += 1
+        counters.streamsEvicted += 1
+        closeStream(Int(recency.oldest), reason: "evicted")
     }
 
     mutating func closeStream(_ slot: Int, reason: String) {
@@ -342,6 +345,7 @@ public struct CaptureSession {
                 viaTURN: state.viaTURN, statistics: state.statistics))
         }
         streamIndex.removeValue(forKey: state.key)
+        recency.remove(slot)
         streams[slot] = nil
         freeSlots.append(slot)
         calls[state.call]!.openStreams -= 1

@@ -59,6 +59,19 @@ struct CaptureCommand: ParsableCommand {
     }
 
     func run() throws {
+        // A file or interface that cannot be opened (unreadable, not a capture, cut short) is a
+        // run-time failure, not a usage error: its error (naming it) ends the run with status 1,
+        // before an output file is created.
+        let source: PcapSource
+        if let file {
+            source = try PcapSource.open(file: file)
+        } else {
+            var options = LiveCaptureOptions()
+            options.filter = filter
+            options.bufferSize = Int32(clamping: bufferMb << 20)
+            source = try PcapSource.open(interface: interface!, options: options)
+        }
+
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
         let path = (output as NSString).appendingPathComponent("capture-\(stamp)-\(getpid()).ndjson.zst")
@@ -73,20 +86,6 @@ struct CaptureCommand: ParsableCommand {
         var session = CaptureSession(configuration: config) { record in
             guard writeError == nil else { return }
             do { try writer.append(record) } catch { writeError = error }
-        }
-
-        let source: PcapSource
-        do {
-            if let file {
-                source = try PcapSource.open(file: file)
-            } else {
-                var options = LiveCaptureOptions()
-                options.filter = filter
-                options.bufferSize = Int32(clamping: bufferMb << 20)
-                source = try PcapSource.open(interface: interface!, options: options)
-            }
-        } catch {
-            throw ValidationError(error.description)
         }
 
         signal(SIGINT) { _ in stopRequested = 1 }

@@ -40,7 +40,10 @@ final class BadInputTests: XCTestCase {
             let logs = try Corpus.simulate(into: dir.appendingPathComponent("logs"), calls: 12, files: 1, seed: 23)
             let file = Corpus.files(in: logs)[0]
             let text = ZstdDecoder.decompressAll([UInt8](try Data(contentsOf: URL(fileURLWithPath: file))))
+            // The records' lines, as a file edited by hand or written by another tool would hold
+            // them: without the writer's checkpoints (an edited file fails them).
             let lines = String(decoding: text.output, as: UTF8.self).split(separator: "\n").map(String.init)
+                .filter { !$0.contains(#""event":"checkpoint""#) }
             let (records, issues) = LogReader(path: file).readAll()
             precondition(issues.isEmpty, "the good corpus is good: \(issues)")
             let db = dir.appendingPathComponent("good.sqlite").path
@@ -239,7 +242,8 @@ final class BadInputTests: XCTestCase {
             Row(name: "truncated zstd file", files: [("cut.ndjson.zst", Array(compressed.prefix(compressed.count * 3 / 5)))],
                 issues: [("cut.ndjson.zst", nil, .truncatedFile)], expect: .recovered, alsoAllowed: [.partialLine]),
             Row(name: "bit flips inside frames", files: [("flipped.ndjson.zst", flipped)],
-                issues: [("flipped.ndjson.zst", nil, .damagedFrame)], expect: .recovered, alsoAllowed: [.invalidRecord, .missingDeltaBase]),
+                // Altered lines never reach the analysis: zstd or a checkpoint stops them first.
+                issues: [("flipped.ndjson.zst", nil, .damagedFrame)], expect: .recovered, alsoAllowed: [.failedCheckpoint, .missingDeltaBase]),
             Row(name: "a frame of garbage between frames",
                 files: [("garbage.ndjson.zst", Array(segmented[..<boundary]) + [0x28, 0xB5, 0x2F, 0xFD] + garbage + Array(segmented[boundary...]))],
                 issues: [("garbage.ndjson.zst", nil, .damagedFrame)], expect: .recovered, alsoAllowed: [.invalidRecord]),

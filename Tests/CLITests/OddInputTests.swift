@@ -1,0 +1,116 @@
+import CallLog
+import Foundation
+import TestSupport
+import XCTest
+
+/// Inputs that are valid but unusual, or not logs at all, given to the built binary.
+final class OddInputTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("cli-odd") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// Runs the built binary; a run still going after 30 s is stopped (and fails the test
+    /// through its status), so that a command waiting on its input cannot hang the suite.
+    @discardableResult
+    func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = CommandLineTests.binary
+        p.arguments = args
+        p.currentDirectoryURL = dir
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let watchdog = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        watchdog.cancel()
+        XCTAssertEqual(p.terminationReason, .exit, "callstats \(args.joined(separator: " ")) did not finish by itself")
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    static let records: [LogRecord] = [
+        .callInfo(call: "bom-call", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a", appVersion: "1",
+                  platform: "ios", network: "wifi", media: ["audio"]),
+        .event(call: "bom-call", ts: 2_000, action: EventName.callState, type: "mute"),
+        .end(call: "bom-call", ts: 3_000, reason: "terminatedLocally"),
+    ]
+
+    static var text: [UInt8] { Array(records.map { $0.jsonLine + "\n" }.joined().utf8) }
+
+    /// `callstats cat`'s lines of a file.
+    func catLines(_ path: String) throws -> [String] {
+        let c = try callstats(["cat", path])
+        XCTAssertEqual(c.status, 0, c.err)
+        return c.out.split(separator: "\n").map(String.init)
+    }
+
+    /// A byte-order mark before the first record (editors on Windows write one) is not part of it.
+    func testAByteOrderMarkDoesNotCostTheFirstRecord() throws {
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+        let plain = dir.appendingPathComponent("bom.ndjson")
+        try Data(bom + Self.text).write(to: plain)
+        let compressed = dir.appendingPathComponent("bom.ndjson.zst")
+        try Data(ZstdCompressor.compressFrame(bom + Self.text)).write(to: compressed)
+        for file in [plain, compressed] {
+            XCTAssertEqual(try catLines(file.path), Self.records.map(\.jsonLine), file.lastPathComponent)
+        }
+    }
+
+    /// `zstd --long=31` (a 2 GiB window, declared because the size was not known up front).
+    func testAFileCompressedWithTheLargestWindowIsRead() throws {
+        let compressor = ZstdCompressor(level: 3, windowLog: 31)
+        var bytes = [UInt8]()
+        compressor.compress(Self.text, .flush, into: &bytes)
+        compressor.compress([], .end, into: &bytes)
+        let decoder = ZstdDecoder()
+        var decoded = [UInt8](), damage = [ZstdDecoder.Damage]()
+        bytes.withUnsafeBytes { decoder.decompress($0, emit: { decoded.append(contentsOf: $0) }, damaged: { damage.append($0) }) }
+        XCTAssertEqual(decoder.windowSize, 1 << 31, "the frame declares a 2 GiB window")
+        XCTAssertEqual(decoded, Self.text)
+        XCTAssertEqual(damage, [])
+        let file = dir.appendingPathComponent("long.ndjson.zst")
+        try Data(bytes).write(to: file)
+        XCTAssertEqual(try catLines(file.path), Self.records.map(\.jsonLine))
+    }
+
+    /// A FIFO or a device named as a log is refused at once, named, rather than waited on or
+    /// read forever; the other logs given with it are read.
+    func testAFIFOOrADeviceIsRefusedWithItsName() throws {
+        let fifo = dir.appendingPathComponent("calls.ndjson").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let log = dir.appendingPathComponent("good.ndjson")
+        try Data(Self.text).write(to: log)
+        for (path, kind) in [(fifo, "a FIFO"), ("/dev/zero", "a character device")] {
+            let cat = try callstats(["cat", path, log.path])
+            XCTAssertEqual(cat.status, 3, cat.err)
+            XCTAssertTrue(cat.err.contains("\(path): unreadable file: not a regular file (\(kind))"), cat.err)
+            XCTAssertEqual(cat.out.split(separator: "\n").count, Self.records.count, cat.out)
+
+            let db = dir.appendingPathComponent("calls-\(path.count).sqlite").path
+            let analyze = try callstats(["analyze", path, log.path, "--db", db])
+            XCTAssertEqual(analyze.status, 3, analyze.err)
+            XCTAssertTrue(analyze.err.contains(path) && analyze.err.contains("not a regular file (\(kind))"), analyze.err)
+            let calls = try callstats(["query", "--db", db, "--format", "csv", "SELECT call_id FROM calls"])
+            XCTAssertEqual(calls.out.split(separator: "\n").dropFirst(), ["bom-call"], calls.err)
+        }
+    }
+
+    /// A capture file cut inside its header is a file error naming the file (status 1), not a
+    /// usage error, and leaves no output behind.
+    func testACaptureCutInItsHeaderIsAFileErrorNamingIt() throws {
+        var w = PcapWriter()
+        w.addUDP(from: "10.0.0.1", 4000, to: "10.0.0.2", 5000, payload: PcapPayloads.rtp(seq: 1, timestamp: 160, ssrc: 7),
+                 timestampNanos: 1_700_000_000_000_000_000)
+        let cut = dir.appendingPathComponent("cut.pcap")
+        try Data(w.bytes.prefix(10)).write(to: cut)
+        let out = dir.appendingPathComponent("out")
+        let c = try callstats(["capture", "-r", cut.path, "-o", out.path])
+        XCTAssertEqual(c.status, 1, c.err)
+        XCTAssertTrue(c.err.contains("cannot open \(cut.path): "), c.err)
+        XCTAssertFalse(c.err.contains("USAGE"), c.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out.path))
+    }
+}
