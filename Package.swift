@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layering (each line depends only on lines above it):
-//   CZstd, CPcap, CSQLite             system libraries
+//   CZstd, CPcap, CSQLite, CZlib      system libraries
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames, reader, writer
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
@@ -11,6 +11,8 @@ import PackageDescription
 //   Store                             SQLite schema and writer for analysis results
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
+//   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
+//                                     to rotating logs (SwiftNIO), and the browser agent it serves
 //   callstats                         the command line, wiring the above
 let package = Package(
     name: "callstats",
@@ -22,11 +24,13 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "CByteCompare"),
 
@@ -39,8 +43,14 @@ let package = Package(
         .target(name: "Store", dependencies: ["Analysis", "CSQLite"]),
         .target(name: "Ingest", dependencies: ["CallLog", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "Store"]),
+        .target(name: "IngestServer", dependencies: [
+            "CallLog", "CZstd", "CZlib",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ], resources: [.embedInCode("Resources/agent.js")]),
         .executableTarget(name: "callstats", dependencies: [
-            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest", "Report",
+            "CallLog", "Simulator", "Capture", "Collector", "Analysis", "Store", "Ingest", "Report", "IngestServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -54,6 +64,7 @@ let package = Package(
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
+        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "CallLog", "Analysis", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.

@@ -14,11 +14,12 @@ struct Callstats: ParsableCommand {
               callstats report --db calls.sqlite --out report.html   charts in one HTML file
               callstats capture -r call.pcap -o logs/         measure calls on the wire
               callstats simulate --calls 100 --out logs/      realistic sample logs
+              callstats serve --out logs/                     take records posted by browsers (agent.js)
             """,
         version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
-            CatCommand.self, CaptureCommand.self,
+            CatCommand.self, CaptureCommand.self, ServeCommand.self,
             SimulateCommand.self, ImportChromiumCommand.self, BenchCommand.self, InternalCommand.self,
         ]
     )
