@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "CallLog", "Store", "Analysis", "Simulator", "TestSupport"]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "Store", "Ingest", "CallLog", "TestSupport"]),
-        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "CallLog", "Analysis", "TestSupport"]),
+        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "callstats", "CallLog", "Analysis", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
