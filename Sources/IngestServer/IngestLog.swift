@@ -84,9 +84,13 @@ public final class IngestLog: @unchecked Sendable {
     private var lastIdleSweep: Int64 = 0
     private let metrics: ServerMetrics
 
-    public init(settings: Settings, metrics: ServerMetrics) throws {
+    /// Which of the server's logs this is (`ShardedIngestLog`), for the queue gauges.
+    let shard: Int
+
+    public init(settings: Settings, metrics: ServerMetrics, shard: Int = 0) throws {
         self.settings = settings
         self.metrics = metrics
+        self.shard = shard
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: settings.directory, isDirectory: &isDirectory) {
             do {
@@ -106,6 +110,16 @@ public final class IngestLog: @unchecked Sendable {
         t.start()
     }
 
+    /// Throws what `submit` would for a request of `bytes` now.
+    func checkRoom(bytes: Int) throws(SubmitError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { throw .closed }
+        guard pendingBytes + bytes <= settings.maxQueueBytes || pending.isEmpty else {
+            throw .queueFull(queuedBytes: pendingBytes)
+        }
+    }
+
     /// Queues records; `completion` runs on the writer thread once they are durable (or not).
     public func submit(_ lines: [RecordBatch.Line], bytes: Int,
                        completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void) throws(SubmitError) {
@@ -117,7 +131,7 @@ public final class IngestLog: @unchecked Sendable {
         }
         pending.append(Submission(lines: lines, bytes: bytes, completion: completion))
         pendingBytes += bytes
-        metrics.setQueue(bytes: pendingBytes, submissions: pending.count)
+        metrics.setQueue(shard: shard, bytes: pendingBytes, submissions: pending.count)
         condition.signal()
     }
 
@@ -143,7 +157,7 @@ public final class IngestLog: @unchecked Sendable {
             let finishing = stopping && pending.isEmpty
             pending.removeAll(keepingCapacity: true)
             pendingBytes = 0
-            metrics.setQueue(bytes: 0, submissions: 0)
+            metrics.setQueue(shard: shard, bytes: 0, submissions: 0)
             condition.unlock()
 
             if !group.isEmpty { commit(group) }

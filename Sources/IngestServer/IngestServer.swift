@@ -11,7 +11,7 @@ public final class IngestServer: @unchecked Sendable {
     public let configuration: ServeConfiguration
     public let metrics = ServerMetrics()
     private let group: MultiThreadedEventLoopGroup
-    private let log: IngestLog
+    private let log: ShardedIngestLog
     private let tokens: TokenList?
     private let serverContext: ServerContext
     private var channel: Channel?
@@ -36,7 +36,7 @@ public final class IngestServer: @unchecked Sendable {
         settings.maxQueueBytes = configuration.maxQueueBytes
         settings.privacy = configuration.privacy
         settings.writerOptions.compressionLevel = configuration.compressionLevel
-        log = try IngestLog(settings: settings, metrics: metrics)
+        log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
         serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
     }

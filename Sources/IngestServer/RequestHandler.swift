@@ -6,14 +6,14 @@ import NIOHTTP1
 /// Shared by every connection of one server.
 final class ServerContext: Sendable {
     let configuration: ServeConfiguration
-    let log: IngestLog
+    let log: ShardedIngestLog
     let metrics: ServerMetrics
     let tokens: TokenList?
     let clients: ClientState
     let inFlight: InFlightCounter
     let requestNumbers = RequestNumbers()
 
-    init(configuration: ServeConfiguration, log: IngestLog, metrics: ServerMetrics, tokens: TokenList?) {
+    init(configuration: ServeConfiguration, log: ShardedIngestLog, metrics: ServerMetrics, tokens: TokenList?) {
         self.configuration = configuration
         self.log = log
         self.metrics = metrics

@@ -31,6 +31,8 @@ public struct ServeConfiguration: Sendable {
     public var fileAgeMs: Int64 = 3_600_000
     public var compressionLevel: Int32 = 9
     public var eventLoopThreads = 2
+    /// Writer threads, each with its own files; a call's records always go to the same one.
+    public var writerThreads = 2
 
     public init(host: String, port: Int, directory: String) {
         self.host = host

@@ -11,8 +11,8 @@ public final class ServerMetrics: @unchecked Sendable {
     private var recordsRejected = 0
     private var bytesAccepted = 0
     private var bytesRejected = 0
-    private var queueBytes = 0
-    private var queueSubmissions = 0
+    private var queueBytes: [Int: Int] = [:]
+    private var queueSubmissions: [Int: Int] = [:]
     private var filesOpened = 0
     private var writeFailures = 0
     private var flushLatency = Histogram()
@@ -62,10 +62,10 @@ public final class ServerMetrics: @unchecked Sendable {
         }
     }
 
-    func setQueue(bytes: Int, submissions: Int) {
+    func setQueue(shard: Int, bytes: Int, submissions: Int) {
         locked {
-            queueBytes = bytes
-            queueSubmissions = submissions
+            queueBytes[shard] = bytes
+            queueSubmissions[shard] = submissions
         }
     }
 
@@ -99,9 +99,9 @@ public final class ServerMetrics: @unchecked Sendable {
         out += "callstats_serve_record_bytes_total{outcome=\"accepted\"} \(bytesAccepted)\n"
         out += "callstats_serve_record_bytes_total{outcome=\"rejected\"} \(bytesRejected)\n"
         out += "# HELP callstats_serve_queue_bytes Posted bytes waiting for the writer.\n# TYPE callstats_serve_queue_bytes gauge\n"
-        out += "callstats_serve_queue_bytes \(queueBytes)\n"
+        out += "callstats_serve_queue_bytes \(queueBytes.values.reduce(0, +))\n"
         out += "# HELP callstats_serve_queue_requests Requests waiting for the writer.\n# TYPE callstats_serve_queue_requests gauge\n"
-        out += "callstats_serve_queue_requests \(queueSubmissions)\n"
+        out += "callstats_serve_queue_requests \(queueSubmissions.values.reduce(0, +))\n"
         out += "# HELP callstats_serve_files_opened_total Log files started.\n# TYPE callstats_serve_files_opened_total counter\n"
         out += "callstats_serve_files_opened_total \(filesOpened)\n"
         out += "# HELP callstats_serve_write_failures_total Group commits that failed (their requests got 503).\n"

@@ -77,6 +77,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Threads serving connections.", valueName: "n"))
     var threads = 2
 
+    @Option(help: ArgumentHelp("Writer threads, each writing its own files (a call stays in one).", valueName: "n"))
+    var writers = 2
+
+    @Option(help: ArgumentHelp("zstd level of the logs written.", valueName: "1-19"))
+    var compressionLevel: Int32 = 9
+
     func validate() throws {
         guard ServeConfiguration.parseListen(listen) != nil else {
             throw ValidationError("--listen must be HOST:PORT (e.g. 127.0.0.1:8471 or [::1]:8471), got \(listen)")
@@ -89,7 +95,7 @@ struct ServeCommand: ParsableCommand {
         for (name, value) in [("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
                               ("--max-calls-per-client", maxCallsPerClient), ("--max-queue", maxQueue),
                               ("--read-timeout", readTimeout), ("--file-bytes", fileBytes), ("--file-age", fileAge),
-                              ("--threads", threads)] where value <= 0 {
+                              ("--threads", threads), ("--writers", writers), ("--compression-level", Int(compressionLevel))] where value <= 0 {
             throw ValidationError("\(name) must be positive, got \(value)")
         }
     }
@@ -109,6 +115,8 @@ struct ServeCommand: ParsableCommand {
         c.fileBytes = fileBytes
         c.fileAgeMs = Int64(fileAge) * 1000
         c.eventLoopThreads = threads
+        c.writerThreads = writers
+        c.compressionLevel = compressionLevel
         if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
             c.privacy = DoorPrivacy(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
         }
