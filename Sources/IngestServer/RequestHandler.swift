@@ -187,7 +187,10 @@ final class RequestHandler: ChannelInboundHandler {
         case (.GET, "/agent.js"), (.HEAD, "/agent.js"):
             reply(context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: PackageResources.agent_js,
                   extraHeaders: [("Cache-Control", "max-age=300")])
-        case (_, "/v1/records"), (_, "/healthz"), (_, "/metrics"), (_, "/agent.js"):
+        case (.GET, "/agent.mjs"), (.HEAD, "/agent.mjs"):
+            reply(context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: RequestHandler.agentModule,
+                  extraHeaders: [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+        case (_, "/v1/records"), (_, "/healthz"), (_, "/metrics"), (_, "/agent.js"), (_, "/agent.mjs"):
             fail(context: context, status: .methodNotAllowed, "\(r.head.method) is not allowed on \(p)")
         default:
             fail(context: context, status: .notFound, "no such path: \(p) (POST /v1/records, GET /healthz, /metrics, /agent.js)")
@@ -315,6 +318,11 @@ final class RequestHandler: ChannelInboundHandler {
         reply(context: context, status: HTTPResponseStatus(statusCode: stored.status), contentType: "application/json",
               body: Array(stored.body.utf8), extraHeaders: [("Callstats-Batch-Replayed", "true")])
     }
+
+    /// The agent as an ES module: the same script, told its own URL, exporting `attach`.
+    static let agentModule: [UInt8] = Array("globalThis.__callstatsAgentURL = import.meta.url;\n".utf8)
+        + PackageResources.agent_js
+        + Array("\nexport const attach = globalThis.callstats.attach;\nexport default globalThis.callstats;\n".utf8)
 
     static func resultJSON(request: String, batch: String?, lines: Int, accepted: Int, outcome: IngestLog.Outcome,
                            rejections: [LineRejection]) -> String {

@@ -200,6 +200,9 @@ final class EndpointTests: XCTestCase {
         let agent = try RawHTTP.request(port: server.port, method: "GET", path: "/agent.js")
         XCTAssertEqual(agent.status, 200)
         XCTAssertTrue(agent.body.contains("function attach(pc, options)"))
+        let module = try RawHTTP.request(port: server.port, method: "GET", path: "/agent.mjs")
+        XCTAssertTrue(module.body.hasPrefix("globalThis.__callstatsAgentURL = import.meta.url;"))
+        XCTAssertTrue(module.body.contains("export const attach = globalThis.callstats.attach;"))
         let metrics = try RawHTTP.request(port: server.port, method: "GET", path: "/metrics").body
         XCTAssertTrue(metrics.contains("callstats_serve_requests_total{status=\"204\"} 1"), metrics)
         XCTAssertTrue(metrics.contains("callstats_serve_records_total{outcome=\"written\"} 1"), metrics)

@@ -3,6 +3,7 @@
  * Data/FORMAT.md) and posts them to `callstats serve` (Data/INGEST.md).
  *
  *   <script src="https://collector.example/agent.js"></script>
+ *   (or as a module: import { attach } from "https://collector.example/agent.mjs")
  *   const monitor = window.callstats.attach(pc, {callId: "c-42", token: "…", labels: {room: "a"}});
  *   monitor.event("callState", "mute");
  *   monitor.end("terminatedLocally");
@@ -20,6 +21,8 @@
   var script = typeof document !== "undefined" ? document.currentScript : null;
   var scriptOrigin = null;
   try { if (script && script.src) scriptOrigin = new URL(script.src).origin; } catch (e) { scriptOrigin = null; }
+  // Loaded as a module (/agent.mjs), the module's URL stands in for the script tag's.
+  try { if (!scriptOrigin && root.__callstatsAgentURL) scriptOrigin = new URL(root.__callstatsAgentURL).origin; } catch (e) { /* none */ }
 
   // ---- Statistics deltas (a port of StatsDeltaEncoder; keep the two in step) ----
 
