@@ -3,7 +3,7 @@
 # snapshot every 5 s, then as fast as the server answers. Prints accepted snapshots/s, p50/p99
 # latency and the server's peak memory (VmHWM). Not a test: figures for PERFORMANCE notes.
 #   Benchmarks/serve-load/run.sh              (release build, 20 s paced + 20 s flat out)
-#   PACED_SECONDS=60 FLAT_SECONDS=60 CONNECTIONS=200 Benchmarks/serve-load/run.sh
+#   PACED_SECONDS=60 FLAT_SECONDS=60 CONNECTIONS=200 SERVE_ARGS="--writers 4" Benchmarks/serve-load/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -19,7 +19,7 @@ command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk
 work="$(mktemp -d)"
 trap 'kill -TERM "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 # One client address sends for every call here, so the per-client call limit is lifted.
-"$BIN" serve --listen 127.0.0.1:0 --out "$work/logs" --max-calls-per-client 100000000 > "$work/serve.out" 2>"$work/serve.err" &
+"$BIN" serve --listen 127.0.0.1:0 --out "$work/logs" --max-calls-per-client 100000000 ${SERVE_ARGS:-} > "$work/serve.out" 2>"$work/serve.err" &
 pid=$!
 for _ in $(seq 100); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 port="$(grep -o '127.0.0.1:[0-9]*' "$work/serve.out" | head -1 | cut -d: -f2)"
