@@ -8,7 +8,7 @@
 
 local run = os.getenv("CALLSTATS_RUN") or "load"
 local pace = tonumber(os.getenv("CALLSTATS_PACE_MS") or "0")
-local chains = tonumber(os.getenv("CALLSTATS_CHAINS") or "2000")
+local chains = tonumber(os.getenv("CALLSTATS_CHAINS") or "10000")
 local threads = {}
 local nextThread = 1
 
