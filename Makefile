@@ -24,6 +24,8 @@ deps:
 
 # Optional comparison tools for the tests: without them those comparisons are skipped.
 test-deps: deps
+	@[ -f /usr/include/zlib.h ] || { echo "Installing zlib1g-dev (callstats serve reads gzip request bodies)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zlib1g-dev >/dev/null; }
 	@command -v tshark >/dev/null || { echo "Installing tshark (packet statistics are compared with it)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
 	@command -v valgrind >/dev/null || { echo "Installing valgrind (instruction counts of the performance checks)"; \

@@ -20,6 +20,8 @@ import PackageDescription
 //   Store                             the schema and every SQL statement: writer, readers, comparison
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
+//   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
+//                                     to rotating logs (SwiftNIO), and the browser agent it serves
 //   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
 // Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
@@ -39,6 +41,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
@@ -61,10 +64,16 @@ let package = Package(
         .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
+        .target(name: "IngestServer", dependencies: [
+            "CallLog", "CZstd", "CZlib",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ], resources: [.embedInCode("Resources/agent.js")]),
         .target(name: "ConsoleOutput"),
         .executableTarget(name: "callstats", dependencies: [
             "ConsoleOutput", "CallLog", "Importers", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec",
-            "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report",
+            "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report", "IngestServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -93,6 +102,7 @@ let package = Package(
         ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
+        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "callstats", "CallLog", "Analysis", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.

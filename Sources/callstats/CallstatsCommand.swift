@@ -36,12 +36,13 @@ struct Callstats: ParsableCommand {
               callstats capture -r call.pcap -o logs/         measure calls on the wire
               callstats simulate --calls 100 --out logs/      realistic sample logs
               callstats import dumps... --out logs/           webrtc-internals and rtcstats dumps
+              callstats serve --out logs/                     take records posted by browsers (agent.js)
             """,
         version: Callstats.versionText,
         subcommands: [
             AnalyzeCommand.self, QueryCommand.self, ReportCommand.self, ConfigCommand.self, RegradeCommand.self,
             PruneCommand.self, ForgetCommand.self,
-            CatCommand.self, CaptureCommand.self,
+            CatCommand.self, CaptureCommand.self, ServeCommand.self,
             SimulateCommand.self, ImportCommand.self, InternalCommand.self,
         ]
     )

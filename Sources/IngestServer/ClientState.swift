@@ -1,0 +1,164 @@
+import CallLog
+import Foundation
+
+/// Bearer tokens from a file: one per line, `#` starts a comment, blank lines ignored.
+/// Reloaded on SIGHUP; a file that cannot be read keeps the previous tokens.
+public final class TokenList: @unchecked Sendable {
+    public let path: String
+    private let lock = NSLock()
+    private var tokens: Set<String> = []
+
+    public init(path: String) throws {
+        self.path = path
+        tokens = try TokenList.read(path)
+    }
+
+    public var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return tokens.count
+    }
+
+    static func read(_ path: String) throws -> Set<String> {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw TokenError(message: "cannot read tokens from \(path): \(error.localizedDescription)")
+        }
+        var out = Set<String>()
+        for raw in text.split(whereSeparator: \.isNewline) {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let token = line.trimmingCharacters(in: .whitespaces)
+            if !token.isEmpty { out.insert(token) }
+        }
+        guard !out.isEmpty else { throw TokenError(message: "\(path) holds no token (one per line, # for comments)") }
+        return out
+    }
+
+    /// Re-reads the file; returns the error when it could not (the old tokens stay).
+    @discardableResult
+    public func reload() -> String? {
+        do {
+            let fresh = try TokenList.read(path)
+            lock.lock()
+            tokens = fresh
+            lock.unlock()
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    public func contains(_ token: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return tokens.contains(token)
+    }
+}
+
+public struct TokenError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// What the server remembers about each client (a token, or without tokens an address):
+/// the replies to its recent batches (`Callstats-Batch`), so that a retried batch gets the
+/// same reply and is not written twice, and the calls it posted records for in the current
+/// period, to refuse a client that fans out over too many calls.
+final class ClientState: @unchecked Sendable {
+    /// A batch being written, or written with its reply.
+    enum Batch {
+        case inFlight(waiters: [@Sendable (Reply) -> Void])
+        case done(Reply)
+    }
+
+    struct Reply: Sendable {
+        var status: Int
+        var body: String
+    }
+
+    private let lock = NSLock()
+    private var batches: [String: Batch] = [:]
+    /// Insertion order of `batches`' keys, oldest first, for eviction.
+    private var batchOrder: [String] = []
+    private var batchOrderStart = 0
+    private let maxBatches: Int
+    private var callsByClient: [String: Set<String>] = [:]
+    private var periodStart: Int64
+    private let periodMs: Int64
+    let maxCallsPerPeriod: Int
+
+    init(maxBatches: Int, maxCallsPerPeriod: Int, periodMs: Int64) {
+        self.maxBatches = maxBatches
+        self.maxCallsPerPeriod = maxCallsPerPeriod
+        self.periodMs = periodMs
+        periodStart = EpochClock.nowMs()
+    }
+
+    enum BatchClaim {
+        /// The batch is new: write it, then `finish`.
+        case claimed
+        /// Written before: this is its reply.
+        case answered(Reply)
+        /// Being written by another request: `waiter` will get the reply.
+        case waiting
+    }
+
+    func claim(batch key: String, waiter: @escaping @Sendable (Reply) -> Void) -> BatchClaim {
+        lock.lock()
+        defer { lock.unlock() }
+        switch batches[key] {
+        case .done(let reply)?:
+            return .answered(reply)
+        case .inFlight(var waiters)?:
+            waiters.append(waiter)
+            batches[key] = .inFlight(waiters: waiters)
+            return .waiting
+        case nil:
+            batches[key] = .inFlight(waiters: [])
+            batchOrder.append(key)
+            evictOldBatches()
+            return .claimed
+        }
+    }
+
+    /// Stores the reply of a claimed batch (only successes are kept: a batch that failed is
+    /// written when it is retried) and passes it to requests that waited for it.
+    func finish(batch key: String, reply: Reply) {
+        lock.lock()
+        var waiters: [@Sendable (Reply) -> Void] = []
+        if case .inFlight(let w)? = batches[key] { waiters = w }
+        if reply.status == 200 { batches[key] = .done(reply) } else { batches[key] = nil }
+        lock.unlock()
+        for w in waiters { w(reply) }
+    }
+
+    private func evictOldBatches() {
+        while batchOrder.count - batchOrderStart > maxBatches {
+            let old = batchOrder[batchOrderStart]
+            batchOrderStart += 1
+            if case .done? = batches[old] { batches[old] = nil }
+        }
+        if batchOrderStart > 4096 && batchOrderStart * 2 > batchOrder.count {
+            batchOrder.removeFirst(batchOrderStart)
+            batchOrderStart = 0
+        }
+    }
+
+    /// Admits `calls` for `client` in the current period, or returns how many it already has
+    /// when that would take it past the limit (nothing is admitted then).
+    func admit(calls: Set<String>, client: String) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = EpochClock.nowMs()
+        if now - periodStart >= periodMs {
+            callsByClient.removeAll(keepingCapacity: true)
+            periodStart = now
+        }
+        var known = callsByClient[client] ?? []
+        let before = known.count
+        known.formUnion(calls)
+        guard known.count <= maxCallsPerPeriod else { return before }
+        callsByClient[client] = known
+        return nil
+    }
+}

@@ -1,0 +1,326 @@
+import CallLog
+import Foundation
+
+/// The server's log writer: one thread that appends posted records to rotating zstd files
+/// through CallLog's `LogWriter` (the writer the in-app collector's rotating writer is built
+/// on) and acknowledges them only after they are flushed and fsynced.
+///
+/// Group commit: every submission waiting when the thread wakes is appended, then one flush and
+/// one fsync cover them all, then all of them are answered. A submission is answered after its
+/// records are on disk or with an error, never before; what was answered as written survives
+/// a SIGKILL of the server the next moment.
+///
+/// Statistics deltas are restored to full snapshots here, per chain (call, peer connection,
+/// format), and `LogWriter` encodes them again against its own chains, so every file segment
+/// starts its chains in full as the format requires, whatever the client's batches were. A
+/// snapshot whose `seq` is not newer than its chain's last is a client's retry: it is counted
+/// as a duplicate and not written again.
+public final class IngestLog: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var directory: String
+        public var filePrefix = "ingest"
+        /// A file is closed and a new one started past this many bytes on disk…
+        public var fileBytes = 64 << 20
+        /// …or once it is this old.
+        public var fileAgeMs: Int64 = 3_600_000
+        /// Posted bytes waiting for the writer; beyond this submissions are refused (503).
+        public var maxQueueBytes = 64 << 20
+        /// Chains of calls with no record for this long are forgotten (memory stays bounded by
+        /// the calls that are live); a later delta of such a call is refused as missing its base.
+        public var callIdleMs: Int64 = 15 * 60_000
+        public var writerOptions = LogWriter.Options()
+        public var privacy: DoorPrivacy?
+
+        public init(directory: String) { self.directory = directory }
+    }
+
+    /// What happened to one submission's records.
+    public struct Outcome: Sendable {
+        public var written = 0
+        public var duplicates = 0
+        public var rejections: [LineRejection] = []
+        /// Time from the group's first append to the end of its fsync.
+        public var flushSeconds = 0.0
+    }
+
+    public enum SubmitError: Error, Equatable, CustomStringConvertible {
+        case queueFull(queuedBytes: Int)
+        case closed
+        public var description: String {
+            switch self {
+            case .queueFull(let b): "the writer is behind (\(b) bytes waiting)"
+            case .closed: "the server is shutting down"
+            }
+        }
+    }
+
+    public struct WriteFailure: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    struct Submission {
+        var lines: [RecordBatch.Line]
+        var bytes: Int
+        var completion: @Sendable (Result<Outcome, WriteFailure>) -> Void
+    }
+
+    public let settings: Settings
+    private let condition = NSCondition()
+    private var pending: [Submission] = []
+    private var pendingBytes = 0
+    private var stopping = false
+    private var stopped = false
+    private var thread: Thread?
+
+    // Writer-thread state.
+    private var writer: LogWriter?
+    private var openedAt: Int64 = 0
+    private var fileCounter = 0
+    private var decoder = StatsDeltaDecoder()
+    private var lastSeq: [StatsChainKey: Int64] = [:]
+    private var chainsByCall: [String: [StatsChainKey]] = [:]
+    private var lastActivity: [String: Int64] = [:]
+    private var lastIdleSweep: Int64 = 0
+    private let metrics: ServerMetrics
+
+    /// Which of the server's logs this is (`ShardedIngestLog`), for the queue gauges.
+    let shard: Int
+
+    public init(settings: Settings, metrics: ServerMetrics, shard: Int = 0) throws {
+        self.settings = settings
+        self.metrics = metrics
+        self.shard = shard
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: settings.directory, isDirectory: &isDirectory) {
+            do {
+                try FileManager.default.createDirectory(atPath: settings.directory, withIntermediateDirectories: true)
+            } catch {
+                throw WriteFailure(message: "cannot create \(settings.directory): \(error.localizedDescription)")
+            }
+        } else if !isDirectory.boolValue {
+            throw WriteFailure(message: "\(settings.directory) is not a directory")
+        }
+        guard access(settings.directory, W_OK) == 0 else {
+            throw WriteFailure(message: "\(settings.directory) is not writable: \(String(cString: strerror(errno)))")
+        }
+        let t = Thread { [unowned self] in self.run() }
+        t.name = "ingest-writer"
+        thread = t
+        t.start()
+    }
+
+    /// Throws what `submit` would for a request of `bytes` now.
+    func checkRoom(bytes: Int) throws(SubmitError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { throw .closed }
+        guard pendingBytes + bytes <= settings.maxQueueBytes || pending.isEmpty else {
+            throw .queueFull(queuedBytes: pendingBytes)
+        }
+    }
+
+    /// Queues records; `completion` runs on the writer thread once they are durable (or not).
+    public func submit(_ lines: [RecordBatch.Line], bytes: Int,
+                       completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void) throws(SubmitError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { throw .closed }
+        guard pendingBytes + bytes <= settings.maxQueueBytes || pending.isEmpty else {
+            throw .queueFull(queuedBytes: pendingBytes)
+        }
+        pending.append(Submission(lines: lines, bytes: bytes, completion: completion))
+        pendingBytes += bytes
+        metrics.setQueue(shard: shard, bytes: pendingBytes, submissions: pending.count)
+        condition.signal()
+    }
+
+    /// Writes everything queued, closes the file (fsynced) and stops the thread.
+    public func close() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        while !stopped { condition.wait() }
+        condition.unlock()
+    }
+
+    // MARK: - The writer thread
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopping {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
+                if pending.isEmpty { break }
+            }
+            let group = pending
+            let finishing = stopping && pending.isEmpty
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+            metrics.setQueue(shard: shard, bytes: 0, submissions: 0)
+            condition.unlock()
+
+            if !group.isEmpty { commit(group) }
+            housekeeping()
+            if finishing {
+                closeFile()
+                condition.lock()
+                stopped = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+        }
+    }
+
+    private func commit(_ group: [Submission]) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var outcomes = [Outcome](repeating: Outcome(), count: group.count)
+        var failure: WriteFailure?
+        do {
+            let w = try openWriter()
+            for (i, submission) in group.enumerated() {
+                for line in submission.lines {
+                    try append(line, to: w, outcome: &outcomes[i])
+                }
+            }
+            try w.flush(sync: true)
+        } catch let e as WriteFailure {
+            failure = e
+        } catch {
+            failure = WriteFailure(message: "\(error)")
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        if let failure {
+            // What was appended to the failed file is not known to be on disk: drop the file and
+            // every chain, so the clients' retries (deltas) are refused as missing their base
+            // and re-sent in full rather than taken as duplicates.
+            abandonFile()
+            for s in group { s.completion(.failure(failure)) }
+            metrics.writeFailed()
+            return
+        }
+        metrics.flushed(seconds: seconds)
+        for (i, s) in group.enumerated() {
+            outcomes[i].flushSeconds = seconds
+            s.completion(.success(outcomes[i]))
+        }
+        if let w = writer, w.bytesWritten >= settings.fileBytes { closeFile() }
+    }
+
+    private func append(_ line: RecordBatch.Line, to w: LogWriter, outcome: inout Outcome) throws {
+        var record = line.record
+        let now = EpochClock.nowMs()
+        if record.kind == .stats, let key = StatsChainKey(record: record) {
+            if let seq = record["seq"]?.int64Value, let last = lastSeq[key], seq <= last {
+                outcome.duplicates += 1
+                return
+            }
+            do {
+                record = try decoder.decode(record)
+            } catch {
+                let code: String
+                switch error {
+                case .missingBase: code = LineRejection.Code.missingBase
+                case .malformed: code = LineRejection.Code.malformedDelta
+                }
+                outcome.rejections.append(LineRejection(line: line.number, code: code, reason: error.description))
+                return
+            }
+            if lastSeq[key] == nil { chainsByCall[key.call, default: []].append(key) }
+            lastSeq[key] = record["seq"]?.int64Value ?? (lastSeq[key] ?? -1) + 1
+            lastActivity[key.call] = now
+        }
+        if record.kind == .end { forget(call: record.call) }
+        if let privacy = settings.privacy { record = privacy.apply(to: record) }
+        // The writer numbers snapshots itself (its own chains); the client's numbering is gone.
+        if record.kind == .stats {
+            record.body["seq"] = nil
+            record.body["base"] = nil
+        }
+        try w.append(record)
+        outcome.written += 1
+    }
+
+    private func forget(call: String) {
+        decoder.forget(call: call)
+        for key in chainsByCall.removeValue(forKey: call) ?? [] { lastSeq[key] = nil }
+        lastActivity[call] = nil
+    }
+
+    private func housekeeping() {
+        let now = EpochClock.nowMs()
+        if let _ = writer, now - openedAt >= settings.fileAgeMs { closeFile() }
+        guard now - lastIdleSweep >= 60_000 else { return }
+        lastIdleSweep = now
+        for (call, seen) in lastActivity where now - seen >= settings.callIdleMs { forget(call: call) }
+    }
+
+    // MARK: - Files
+
+    private func openWriter() throws -> LogWriter {
+        if let writer { return writer }
+        let now = EpochClock.nowMs()
+        var path: String
+        repeat {
+            fileCounter += 1
+            path = settings.directory + "/" + IngestFileName.make(prefix: settings.filePrefix, epochMs: now, counter: fileCounter)
+        } while FileManager.default.fileExists(atPath: path)
+        let w: LogWriter
+        do { w = try LogWriter(path: path, options: settings.writerOptions) } catch {
+            throw WriteFailure(message: "\(error)")
+        }
+        // The new name must survive a crash too, or an fsynced file could be unreachable.
+        syncDirectory(settings.directory)
+        writer = w
+        openedAt = now
+        metrics.fileOpened()
+        return w
+    }
+
+    private func closeFile() {
+        guard let w = writer else { return }
+        writer = nil
+        do { try w.close() } catch { metrics.writeFailed() }
+    }
+
+    private func abandonFile() {
+        if let w = writer { try? w.close() }
+        writer = nil
+        decoder.reset()
+        lastSeq.removeAll()
+        chainsByCall.removeAll()
+        lastActivity.removeAll()
+    }
+
+    private func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        Foundation.close(fd)
+    }
+}
+
+enum EpochClock {
+    static func nowMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// `PREFIX-YYYYMMDDTHHMMSSmmmZ-NNNN.ndjson.zst`: sorts by creation time.
+enum IngestFileName {
+    static func make(prefix: String, epochMs: Int64, counter: Int) -> String {
+        var seconds = time_t(epochMs / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ n: Int, _ width: Int) -> String {
+            let t = String(n)
+            return String(repeating: "0", count: max(0, width - t.count)) + t
+        }
+        let date = pad(Int(parts.tm_year) + 1900, 4) + pad(Int(parts.tm_mon) + 1, 2) + pad(Int(parts.tm_mday), 2)
+        let time = pad(Int(parts.tm_hour), 2) + pad(Int(parts.tm_min), 2) + pad(Int(parts.tm_sec), 2) + pad(Int(epochMs % 1000), 3)
+        return "\(prefix)-\(date)T\(time)Z-\(pad(counter % 10_000, 4)).ndjson.zst"
+    }
+}

@@ -1,0 +1,116 @@
+import CallLog
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `callstats serve`: an HTTP endpoint on SwiftNIO that takes log records (format v1 NDJSON)
+/// from agents that cannot link the Swift collector (browsers, Android, Electron) and writes
+/// them with `IngestLog`, so `callstats analyze` reads the folder like any other log.
+public final class IngestServer: @unchecked Sendable {
+    public let configuration: ServeConfiguration
+    public let metrics = ServerMetrics()
+    private let group: MultiThreadedEventLoopGroup
+    private let log: ShardedIngestLog
+    private let tokens: TokenList?
+    private let serverContext: ServerContext
+    private var channel: Channel?
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    public init(configuration: ServeConfiguration) throws {
+        if configuration.tokensPath == nil && !ServeConfiguration.isLoopback(configuration.host) {
+            throw StartError(message: """
+                refusing to listen on \(configuration.host) without --tokens: anyone who can reach it could write \
+                logs. Give --tokens FILE (bearer tokens, one per line) or listen on 127.0.0.1.
+                """)
+        }
+        self.configuration = configuration
+        tokens = try configuration.tokensPath.map(TokenList.init(path:))
+        var settings = IngestLog.Settings(directory: configuration.directory)
+        settings.fileBytes = configuration.fileBytes
+        settings.fileAgeMs = configuration.fileAgeMs
+        settings.maxQueueBytes = configuration.maxQueueBytes
+        settings.privacy = configuration.privacy
+        settings.writerOptions.compressionLevel = configuration.compressionLevel
+        log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
+        serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+    }
+
+    /// Binds and starts serving; returns the address bound (the port chosen for port 0).
+    @discardableResult
+    public func start() throws -> SocketAddress {
+        let context = serverContext
+        let readTimeout = TimeAmount.milliseconds(configuration.readTimeoutMs)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    try channel.pipeline.syncOperations.addHandler(RequestHandler(server: context))
+                }
+            }
+        let ch: Channel
+        do {
+            ch = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
+        } catch {
+            throw StartError(message: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+        channel = ch
+        return ch.localAddress!
+    }
+
+    /// Re-reads the tokens file (SIGHUP); returns a message for the operator.
+    public func reloadTokens() -> String {
+        guard let tokens else { return "no --tokens file to reload" }
+        if let problem = tokens.reload() { return "tokens not reloaded, the previous ones stay: \(problem)" }
+        return "reloaded \(tokens.count) tokens from \(tokens.path)"
+    }
+
+    /// Stops accepting connections, lets requests under way finish (up to `grace`), writes and
+    /// fsyncs everything acknowledged or queued, and closes the log.
+    public func shutdown(grace: TimeAmount = .seconds(10)) {
+        try? channel?.close().wait()
+        channel = nil
+        let deadline = NIODeadline.now() + grace
+        while inFlightRequests() > 0 && NIODeadline.now() < deadline { usleep(20_000) }
+        log.close()
+        try? group.syncShutdownGracefully()
+    }
+
+    private func inFlightRequests() -> Int { serverContext.inFlight.value }
+
+    /// Runs until SIGTERM or SIGINT; SIGHUP reloads the tokens. Prints the address bound.
+    public func runUntilSignalled(announce: @escaping @Sendable (String) -> Void) throws {
+        let address = try start()
+        let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
+        announce("callstats serve: listening on http://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
+        for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
+        let queue = DispatchQueue(label: "callstats-serve-signals")
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [DispatchSourceSignal] = []
+        for s in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: s, queue: queue)
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        hup.setEventHandler { [self] in announce("callstats serve: " + reloadTokens()) }
+        hup.resume()
+        sources.append(hup)
+        stop.wait()
+        announce("callstats serve: stopping: no new connections, writing what is queued")
+        shutdown()
+        announce("callstats serve: stopped; \(metrics.written) records written")
+        for s in sources { s.cancel() }
+    }
+}

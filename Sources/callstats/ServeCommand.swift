@@ -1,0 +1,138 @@
+import ConsoleOutput
+import ArgumentParser
+import CallLog
+import Foundation
+import IngestServer
+
+/// `callstats serve`: the ingest endpoint for agents that post records over HTTP.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Receive log records over HTTP (POST /v1/records) and write them as rotating zstd logs.",
+        discussion: """
+            Browsers and apps that cannot link the Swift collector post NDJSON batches (format v1, \
+            optionally gzip or zstd) to /v1/records; each reply comes after the accepted records \
+            are fsynced. The folder is read by `callstats analyze` like any other log. \
+            GET /agent.js serves the JavaScript agent (window.callstats.attach(pc, options)); \
+            GET /healthz and GET /metrics (Prometheus) report on the server. Data/INGEST.md \
+            describes requests, replies and limits.
+
+            Without --tokens the server listens only on a loopback address. SIGHUP reloads the \
+            tokens; SIGTERM or SIGINT stops it after writing everything acknowledged or queued.
+
+            Example:
+              callstats serve --listen 127.0.0.1:8471 --out logs/ --allow-origin https://app.example
+            """
+    )
+
+    @Option(help: ArgumentHelp("Address and port to listen on (port 0: any free port, printed at start).",
+                               valueName: "host:port"))
+    var listen = "127.0.0.1:8471"
+
+    @Option(help: ArgumentHelp("Folder the logs are written to (created if missing).", valueName: "dir"))
+    var out: String
+
+    @Option(help: ArgumentHelp("Bearer tokens, one per line, # for comments (reloaded on SIGHUP). Required to listen beyond loopback.",
+                               valueName: "file"))
+    var tokens: String?
+
+    @Option(help: ArgumentHelp("Origin allowed to post from a browser (repeatable; * for any).", valueName: "origin"))
+    var allowOrigin: [String] = []
+
+    @Option(help: ArgumentHelp("Largest request body as sent, in bytes.", valueName: "bytes"))
+    var maxBody = 1 << 20
+
+    @Option(help: ArgumentHelp("Largest request body once decompressed, in bytes.", valueName: "bytes"))
+    var maxDecodedBody = 16 << 20
+
+    @Option(help: ArgumentHelp("Longest record line, in bytes (longer lines are rejected by number).", valueName: "bytes"))
+    var maxLine = 256 << 10
+
+    @Option(help: ArgumentHelp("Distinct calls one client (token, or address without tokens) may post per minute.",
+                               valueName: "n"))
+    var maxCallsPerClient = 1000
+
+    @Option(help: ArgumentHelp("Posted bytes that may wait for the writer before requests get 503.", valueName: "bytes"))
+    var maxQueue = 64 << 20
+
+    @Option(help: ArgumentHelp("Seconds a connection may send nothing in the middle of a request.", valueName: "s"))
+    var readTimeout = 10
+
+    @Option(help: ArgumentHelp("Pseudonymise call ids, person fields and IP addresses with this key before writing.",
+                               valueName: "32 hex digits"))
+    var pseudonymizeKey: String?
+
+    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
+                               valueName: "prefix"))
+    var keepAddress: [String] = []
+
+    @Flag(help: "Add the posting client's IP address to its call records (clientAddress).")
+    var recordClientAddress = false
+
+    @Option(help: ArgumentHelp("Start a new log file past this many bytes.", valueName: "bytes"))
+    var fileBytes = 64 << 20
+
+    @Option(help: ArgumentHelp("Start a new log file after this many seconds.", valueName: "s"))
+    var fileAge = 3600
+
+    @Option(help: ArgumentHelp("Threads serving connections.", valueName: "n"))
+    var threads = 2
+
+    @Option(help: ArgumentHelp("Writer threads, each writing its own files (a call stays in one).", valueName: "n"))
+    var writers = 2
+
+    @Option(help: ArgumentHelp("zstd level of the logs written.", valueName: "1-19"))
+    var compressionLevel: Int32 = 9
+
+    func validate() throws {
+        guard ServeConfiguration.parseListen(listen) != nil else {
+            throw ValidationError("--listen must be HOST:PORT (e.g. 127.0.0.1:8471 or [::1]:8471), got \(listen)")
+        }
+        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
+            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
+        }
+        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
+        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
+        for (name, value) in [("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
+                              ("--max-calls-per-client", maxCallsPerClient), ("--max-queue", maxQueue),
+                              ("--read-timeout", readTimeout), ("--file-bytes", fileBytes), ("--file-age", fileAge),
+                              ("--threads", threads), ("--writers", writers), ("--compression-level", Int(compressionLevel))] where value <= 0 {
+            throw ValidationError("\(name) must be positive, got \(value)")
+        }
+    }
+
+    func run() throws {
+        let (host, port) = ServeConfiguration.parseListen(listen)!
+        var c = ServeConfiguration(host: host, port: port, directory: out)
+        c.tokensPath = tokens
+        c.allowOrigins = allowOrigin
+        c.maxBodyBytes = maxBody
+        c.maxDecodedBytes = maxDecodedBody
+        c.maxLineBytes = maxLine
+        c.maxCallsPerClient = maxCallsPerClient
+        c.maxQueueBytes = maxQueue
+        c.readTimeoutMs = Int64(readTimeout) * 1000
+        c.recordClientAddress = recordClientAddress
+        c.fileBytes = fileBytes
+        c.fileAgeMs = Int64(fileAge) * 1000
+        c.eventLoopThreads = threads
+        c.writerThreads = writers
+        c.compressionLevel = compressionLevel
+        if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
+            c.privacy = DoorPrivacy(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+        }
+        let server: IngestServer
+        do { server = try IngestServer(configuration: c) } catch {
+            Terminal.error("error: \(error)")
+            throw ExitCode(2)
+        }
+        do {
+            try server.runUntilSignalled { line in
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            }
+        } catch {
+            Terminal.error("error: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `callstats serve` as a client meets it: the real binary on 127.0.0.1, requests written byte
+/// by byte, and what reached the log read back with `callstats cat`.
+final class EndpointTests: XCTestCase {
+    var dir: URL!
+    var logs: URL { dir.appendingPathComponent("logs") }
+
+    override func setUp() { dir = TestPaths.temporaryDirectory("serve") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func testBatchRepliesWithLineNumbersAndWritesOnlyValidRecords() throws {
+        let server = try ServeProcess(directory: logs)
+        let body = [
+            Records.call("c-1"),
+            "{not json",
+            #"{"v":2,"kind":"stats","call":"c-1","ts":1}"#,
+            "[1,2]",
+            #"{"kind":"event","call":"c-1","ts":1}"#,
+            #"{"v":1,"kind":"event","call":"","ts":1}"#,
+            #"{"v":1,"kind":"event","call":"c-1","ts":"soon"}"#,
+            Records.event("c-1", ts: Records.baseTs + 5),
+        ].joined(separator: "\n") + "\n"
+        var bytes = Array(body.utf8)
+        bytes += Array(#"{"v":1,"kind":"event","call":"c-"#.utf8) + [0xFF, 0xFE] + Array(#"","ts":1}"#.utf8) + [0x0A]
+        let r = try RawHTTP.request(port: server.port, body: bytes)
+        XCTAssertEqual(r.status, 200)
+        let json = try XCTUnwrap(r.json)
+        XCTAssertEqual(json["accepted"] as? Int, 2)
+        XCTAssertEqual(json["rejected"] as? Int, 7)
+        let rejections = try XCTUnwrap(json["rejections"] as? [[String: Any]])
+        let byLine = Dictionary(uniqueKeysWithValues: rejections.map { ($0["line"] as! Int, $0["code"] as! String) })
+        XCTAssertEqual(byLine, [2: "invalid-json", 3: "newer-version", 4: "not-an-object", 5: "missing-field",
+                                6: "invalid-field", 7: "invalid-field", 9: "invalid-utf8"])
+        XCTAssertTrue(rejections.allSatisfy { !($0["reason"] as! String).isEmpty })
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0, "SIGTERM stops the server cleanly")
+        let lines = try Binary.cat(logs)
+        XCTAssertEqual(lines.count, 2, "only the two valid records were written: \(lines)")
+    }
+
+    func testEveryLineRejectedIsUnprocessable() throws {
+        let server = try ServeProcess(directory: logs)
+        let r = try RawHTTP.post(port: server.port, "nope\n{\"v\":1}\n")
+        XCTAssertEqual(r.status, 422)
+        XCTAssertEqual(r.json?["rejected"] as? Int, 2)
+    }
+
+    func testTokensAreRequiredAndReloadedOnHangup() throws {
+        let tokens = dir.appendingPathComponent("tokens")
+        try "# the web app\nsecret-one\n\n".write(to: tokens, atomically: true, encoding: .utf8)
+        let server = try ServeProcess(directory: logs, arguments: ["--tokens", tokens.path])
+        let body = Records.call("c-auth") + "\n"
+        let none = try RawHTTP.post(port: server.port, body)
+        XCTAssertEqual(none.status, 401)
+        XCTAssertNotNil(none.headers["www-authenticate"])
+        XCTAssertEqual(try RawHTTP.post(port: server.port, body, headers: ["Authorization": "Bearer wrong"]).status, 401)
+        XCTAssertEqual(try RawHTTP.post(port: server.port, body, headers: ["Authorization": "Bearer secret-one"]).status, 200)
+
+        try "secret-two # rotated\n".write(to: tokens, atomically: true, encoding: .utf8)
+        server.signal(SIGHUP)
+        var reloaded = false
+        for _ in 0..<100 where !reloaded {
+            usleep(50_000)
+            reloaded = server.stdout.contains("reloaded 1 tokens")
+        }
+        XCTAssertTrue(reloaded, server.stdout)
+        XCTAssertEqual(try RawHTTP.post(port: server.port, body, headers: ["Authorization": "Bearer secret-one"]).status, 401)
+        XCTAssertEqual(try RawHTTP.post(port: server.port, body, headers: ["Authorization": "Bearer secret-two"]).status, 200)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        XCTAssertEqual(try Binary.cat(logs).count, 2, "the two authorised posts, nothing from the refused ones")
+    }
+
+    func testRefusesToListenBeyondLoopbackWithoutTokens() throws {
+        let r = try Binary.run(["serve", "--listen", "0.0.0.0:0", "--out", logs.path])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.err.contains("refusing to listen on 0.0.0.0 without --tokens"), r.err)
+    }
+
+    func testOversizedTruncatedAndBombBodiesGetTheirErrors() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--max-body", "8192", "--max-decoded-body", "65536",
+                                                                   "--max-line", "1000"])
+        // Declared too large: refused before the body is read.
+        let big = try RawHTTP.post(port: server.port, String(repeating: Records.call("c-big") + "\n", count: 100))
+        XCTAssertEqual(big.status, 413)
+        XCTAssertTrue((big.json?["error"] as? String ?? "").contains("8192"))
+
+        // A small gzip body that inflates past the decoded cap.
+        let bombPath = dir.appendingPathComponent("bomb.gz")
+        let zeros = dir.appendingPathComponent("zeros")
+        try Data(count: 4 << 20).write(to: zeros)
+        try shell("gzip -9 -c \(zeros.path) > \(bombPath.path)")
+        let bomb = try [UInt8](Data(contentsOf: bombPath))
+        XCTAssertLessThan(bomb.count, 8192)
+        let inflated = try RawHTTP.request(port: server.port, headers: ["Content-Encoding": "gzip"], body: bomb)
+        XCTAssertEqual(inflated.status, 413)
+        XCTAssertTrue((inflated.json?["error"] as? String ?? "").contains("decompressed"), inflated.body)
+
+        // A zstd body cut short.
+        let ndjson = dir.appendingPathComponent("b.ndjson")
+        try (Records.call("c-z") + "\n" + Records.event("c-z", ts: Records.baseTs + 1) + "\n").write(to: ndjson, atomically: true, encoding: .utf8)
+        try shell("zstd -q -c \(ndjson.path) > \(ndjson.path).zst")
+        let zst = try [UInt8](Data(contentsOf: URL(fileURLWithPath: ndjson.path + ".zst")))
+        let cut = try RawHTTP.request(port: server.port, headers: ["Content-Encoding": "zstd"], body: Array(zst.dropLast(6)))
+        XCTAssertEqual(cut.status, 400)
+        XCTAssertTrue((cut.json?["error"] as? String ?? "").contains("truncated"), cut.body)
+        let whole = try RawHTTP.request(port: server.port, headers: ["Content-Encoding": "zstd"], body: zst)
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.json?["written"] as? Int, 2)
+
+        // Unknown encoding.
+        XCTAssertEqual(try RawHTTP.request(port: server.port, headers: ["Content-Encoding": "br"], body: zst).status, 415)
+
+        // The HTTP body ends before its Content-Length (the client half-closes).
+        let c = try RawHTTP(port: server.port)
+        c.send("POST /v1/records HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + Records.call("c-cut"))
+        c.shutdownWrite()
+        let short = try c.receive()
+        XCTAssertEqual(short.status, 400)
+        XCTAssertTrue(short.body.contains("ended in the middle"), short.body)
+
+        // A line over --max-line is rejected by number; the rest of the batch is taken.
+        let long = #"{"v":1,"kind":"event","call":"c-long","ts":1,"action":"x","type":"y","pad":""# + String(repeating: "a", count: 1200) + "\"}"
+        let mixed = try RawHTTP.post(port: server.port, Records.call("c-long") + "\n" + long + "\n")
+        XCTAssertEqual(mixed.status, 200)
+        let rejection = (mixed.json?["rejections"] as? [[String: Any]])?.first
+        XCTAssertEqual(rejection?["line"] as? Int, 2)
+        XCTAssertEqual(rejection?["code"] as? String, "line-too-long")
+
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let written = try Binary.cat(logs)
+        XCTAssertEqual(written.count, 3, "the zstd batch and the call of the mixed batch: \(written)")
+        XCTAssertFalse(written.contains { $0.contains("c-big") || $0.contains("c-cut") })
+    }
+
+    func testSlowClientGetsRequestTimeoutAndOthersAreServed() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--read-timeout", "1"])
+        let slow = try RawHTTP(port: server.port)
+        slow.send("POST /v1/records HTTP/1.1\r\nHost: x\r\nContent-Length: 400\r\n\r\n{\"v\":1,")
+        // Meanwhile another client is served at once.
+        let other = try RawHTTP.post(port: server.port, Records.call("c-fast") + "\n")
+        XCTAssertEqual(other.status, 200)
+        let r = try slow.receive()
+        XCTAssertEqual(r.status, 408)
+        XCTAssertEqual(r.headers["connection"], "close")
+        // An idle keep-alive connection is closed without a reply.
+        let idle = try RawHTTP(port: server.port)
+        XCTAssertThrowsError(try idle.receive())
+    }
+
+    func testRetriedBatchIsAnsweredAgainAndWrittenOnce() throws {
+        let server = try ServeProcess(directory: logs)
+        let body = [Records.call("c-r"), Records.stats("c-r", ts: Records.baseTs + 1000, seq: 0),
+                    Records.stats("c-r", ts: Records.baseTs + 2000, seq: 1)].joined(separator: "\n")
+        let first = try RawHTTP.post(port: server.port, body, headers: ["Callstats-Batch": "b-1"])
+        let again = try RawHTTP.post(port: server.port, body, headers: ["Callstats-Batch": "b-1"])
+        XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(again.status, 200)
+        XCTAssertEqual(again.headers["callstats-batch-replayed"], "true")
+        XCTAssertEqual(first.body, again.body)
+        // Without the batch id, snapshots already written are recognised by their seq.
+        let third = try RawHTTP.post(port: server.port, body)
+        XCTAssertEqual(third.json?["duplicates"] as? Int, 2)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let lines = try Binary.cat(logs)
+        XCTAssertEqual(lines.filter { $0.contains(#""kind":"stats""#) }.count, 2, "\(lines)")
+    }
+
+    func testTooManyCallsFromOneClient() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--max-calls-per-client", "3"])
+        let three = (1...3).map { Records.call("c-\($0)") }.joined(separator: "\n")
+        XCTAssertEqual(try RawHTTP.post(port: server.port, three).status, 200)
+        let more = try RawHTTP.post(port: server.port, Records.call("c-4"))
+        XCTAssertEqual(more.status, 429)
+        XCTAssertNotNil(more.headers["retry-after"])
+        XCTAssertEqual(try RawHTTP.post(port: server.port, Records.event("c-2", ts: Records.baseTs + 9)).status, 200,
+                       "calls already admitted go on")
+    }
+
+    func testCORSPreflightHealthMetricsAndAgent() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--allow-origin", "https://app.example"])
+        let pre = try RawHTTP.request(port: server.port, method: "OPTIONS", headers: [
+            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        ])
+        XCTAssertEqual(pre.status, 204)
+        XCTAssertEqual(pre.headers["access-control-allow-origin"], "https://app.example")
+        XCTAssertTrue(pre.headers["access-control-allow-headers"]?.contains("Authorization") ?? false)
+        let denied = try RawHTTP.request(port: server.port, method: "OPTIONS", headers: ["Origin": "https://evil.example"])
+        XCTAssertEqual(denied.status, 403)
+        let post = try RawHTTP.post(port: server.port, Records.call("c-cors"), headers: ["Origin": "https://app.example"])
+        XCTAssertEqual(post.headers["access-control-allow-origin"], "https://app.example")
+
+        XCTAssertEqual(try RawHTTP.request(port: server.port, method: "GET", path: "/healthz").status, 200)
+        let agent = try RawHTTP.request(port: server.port, method: "GET", path: "/agent.js")
+        XCTAssertEqual(agent.status, 200)
+        XCTAssertTrue(agent.body.contains("function attach(pc, options)"))
+        let module = try RawHTTP.request(port: server.port, method: "GET", path: "/agent.mjs")
+        XCTAssertTrue(module.body.hasPrefix("globalThis.__callstatsAgentURL = import.meta.url;"))
+        XCTAssertTrue(module.body.contains("export const attach = globalThis.callstats.attach;"))
+        let metrics = try RawHTTP.request(port: server.port, method: "GET", path: "/metrics").body
+        XCTAssertTrue(metrics.contains("callstats_serve_requests_total{status=\"204\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("callstats_serve_records_total{outcome=\"written\"} 1"), metrics)
+        XCTAssertTrue(metrics.contains("callstats_serve_flush_seconds_count 1"), metrics)
+        XCTAssertEqual(try RawHTTP.request(port: server.port, method: "GET", path: "/nothing").status, 404)
+        XCTAssertEqual(try RawHTTP.request(port: server.port, method: "GET", path: "/v1/records").status, 405)
+    }
+
+    func testPseudonymisedAtTheDoorWithoutTheClientAddress() throws {
+        let key = "000102030405060708090a0b0c0d0e0f"
+        let server = try ServeProcess(directory: logs, arguments: ["--pseudonymize-key", key, "--keep-address", "203.0.113.0/24"])
+        let call = #"{"v":1,"kind":"call","call":"alice-call","ts":1795349930000,"user":"alice@example.com","platform":"web"}"#
+        let ice = #"{"v":1,"kind":"event","call":"alice-call","ts":1795349930001,"action":"ipChange","type":"ipChangeStarted","detail":{"from":"198.51.100.7","relay":"203.0.113.9"}}"#
+        XCTAssertEqual(try RawHTTP.post(port: server.port, call + "\n" + ice).status, 200)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let text = try Binary.cat(logs).joined(separator: "\n")
+        XCTAssertFalse(text.contains("alice"), text)
+        XCTAssertFalse(text.contains("198.51.100.7"), text)
+        XCTAssertTrue(text.contains("203.0.113.9"), "allow-listed addresses stay")
+        XCTAssertTrue(text.contains("\"call\":\"anon-"), text)
+        XCTAssertFalse(text.contains("127.0.0.1"), "the client's address is not written by default")
+    }
+
+    func testClientAddressWhenAsked() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--record-client-address"])
+        XCTAssertEqual(try RawHTTP.post(port: server.port, Records.call("c-addr")).status, 200)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        XCTAssertTrue(try Binary.cat(logs).joined().contains(#""clientAddress":"127.0.0.1""#))
+    }
+
+    private func shell(_ command: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, command)
+    }
+}
