@@ -102,7 +102,9 @@ let package = Package(
         ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
-        .testTarget(name: "IngestServerTests", dependencies: ["IngestServer", "callstats", "CallLog", "Analysis", "TestSupport"]),
+        .testTarget(name: "IngestServerTests", dependencies: [
+            "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
+        ]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.

@@ -148,7 +148,12 @@ public struct StatsDeltaEncoder {
         // When most objects are new (a renegotiation), the full report may be the smaller record;
         // only then is it worth writing both out to compare.
         if case .array(let put)? = delta["put"], put.count * 2 > current.objects.count,
-           out.jsonLine.utf8.count >= full.jsonLine.utf8.count { return full }
+           out.jsonLine.utf8.count >= full.jsonLine.utf8.count {
+            // A reader starts the chain again at a full record, without rates: so must the next delta.
+            current.rates = [:]
+            chains[key] = current
+            return full
+        }
         return out
     }
 

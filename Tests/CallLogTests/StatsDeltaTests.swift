@@ -75,3 +75,31 @@ final class ForgetCallTests: XCTestCase {
         XCTAssertEqual(c["report"]?.arrayValue?.first?["packetsReceived"], .number(3))
     }
 }
+
+extension StatsDeltaTests {
+    /// A renegotiation replaces most objects, so the encoder writes that snapshot full; the
+    /// delta after it must restore from the full record alone, as a reader starts there with
+    /// no rates of its own.
+    func testADeltaAfterAFullRecordMidChainRestoresExactly() throws {
+        func report(_ t: Double, counter: Double, objects: [String]) -> [JSONValue] {
+            [.object(["id": .string("IT01"), "timestamp": .number(t), "type": .string("inbound-rtp"), "packetsReceived": .number(counter)])]
+                + objects.map { .object(["id": .string($0), "timestamp": .number(t), "type": .string("codec"), "mimeType": .string("video/VP8 \($0) with a long name")]) }
+        }
+        let renegotiated = (0..<12).map { "C\($0)" }
+        let snapshots: [(Double, Double, [String])] = [
+            (1000, 0, ["A"]), (2000, 10, ["A"]), (3000, 25, renegotiated), (4000, 40, renegotiated), (5000, 70, renegotiated),
+        ]
+        var encoder = StatsDeltaEncoder()
+        var decoder = StatsDeltaDecoder()
+        var fullMidChain = false
+        for (n, (t, counter, objects)) in snapshots.enumerated() {
+            let original = LogRecord.stats(call: "c", ts: Int64(t), format: .w3c, report: report(t, counter: counter, objects: objects), peerConnection: "a")
+            let written = try LogRecord(parsing: encoder.encode(original).jsonLine)
+            if n == 2 { fullMidChain = written["delta"] == nil }
+            let restored = try decoder.decode(written)
+            XCTAssertTrue(JSONValue.array(restored["report"]?.arrayValue ?? []).isEquivalent(to: original["report"]!),
+                          "snapshot \(n) (counter \(counter)) restored as \(restored["report"]?.serialized() ?? "nothing")")
+        }
+        XCTAssertTrue(fullMidChain, "the renegotiated snapshot is written full (the case under test)")
+    }
+}

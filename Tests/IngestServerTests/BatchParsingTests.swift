@@ -1,4 +1,5 @@
 import Analysis
+import MaterialScanning
 import CallLog
 @testable import IngestServer
 import XCTest

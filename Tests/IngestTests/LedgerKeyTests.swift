@@ -70,7 +70,7 @@ final class LedgerKeyTests: XCTestCase {
         let db = dir.appendingPathComponent("calls.sqlite").path
         let first = try AnalyzeRun(options: .init(paths: [logs.path], database: db)).run()
         XCTAssertEqual(first.callsInRun, 30)
-        let before = try databaseText(db, everyInterval: true, material: true)
+        let before = try DatabaseComparison.text(of: db, .init(intervals: .everyRow, material: .bytes))
         let ledgerFigures = "SELECT path, size, records, skipped, calls FROM ingested_files ORDER BY path"
         let ledgerBefore = try CallStore(path: db, forWriting: false).db.rows(ledgerFigures).map { $0.map(\.description) }
 
@@ -82,7 +82,7 @@ final class LedgerKeyTests: XCTestCase {
         let second = try AnalyzeRun(options: .init(paths: [logs.path], database: db)).run()
         XCTAssertEqual(second.progress.filesDone, 3)
         XCTAssertTrue(second.alreadyIngested.isEmpty)
-        XCTAssertEqual(try databaseText(db, everyInterval: true, material: true), before)
+        XCTAssertEqual(try DatabaseComparison.text(of: db, .init(intervals: .everyRow, material: .bytes)), before)
         // The ledger keeps the older entries beside the new ones (a key is never rewritten);
         // the new ones have the same figures.
         let newKeyFigures = ledgerFigures.replacingOccurrences(of: "ORDER BY", with: "WHERE fingerprint LIKE '%-xxh64-%' ORDER BY")
