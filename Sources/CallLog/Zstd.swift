@@ -77,7 +77,7 @@ public final class ZstdCompressor {
 /// Blocks are decoded one at a time straight into the caller's memory (zstd's buffer-less
 /// API), not into a window of zstd's own that is then copied out: into 1.25 MiB chunks, a
 /// 174 MB log took a median 0.075 s through `ZSTD_decompressStream` and 0.064 s block by block
-/// (PERFORMANCE.md). The price is that zstd reads back into the output: see `outputMayMove`.
+/// (DECISIONS.md). The price is that zstd reads back into the output: see `outputMayMove`.
 public final class ZstdDecoder {
     private let dctx: OpaquePointer
     /// True while a frame has started but not finished.

@@ -9,7 +9,7 @@ import Glibc
 /// on one core, once they finish. Below the writer, the readers leave it a core whenever it
 /// has calls to write, so more of its work overlaps theirs: 1-3 % less wall time on 7,000
 /// simulated calls, where the writer has the most to do; no change on 700 real-shaped calls
-/// (PERFORMANCE.md, history "From d2a4507").
+/// (DECISIONS.md).
 ///
 /// Three steps of `nice`: the writer's scheduling weight is then about twice a reader's (1,024
 /// against 526 in the Linux scheduler's table), where before they were equal. Lowering a thread's priority needs

@@ -10,7 +10,7 @@ import MaterialScanning
 /// field of the same stream last had an integral value (counters grow by little between
 /// snapshots). Other numbers are written whole. The raw material is 40 % of layout 2's, the
 /// stored (compressed) 80-85 %, and encoding it costs 11 % fewer instructions, compression
-/// included (PERFORMANCE.md). Layout 2, stored by earlier versions, is still read.
+/// included (DECISIONS.md). Layout 2, stored by earlier versions, is still read.
 extension CallMaterial {
     /// zstd's fast level -1: on the simulated and real-shaped corpora it compressed the material
     /// a third faster than level 1, for 2-8 % more bytes (material is read only when a call

@@ -18,7 +18,7 @@ import Darwin
 /// A database that this store creates is first filled under a rollback journal, and switched
 /// to WAL when the store is done with it (`endBulkLoad`): a new file's pages then go to disk
 /// once, where WAL writes each page to the log and copies it again at every checkpoint (6-11 %
-/// of the real-shaped benchmark's time, about 4 % of the simulated one's; PERFORMANCE.md).
+/// of the real-shaped benchmark's time, about 4 % of the simulated one's; DECISIONS.md).
 /// Meanwhile a reader of the new file can be told "database is locked" while a commit is under
 /// way (ours wait up to 5 s), and a reader that keeps reading for over a minute makes the run's
 /// commit fail.

@@ -52,7 +52,9 @@ public enum Harness {
         for r in records { try w.append(r) }
         try w.close()
         if let editLines {
+            // An edited file fails the writer's checkpoints, as a file edited by hand would have none.
             let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+                .filter { !$0.contains(#""event":"checkpoint""#) }
             try (editLines(lines).joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         }
         var ingestor = RecordIngestor()

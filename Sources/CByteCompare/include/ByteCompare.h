@@ -4,7 +4,7 @@
 // Byte comparisons and scans for the scanner's hot loops, in C for the SSE2 intrinsics: with
 // Swift's SIMD types the same 32-byte comparison cost 3.5 % more instructions on the
 // real-shaped corpus than the 8-byte words it replaced, where this one saves 0.7 %
-// (PERFORMANCE.md).
+// (DECISIONS.md).
 // Static inline, so the Swift compiler inlines them into their callers; ptrdiff_t is Swift's
 // Int on every platform.
 
