@@ -6,7 +6,7 @@ DB      ?= demo.sqlite
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN     := .build/release/callstats
 
-.PHONY: all deps test-deps build demo report screenshot test soak fuzz bench format format-check clean
+.PHONY: all deps test-deps build demo report screenshot test perf-check soak fuzz bench format format-check clean
 
 all: build
 
