@@ -7,8 +7,9 @@ public enum CallAnalyzer {
     public static func analyze(_ input: CallMaterial, config: AnalysisConfig = AnalysisConfig()) -> CallAnalysis {
         var m = input
         m.normalize()
-        var call = CallSummary(callID: m.callID, startTs: m.firstTs == .max ? 0 : m.firstTs,
-                               endTs: m.lastTs == .min ? 0 : m.lastTs)
+        var call = CallSummary(
+            callID: m.callID, startTs: m.firstTs == .max ? 0 : m.firstTs,
+            endTs: m.lastTs == .min ? 0 : m.lastTs)
         Setup.apply(m, to: &call)
 
         // Streams: where each stream's readings lie, grouped by stream id, in time order. Positions,
@@ -60,9 +61,10 @@ public enum CallAnalyzer {
         func lowest(_ a: Double?, _ b: Double?) -> Double? { a.map { x in b.map { min(x, $0) } ?? x } ?? b }
         for (id, series) in zip(order, series) {
             let first = series[0], last = series[series.count - 1]
-            var summary = StreamSummary(callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
-                                        kind: m[first].kind, source: sourceName(id, m), startTs: m.snapshots[first.snapshot].ts,
-                                        endTs: m.snapshots[last.snapshot].ts)
+            var summary = StreamSummary(
+                callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
+                kind: m[first].kind, source: sourceName(id, m), startTs: m.snapshots[first.snapshot].ts,
+                endTs: m.snapshots[last.snapshot].ts)
             summary.codec = series.last { m[$0].codec != nil }.flatMap { m[$0].codec }
             summary.clockRate = series.last { !m[$0].clockRate.isNaN }.flatMap { Int(logValue: m[$0].clockRate) }
             // The stream's intervals go straight into the call's (its slice is read below).
@@ -73,8 +75,10 @@ public enum CallAnalyzer {
                 let start = m.snapshots[a.snapshot].ts, end = m.snapshots[b.snapshot].ts
                 let dt = Double(end - start)
                 guard dt > 0, dt <= config.gapFactor * max(period, 1) else { continue }
-                if let interval = Intervals.measure(m[a], m[b], start: start, end: end, pair: m.snapshots[b.snapshot].pair,
-                                                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets) {
+                if let interval = Intervals.measure(
+                    m[a], m[b], start: start, end: end, pair: m.snapshots[b.snapshot].pair,
+                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets)
+                {
                     intervals.append(interval)
                 }
             }

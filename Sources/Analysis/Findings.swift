@@ -52,8 +52,10 @@ enum Findings {
             lo = hi
             // Made in the array and filled where it lies: filled first and then appended, each
             // window was copied into the array and the original destroyed.
-            out.append(IntervalMetrics(callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
-                                       startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs))
+            out.append(
+                IntervalMetrics(
+                    callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
+                    startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs))
             fill(&out[out.count - 1], from: xs, group)
         }
         for i in xs.indices {
@@ -177,21 +179,27 @@ enum Findings {
             for i in xs.indices { flags.append(rule.verdict(xs[i], config)) }
             for e in episodes(flags, config: config, span: { (xs[$0].startTs, xs[$0].endTs) }) {
                 let worst = e.worst
-                out.append(Finding(callID: s.callID, code: rule.code, severity: e.poor ? .poor : .warn, startTs: e.start,
-                                   durationMs: e.end - e.start, streamID: s.streamID, value: worst,
-                                   detail: rule.describe(worst ?? 0, kind: s.kind)))
+                out.append(
+                    Finding(
+                        callID: s.callID, code: rule.code, severity: e.poor ? .poor : .warn, startTs: e.start,
+                        durationMs: e.end - e.start, streamID: s.streamID, value: worst,
+                        detail: rule.describe(worst ?? 0, kind: s.kind)))
             }
         }
         if s.counterResets > 0 {
-            out.append(Finding(callID: s.callID, code: "counter_reset", severity: .info, startTs: s.startTs, durationMs: 0,
-                               streamID: s.streamID, value: Double(s.counterResets), detail: "statistics counters restarted \(s.counterResets)×"))
+            out.append(
+                Finding(
+                    callID: s.callID, code: "counter_reset", severity: .info, startTs: s.startTs, durationMs: 0,
+                    streamID: s.streamID, value: Double(s.counterResets), detail: "statistics counters restarted \(s.counterResets)×"))
         }
         return out
     }
 
     /// `ranges`: each stream's intervals in `intervals`.
-    static func forCall(_ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
-                        material m: CallMaterial, config: AnalysisConfig) -> [Finding] {
+    static func forCall(
+        _ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
+        material m: CallMaterial, config: AnalysisConfig
+    ) -> [Finding] {
         var out: [Finding] = []
         func add(_ code: String, _ severity: Severity, _ start: Int64, _ duration: Int64, _ value: Double?, _ detail: String) {
             out.append(Finding(callID: c.callID, code: code, severity: severity, startTs: start, durationMs: duration, value: value, detail: detail))
@@ -208,7 +216,8 @@ enum Findings {
         } else if inboundPackets == 0 {
             if !streams.isEmpty || failedEnd || (!iceConnected && m.events.contains { $0.action == "callMetric" }) {
                 let iceFailed = !iceConnected && (c.iceOutcome == "iceNoRelay" || failedEnd)
-                add(iceFailed ? "ice_failure" : "no_media", .poor, c.startTs, c.durationMs, nil,
+                add(
+                    iceFailed ? "ice_failure" : "no_media", .poor, c.startTs, c.durationMs, nil,
                     iceFailed ? "ICE never connected; no media" : "no media received")
             }
         }
@@ -245,7 +254,8 @@ enum Findings {
             }
         }
         if let media = c.mediaMs, media > config.setupWarnMs {
-            add("slow_setup", media > config.setupPoorMs ? .poor : .warn, c.startTs, media, Double(media),
+            add(
+                "slow_setup", media > config.setupPoorMs ? .poor : .warn, c.startTs, media, Double(media),
                 "media after \(FixedText.decimal(Double(media) / 1000, places: 1)) s")
         }
         if c.iceOutcome == "iceNoRelay" && iceConnected {
@@ -260,7 +270,8 @@ enum Findings {
             add("ip_change", .info, e.ts, end - e.ts, nil, "network address changed during the call")
         }
         if c.iceDisconnects > 0 {
-            add("ice_disconnected", c.iceDisconnectedMs > 5_000 ? .warn : .info, c.startTs, c.iceDisconnectedMs, Double(c.iceDisconnects),
+            add(
+                "ice_disconnected", c.iceDisconnectedMs > 5_000 ? .warn : .info, c.startTs, c.iceDisconnectedMs, Double(c.iceDisconnects),
                 "ICE disconnected \(c.iceDisconnects)× for \(FixedText.decimal(Double(c.iceDisconnectedMs) / 1000, places: 1)) s")
         }
         if let skew = c.clockSkewMs {

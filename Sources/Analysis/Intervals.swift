@@ -79,8 +79,10 @@ enum Intervals {
         }
     }
 
-    static func measure(_ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
-                        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int) -> IntervalMetrics? {
+    static func measure(
+        _ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
+        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int
+    ) -> IntervalMetrics? {
         let seconds = Double(end - start) / 1000
         // Counters going backwards: the SDK restarted them (ICE restart, IP change). No interval.
         if let dp = delta(a.packets, b.packets), dp < 0 { resets += 1; return nil }
@@ -135,13 +137,15 @@ enum Intervals {
         let clock = b.clockRate.isFinite && b.clockRate > 0 ? b.clockRate : 48_000
         var burst = 1.0
         if let c = dConcealed, let e = delta(a.concealmentEvents, b.concealmentEvents), e > 0 {
-            let run = StatsInputs.meanLossRunPackets(concealedSamples: c, silentConcealedSamples: 0, concealmentEvents: e,
-                                                    samplesPerPacket: StatsInputs.samplesPerPacket(clockRate: clock, packetTimeMs: config.packetTimeMs))
+            let run = StatsInputs.meanLossRunPackets(
+                concealedSamples: c, silentConcealedSamples: 0, concealmentEvents: e,
+                samplesPerPacket: StatsInputs.samplesPerPacket(clockRate: clock, packetTimeMs: config.packetTimeMs))
             burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
         }
         i.burstRatio = burst
-        let ta = StatsInputs.oneWayDelayMs(roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
-                                           packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
+        let ta = StatsInputs.oneWayDelayMs(
+            roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
+            packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
         let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
         i.rFactor = q.rating
         i.mosCQ = q.conversationalMOS
@@ -174,18 +178,25 @@ enum Intervals {
             let paused = min(seconds, sane(delta(a.pauseSeconds, b.pauseSeconds), max: 1e6) ?? 0)
             let pixels = Double((i.width ?? 0) * (i.height ?? 0))
             // Expected size unknown to the stats: judge against 720p, a common conversational target.
-            let stats = VideoIntervalStats(intervalSeconds: seconds, pausesDurationSeconds: paused, framesRendered: fps * seconds,
-                                           freezeCount: freezes, freezesDurationSeconds: frozen,
-                                           receivedPixels: pixels, expectedPixels: pixels > 0 ? max(pixels, 1280 * 720) : 0)
+            let stats = VideoIntervalStats(
+                intervalSeconds: seconds, pausesDurationSeconds: paused, framesRendered: fps * seconds,
+                freezeCount: freezes, freezesDurationSeconds: frozen,
+                receivedPixels: pixels, expectedPixels: pixels > 0 ? max(pixels, 1280 * 720) : 0)
             i.videoScore = VideoScore(stats)?.score
         }
         if b.direction == .outbound {
-            let d: [(String, Double?)] = [("bandwidth", delta(a.qlBandwidth, b.qlBandwidth)), ("cpu", delta(a.qlCPU, b.qlCPU)),
-                                          ("other", delta(a.qlOther, b.qlOther))]
+            let d: [(String, Double?)] = [
+                ("bandwidth", delta(a.qlBandwidth, b.qlBandwidth)), ("cpu", delta(a.qlCPU, b.qlCPU)),
+                ("other", delta(a.qlOther, b.qlOther)),
+            ]
             let dominant = d.compactMap { k, v in v.map { (k, $0) } }.max { $0.1 < $1.1 }
-            if let dominant, dominant.1 > 0.5 * seconds { i.qualityLimitation = dominant.0 } else if let q = b.qualityLimitation {
+            if let dominant, dominant.1 > 0.5 * seconds {
+                i.qualityLimitation = dominant.0
+            } else if let q = b.qualityLimitation {
                 i.qualityLimitation = q
-            } else if dominant != nil { i.qualityLimitation = "none" }
+            } else if dominant != nil {
+                i.qualityLimitation = "none"
+            }
         }
     }
 

@@ -12,8 +12,10 @@ public struct CallAnalysis: Sendable {
     public var events: [CallEvent]
     public var findings: [Finding]
 
-    public init(call: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
-                events: [CallEvent], findings: [Finding]) {
+    public init(
+        call: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
+        events: [CallEvent], findings: [Finding]
+    ) {
         self.call = call
         self.streams = streams
         self.intervals = intervals
@@ -31,7 +33,13 @@ public enum Grade: String, Sendable, Comparable, CaseIterable {
     case unanswered
 
     private var rank: Int {
-        switch self { case .unanswered: -1; case .good: 0; case .fair: 1; case .poor: 2; case .noMedia: 3 }
+        switch self {
+        case .unanswered: -1;
+        case .good: 0;
+        case .fair: 1;
+        case .poor: 2;
+        case .noMedia: 3
+        }
     }
     public static func < (a: Grade, b: Grade) -> Bool { a.rank < b.rank }
 }
@@ -168,8 +176,10 @@ public struct StreamSummary: Sendable, Equatable {
     /// Counter resets seen (new SSRC with the same id, counters going backwards).
     public var counterResets: Int = 0
 
-    public init(callID: String, streamID: String, ssrc: UInt32, direction: StreamDirection,
-                kind: MediaKind, source: String, startTs: Int64, endTs: Int64) {
+    public init(
+        callID: String, streamID: String, ssrc: UInt32, direction: StreamDirection,
+        kind: MediaKind, source: String, startTs: Int64, endTs: Int64
+    ) {
         self.callID = callID
         self.streamID = streamID
         self.ssrc = ssrc
@@ -227,7 +237,13 @@ public struct IntervalMetrics: Sendable, Equatable {
 
 public enum Severity: String, Sendable, Comparable {
     case info, warn, poor
-    private var rank: Int { switch self { case .info: 0; case .warn: 1; case .poor: 2 } }
+    private var rank: Int {
+        switch self {
+        case .info: 0;
+        case .warn: 1;
+        case .poor: 2
+        }
+    }
     public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
 }
 
@@ -245,8 +261,10 @@ public struct Finding: Sendable, Equatable {
     public var value: Double?
     public var detail: String
 
-    public init(callID: String, code: String, severity: Severity, startTs: Int64, durationMs: Int64,
-                streamID: String? = nil, value: Double? = nil, detail: String) {
+    public init(
+        callID: String, code: String, severity: Severity, startTs: Int64, durationMs: Int64,
+        streamID: String? = nil, value: Double? = nil, detail: String
+    ) {
         self.callID = callID
         self.code = code
         self.severity = severity

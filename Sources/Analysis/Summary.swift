@@ -5,9 +5,11 @@ enum Summary {
     /// `worst`: the call's worst sustained audio MOS and video score, the lowest of its inbound
     /// streams' (`worstSustained`, from the windows the stream's findings were found in).
     /// `ranges`: each stream's intervals in `intervals` (in order, covering them all).
-    static func apply(streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
-                      worst: (mos: Double?, videoScore: Double?),
-                      material m: CallMaterial, config: AnalysisConfig, to c: inout CallSummary) {
+    static func apply(
+        streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
+        worst: (mos: Double?, videoScore: Double?),
+        material m: CallMaterial, config: AnalysisConfig, to c: inout CallSummary
+    ) {
         // Inbound audio and video intervals by their streams' ranges, and the means in one pass:
         // copying an interval retains its strings, and this runs for every call.
         var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals()

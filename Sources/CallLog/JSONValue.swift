@@ -338,7 +338,8 @@ struct JSONParser {
                     if pos + 1 < bytes.count, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u") {
                         pos += 2
                         let low = try hex4()
-                        scalar = (low >= 0xDC00 && low < 0xE000)
+                        scalar =
+                            (low >= 0xDC00 && low < 0xE000)
                             ? 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD
                     } else {
                         scalar = 0xFFFD

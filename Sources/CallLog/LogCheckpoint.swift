@@ -72,7 +72,8 @@ public struct LogCheckpoint: Equatable, Sendable {
         let negative = at < line.count && line[at] == UInt8(ascii: "-")
         if negative { at += 1 }
         guard let magnitude = number(limit: 19), let middle = Optional(Self.middle), expect(middle),
-              let bytes = number(limit: 20), expect(Self.hashField), line.count - at == 16 + Self.tail.count else { return nil }
+            let bytes = number(limit: 20), expect(Self.hashField), line.count - at == 16 + Self.tail.count
+        else { return nil }
         var hash: UInt64 = 0
         for _ in 0..<16 {
             let c = line[at]

@@ -23,16 +23,17 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
         /// "1 invalid record", "2 invalid records": how a summary counts them.
         public func counted(_ n: Int) -> String {
             guard n != 1 else { return "1 \(rawValue)" }
-            let plural = switch self {
-            case .unreadableFile: "unreadable files"
-            case .damagedFrame: "damaged zstd frames"
-            case .truncatedFile: "truncated files"
-            case .partialLine: "incomplete last lines"
-            case .lineTooLong: "lines too long"
-            case .invalidRecord: "invalid records"
-            case .missingDeltaBase: "deltas without base"
-            case .failedCheckpoint: "failed checkpoints"
-            }
+            let plural =
+                switch self {
+                case .unreadableFile: "unreadable files"
+                case .damagedFrame: "damaged zstd frames"
+                case .truncatedFile: "truncated files"
+                case .partialLine: "incomplete last lines"
+                case .lineTooLong: "lines too long"
+                case .invalidRecord: "invalid records"
+                case .missingDeltaBase: "deltas without base"
+                case .failedCheckpoint: "failed checkpoints"
+                }
             return "\(n) \(plural)"
         }
     }
@@ -133,8 +134,9 @@ public struct LogLineReader {
         var st = stat()
         let statFailure = fstat(fd, &st) == 0 ? nil : String(cString: strerror(errno))
         if statFailure != nil || (st.st_mode & S_IFMT) != S_IFREG {
-            chunker.note(.unreadableFile, line: nil,
-                         statFailure ?? "not a regular file (\(Self.fileType(st.st_mode))); logs are read from regular files")
+            chunker.note(
+                .unreadableFile, line: nil,
+                statFailure ?? "not a regular file (\(Self.fileType(st.st_mode))); logs are read from regular files")
             try chunker.finish(handOut)
             return 0
         }
@@ -143,8 +145,9 @@ public struct LogLineReader {
         let got = firstBytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         let content = Self.content(firstBytes: Array(firstBytes.prefix(max(got, 0))), path: path)
         if case .otherCompression(let name) = content {
-            chunker.note(.unreadableFile, line: nil,
-                         "compressed with \(name); callstats reads zstd-compressed (.ndjson.zst) and plain NDJSON logs (recompress with zstd)")
+            chunker.note(
+                .unreadableFile, line: nil,
+                "compressed with \(name); callstats reads zstd-compressed (.ndjson.zst) and plain NDJSON logs (recompress with zstd)")
             try chunker.finish(handOut)
             return 0
         }
@@ -174,8 +177,9 @@ public struct LogLineReader {
             }
         }
         if let decoder, decoder.insideFrame {
-            chunker.note(.truncatedFile, line: chunker.lineNumber + 1,
-                         "the file ends inside a zstd frame; every complete line before the cut was read")
+            chunker.note(
+                .truncatedFile, line: chunker.lineNumber + 1,
+                "the file ends inside a zstd frame; every complete line before the cut was read")
         }
         try chunker.finish(handOut)
         return total
@@ -378,8 +382,10 @@ struct LineChunker {
             let held = chunk.lines.count - released
             let lines = held == 0 ? "no line" : held == 1 ? "line \(firstHeldLine)" : "\(held) lines (\(firstHeldLine)–\(chunk.lineNumbers.last!))"
             dropHeld()
-            note(.failedCheckpoint, line: lineNumber,
-                 "the \(sinceCheckpoint.count) bytes before it do not match its \(checkpoint.bytes) bytes and XXH64 \(String(checkpoint.xxh64, radix: 16)): damaged; \(lines) skipped")
+            note(
+                .failedCheckpoint, line: lineNumber,
+                "the \(sinceCheckpoint.count) bytes before it do not match its \(checkpoint.bytes) bytes and XXH64 \(String(checkpoint.xxh64, radix: 16)): damaged; \(lines) skipped"
+            )
         }
         sinceCheckpoint = XXH64()
     }
@@ -423,30 +429,39 @@ struct LineChunker {
     }
 
     /// Decompresses `input` into the chunk.
-    mutating func decompress(_ input: UnsafeRawBufferPointer, with decoder: ZstdDecoder,
-                             _ handOut: (inout LineChunk) throws -> Void) rethrows {
-        try decoder.decompress(input, into: { try space(atLeast: $0, reserve: decoder.outputReserve, handOut) },
-                               wrote: { try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut) }, damaged: { d in
-            // Text decoded so far from the damaged frame may end mid-line: drop that tail. (The
-            // frame is over, so zstd reads none of it back.) Lines not yet vouched for go too:
-            // zstd decoded them before it found the damage, so they may be altered.
-            let held = chunk.lines.count - released
-            dropHeld()
-            filled = lineStart
-            skippingLongLine = false
-            releaseHeld()
-            restartRange()
-            let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
-            let lost = held == 0 ? "" : held == 1 ? "; the line before it in the frame (\(lineNumber)) skipped, unverified"
-                : "; the \(held) lines before it in the frame since the last checkpoint (\(lineNumber - held + 1)–\(lineNumber)) skipped, unverified"
-            note(.damagedFrame, line: lineNumber + 1, "\(d.message) at compressed byte \(d.offset)\(lost); \(resumed)")
-        }, frameEnded: {
-            // The frame's checksum (when it has one) matched: what it holds is as written.
-            if lineStart == filled {
+    mutating func decompress(
+        _ input: UnsafeRawBufferPointer, with decoder: ZstdDecoder,
+        _ handOut: (inout LineChunk) throws -> Void
+    ) rethrows {
+        try decoder.decompress(
+            input, into: { try space(atLeast: $0, reserve: decoder.outputReserve, handOut) },
+            wrote: { try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut) },
+            damaged: { d in
+                // Text decoded so far from the damaged frame may end mid-line: drop that tail. (The
+                // frame is over, so zstd reads none of it back.) Lines not yet vouched for go too:
+                // zstd decoded them before it found the damage, so they may be altered.
+                let held = chunk.lines.count - released
+                dropHeld()
+                filled = lineStart
+                skippingLongLine = false
                 releaseHeld()
                 restartRange()
-            }
-        })
+                let resumed = d.skipped.map { "skipped \($0) bytes to the next frame" } ?? "skipping to the next frame, if one follows"
+                let lost =
+                    held == 0
+                    ? ""
+                    : held == 1
+                        ? "; the line before it in the frame (\(lineNumber)) skipped, unverified"
+                        : "; the \(held) lines before it in the frame since the last checkpoint (\(lineNumber - held + 1)–\(lineNumber)) skipped, unverified"
+                note(.damagedFrame, line: lineNumber + 1, "\(d.message) at compressed byte \(d.offset)\(lost); \(resumed)")
+            },
+            frameEnded: {
+                // The frame's checksum (when it has one) matched: what it holds is as written.
+                if lineStart == filled {
+                    releaseHeld()
+                    restartRange()
+                }
+            })
     }
 
     /// Reports an incomplete last line and hands out what is left: in a compressed file with
@@ -454,16 +469,19 @@ struct LineChunker {
     /// decoded them, but nothing vouches for them); in plain text they are used as they are.
     mutating func finish(_ handOut: (inout LineChunk) throws -> Void) rethrows {
         if skippingLongLine || filled > lineStart {
-            note(.partialLine, line: lineNumber + 1,
-                 "\(skippingLongLine ? skippedBytes : filled - lineStart) bytes after the last newline; skipped")
+            note(
+                .partialLine, line: lineNumber + 1,
+                "\(skippingLongLine ? skippedBytes : filled - lineStart) bytes after the last newline; skipped")
             filled = lineStart
         }
         let held = chunk.lines.count - released
         if sawCheckpoint && holdsUnverified && held > 0 {
             let first = firstHeldLine
             dropHeld()
-            note(.truncatedFile, line: first,
-                 "\(held == 1 ? "line \(first) follows" : "\(held) lines (\(first)–\(lineNumber)) follow") the last checkpoint: written but never flushed (the file was cut); skipped")
+            note(
+                .truncatedFile, line: first,
+                "\(held == 1 ? "line \(first) follows" : "\(held) lines (\(first)–\(lineNumber)) follow") the last checkpoint: written but never flushed (the file was cut); skipped"
+            )
         }
         releaseHeld()
         chunk.byteCount = heldStart
@@ -538,20 +556,21 @@ public struct LogReader {
     ) rethrows {
         var deltas = StatsDeltaDecoder()
         let path = lines.path
-        try lines.forEachLine({ bytes, n in
-            let parsed: LogRecord
-            do throws(RecordError) { parsed = try LogRecord(parsing: bytes) } catch {
-                issue(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
-                return
-            }
-            let full: LogRecord
-            do throws(StatsDeltaError) { full = try deltas.decode(parsed) } catch {
-                issue(LogIssue(file: path, line: n, category: .missingDeltaBase, message: error.description))
-                return
-            }
-            if full.kind == .end { deltas.forget(call: full.call) }
-            try record(full, n)
-        }, issue: issue)
+        try lines.forEachLine(
+            { bytes, n in
+                let parsed: LogRecord
+                do throws(RecordError) { parsed = try LogRecord(parsing: bytes) } catch {
+                    issue(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
+                    return
+                }
+                let full: LogRecord
+                do throws(StatsDeltaError) { full = try deltas.decode(parsed) } catch {
+                    issue(LogIssue(file: path, line: n, category: .missingDeltaBase, message: error.description))
+                    return
+                }
+                if full.kind == .end { deltas.forget(call: full.call) }
+                try record(full, n)
+            }, issue: issue)
     }
 
     /// All records and issues of a file (tests and small files).

@@ -57,7 +57,9 @@ public final class LogWriter {
     public enum OpenError: Error, CustomStringConvertible {
         case cannotOpen(path: String, reason: String)
         public var description: String {
-            switch self { case .cannotOpen(let p, let r): "cannot open \(p) for writing: \(r)" }
+            switch self {
+            case .cannotOpen(let p, let r): "cannot open \(p) for writing: \(r)"
+            }
         }
     }
 

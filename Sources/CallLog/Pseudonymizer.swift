@@ -153,14 +153,16 @@ public struct Pseudonymizer: Sendable {
         }
         // IPv4 with a port: "10.254.20.195:61074" (legacy googLocalAddress).
         if let c = w.lastIndex(of: UInt8(ascii: ":")), c > w.startIndex, c + 1 < w.endIndex,
-           w[(c + 1)...].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-           let a = IPAddress(utf8: w[..<c]), a.isV4 {
+            w[(c + 1)...].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let a = IPAddress(utf8: w[..<c]), a.isV4
+        {
             return replacement(a).map { $0 + Array(w[c...]) }
         }
         // A scheme before it: "turn:203.0.113.7:3478", "stun:[…]" is split by the bracket already.
         if let c = w.firstIndex(of: UInt8(ascii: ":")), c > w.startIndex,
-           w[..<c].allSatisfy({ $0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A }),
-           let rest = rewrite(w[(c + 1)...]) {
+            w[..<c].allSatisfy({ $0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A }),
+            let rest = rewrite(w[(c + 1)...])
+        {
             return Array(w[...c]) + rest
         }
         return nil

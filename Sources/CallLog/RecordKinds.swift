@@ -44,9 +44,11 @@ extension LogRecord {
     public static func quality(
         call: String, ts: Int64, score: Double, direction: String = "inbound", source: String
     ) -> LogRecord {
-        LogRecord(kind: .quality, call: call, ts: ts, body: [
-            "score": .number(score), "direction": .string(direction), "source": .string(source),
-        ])
+        LogRecord(
+            kind: .quality, call: call, ts: ts,
+            body: [
+                "score": .number(score), "direction": .string(direction), "source": .string(source),
+            ])
     }
 
     /// `end`: how the call ended. Unknown parts are left out rather than guessed.

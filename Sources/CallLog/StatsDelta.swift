@@ -38,8 +38,9 @@ public struct StatsChainKey: Hashable, Sendable {
 
     public init?(record: LogRecord) {
         guard record.kind == .stats else { return nil }
-        self.init(call: record.call, peerConnection: record["pc"]?.stringValue ?? "",
-                  format: record["format"]?.stringValue ?? "")
+        self.init(
+            call: record.call, peerConnection: record["pc"]?.stringValue ?? "",
+            format: record["format"]?.stringValue ?? "")
     }
 }
 
@@ -148,7 +149,8 @@ public struct StatsDeltaEncoder {
         // When most objects are new (a renegotiation), the full report may be the smaller record;
         // only then is it worth writing both out to compare.
         if case .array(let put)? = delta["put"], put.count * 2 > current.objects.count,
-           out.jsonLine.utf8.count >= full.jsonLine.utf8.count {
+            out.jsonLine.utf8.count >= full.jsonLine.utf8.count
+        {
             // A reader starts the chain again at a full record, without rates: so must the next delta.
             current.rates = [:]
             chains[key] = current
@@ -180,10 +182,12 @@ public struct StatsDeltaEncoder {
         if !unset.isEmpty { d["unset"] = .object(unset) }
         if !put.isEmpty { d["put"] = .array(put) }
         if !del.isEmpty { d["del"] = .array(del) }
-        let natural = naturalOrder(old: old, newIDs: Set(new.index.keys), added: put.compactMap { v -> String? in
-            guard let id = v["id"]?.stringValue, old.index[id] == nil else { return nil }
-            return id
-        })
+        let natural = naturalOrder(
+            old: old, newIDs: Set(new.index.keys),
+            added: put.compactMap { v -> String? in
+                guard let id = v["id"]?.stringValue, old.index[id] == nil else { return nil }
+                return id
+            })
         let actual = new.objects.map { $0["id"]!.stringValue! }
         if natural != actual { d["order"] = .array(actual.map { .string($0) }) }
         return d
@@ -213,7 +217,8 @@ public struct StatsDeltaEncoder {
                     c.unset.append(e.key)
                 }
             } else if case .number(let a) = before, case .number(let b) = e.value,
-                      let d = StatsDeltaEncoder.shortestAddend(from: a, to: b) {
+                let d = StatsDeltaEncoder.shortestAddend(from: a, to: b)
+            {
                 c.inc.entries.append((key: e.key, value: .number(d)))
             } else {
                 c.set.entries.append(e)

@@ -159,23 +159,26 @@ public final class ZstdDecoder {
         emit: (UnsafeRawBufferPointer) throws -> Void,
         damaged: (Damage) -> Void
     ) rethrows {
-        try decompress(input, into: { minimum in
-            let size = max(windowSize + 2 * minimum, 1 << 16)
-            if emitBuffer.count < size {
-                // Only before a frame's first block (a frame's window and blocks keep their size),
-                // so nothing in the old buffer is read again.
-                emitBuffer.deallocate()
-                emitBuffer = .allocate(byteCount: size, alignment: 16)
-                emitFilled = 0
-            } else if emitBuffer.count - emitFilled < minimum {
-                // Round and round: what the next blocks write over is more than a window back.
-                emitFilled = 0
-            }
-            return UnsafeMutableRawBufferPointer(rebasing: emitBuffer[emitFilled...])
-        }, wrote: { n in
-            try emit(UnsafeRawBufferPointer(rebasing: emitBuffer[emitFilled..<emitFilled + n]))
-            emitFilled += n
-        }, damaged: damaged)
+        try decompress(
+            input,
+            into: { minimum in
+                let size = max(windowSize + 2 * minimum, 1 << 16)
+                if emitBuffer.count < size {
+                    // Only before a frame's first block (a frame's window and blocks keep their size),
+                    // so nothing in the old buffer is read again.
+                    emitBuffer.deallocate()
+                    emitBuffer = .allocate(byteCount: size, alignment: 16)
+                    emitFilled = 0
+                } else if emitBuffer.count - emitFilled < minimum {
+                    // Round and round: what the next blocks write over is more than a window back.
+                    emitFilled = 0
+                }
+                return UnsafeMutableRawBufferPointer(rebasing: emitBuffer[emitFilled...])
+            },
+            wrote: { n in
+                try emit(UnsafeRawBufferPointer(rebasing: emitBuffer[emitFilled..<emitFilled + n]))
+                emitFilled += n
+            }, damaged: damaged)
     }
 
     /// The `emit` form's output: a window and two blocks, written round and round.
@@ -252,8 +255,11 @@ public final class ZstdDecoder {
             if wasStaged {
                 if need > staged.count {
                     // Only a damaged block header asks for more than a block.
-                    guard let resume = try report(ZSTD_error_srcSize_wrong, at: start + pos, pieceStart: pos, in: src, staged: nil,
-                                                  into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) else { pos = src.count; return }
+                    guard
+                        let resume = try report(
+                            ZSTD_error_srcSize_wrong, at: start + pos, pieceStart: pos, in: src, staged: nil,
+                            into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
+                    else { pos = src.count; return }
                     pos = resume
                     continue
                 }
@@ -286,8 +292,11 @@ public final class ZstdDecoder {
             }
             let r = ZSTD_decompressContinue(dctx, out.baseAddress, out.count, piece, need)
             if ZSTD_isError(r) != 0 {
-                guard let resume = try report(ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: pieceStart, in: src, staged: stagedTail,
-                                              into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) else { pos = src.count; return }
+                guard
+                    let resume = try report(
+                        ZSTD_getErrorCode(r), at: pieceOffset, pieceStart: pieceStart, in: src, staged: stagedTail,
+                        into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
+                else { pos = src.count; return }
                 pos = resume
                 continue
             }
@@ -297,8 +306,10 @@ public final class ZstdDecoder {
                 var header = ZSTD_frameHeader()
                 if ZSTD_getFrameHeader(&header, headerBytes, headerBytes.count) == 0 {
                     guard header.windowSize <= UInt64(Self.windowSizeLimit) else {
-                        guard let resume = try report(ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: pieceStart,
-                                                      in: src, staged: stagedTail, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
+                        guard
+                            let resume = try report(
+                                ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: pieceStart,
+                                in: src, staged: stagedTail, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
                         else { pos = src.count; return }
                         pos = resume
                         continue

@@ -134,9 +134,10 @@ extension CaptureSession {
             let windowEnd = s.windowStartNanos + configuration.intervalNanos
             let start = max(s.windowStartNanos, s.statistics.firstArrivalNanos)
             let end = final ? s.statistics.lastArrivalNanos : windowEnd
-            emit(CaptureRecords.rtp(
-                s, call: calls[s.call]?.id ?? "unknown", payloadType: pt, codec: codecName(s, payloadType: pt),
-                clockRate: ssrcClockRates[s.key.ssrc] ?? s.cachedClockRate, durationNanos: end - start, final: final))
+            emit(
+                CaptureRecords.rtp(
+                    s, call: calls[s.call]?.id ?? "unknown", payloadType: pt, codec: codecName(s, payloadType: pt),
+                    clockRate: ssrcClockRates[s.key.ssrc] ?? s.cachedClockRate, durationNanos: end - start, final: final))
         }
         let st = s.statistics
         s.interval = IntervalBaseline(

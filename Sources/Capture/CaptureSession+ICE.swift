@@ -72,7 +72,8 @@ extension CaptureSession {
             }
         case .successResponse, .errorResponse:
             guard let pending = pendingTransactions.removeValue(forKey: m.transactionID),
-                  pending.pair == key, var pair = icePairs[key] else { return }
+                pending.pair == key, var pair = icePairs[key]
+            else { return }
             if m.messageClass == .successResponse {
                 pair.successResponses += 1
                 let rtt = Double(now - pending.requestNanos) / 1e6

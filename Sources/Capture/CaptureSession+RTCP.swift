@@ -26,9 +26,10 @@ extension CaptureSession {
         }
         // RTCP alone (no RTP yet, or RTP not recognised) still makes the call known.
         announceCall(call, at: now)
-        emit(CaptureRecords.rtcp(
-            compound, call: calls[call]!.id, flow: flow, ts: milliseconds(now), viaTURN: viaTURN,
-            roundTripsMs: roundTrips, clockRates: jitterRates))
+        emit(
+            CaptureRecords.rtcp(
+                compound, call: calls[call]!.id, flow: flow, ts: milliseconds(now), viaTURN: viaTURN,
+                roundTripsMs: roundTrips, clockRates: jitterRates))
         // A BYE does not close the stream at once: packets in flight may follow. The stream
         // closes on idle, and its call's `end` then says "bye" if SIP said so.
     }
@@ -51,7 +52,8 @@ extension CaptureSession {
         for r in reports {
             if let rate = ssrcClockRates[r.ssrc] { rates[r.ssrc] = rate }
             guard r.lastSR != 0, let list = senderReports[r.ssrc],
-                  let sr = list.last(where: { $0.ntpMiddle == r.lastSR }) else { continue }
+                let sr = list.last(where: { $0.ntpMiddle == r.lastSR })
+            else { continue }
             let rttMs = RTCPMath.roundTripTimeMs(
                 sinceSenderReportNanos: now - sr.arrivalNanos, delaySinceLastSenderReport: r.delaySinceLastSR)
             // Captured beside the reporting receiver the path is ~0 and DLSR's 1/65536 s steps can

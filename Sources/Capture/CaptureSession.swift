@@ -185,7 +185,8 @@ public struct CaptureSession {
             }
         }
         if !configuration.rtpPorts.isEmpty,
-           configuration.rtpPorts.contains(flow.destination.port) || configuration.rtpPorts.contains(flow.source.port) {
+            configuration.rtpPorts.contains(flow.destination.port) || configuration.rtpPorts.contains(flow.source.port)
+        {
             if p.u8(0) & 0xC0 == 0x80 {
                 let b1 = p.u8(1)
                 if b1 >= 192 && b1 <= 223 {
@@ -199,9 +200,10 @@ public struct CaptureSession {
         switch PayloadClassifier.classify(p, wireLength: d.wireLength) {
         case .rtp:
             guard configuration.rtpDetection == .heuristic,
-                  !configuration.heuristicExcludedPorts.contains(flow.source.port),
-                  !configuration.heuristicExcludedPorts.contains(flow.destination.port),
-                  let header = RTPHeader.parse(p, wireLength: d.wireLength) else { return }
+                !configuration.heuristicExcludedPorts.contains(flow.source.port),
+                !configuration.heuristicExcludedPorts.contains(flow.destination.port),
+                let header = RTPHeader.parse(p, wireLength: d.wireLength)
+            else { return }
             handleRTP(header, flow: flow, wireLength: d.wireLength, at: now, viaTURN: false)
         case .rtcp:
             handleRTCP(p, flow: flow, at: now, viaTURN: false)
@@ -339,10 +341,11 @@ public struct CaptureSession {
         if state.reported { flushInterval(slot, final: true) }
         if configuration.keepsClosedStreams {
             let pt = mainPayloadType(state)
-            closedStreams.append(RTPStreamSummary(
-                key: state.key, call: calls[state.call]!.id, payloadTypes: state.payloadTypes,
-                codec: codecName(state, payloadType: pt), clockRate: state.cachedClockRate,
-                viaTURN: state.viaTURN, statistics: state.statistics))
+            closedStreams.append(
+                RTPStreamSummary(
+                    key: state.key, call: calls[state.call]!.id, payloadTypes: state.payloadTypes,
+                    codec: codecName(state, payloadType: pt), clockRate: state.cachedClockRate,
+                    viaTURN: state.viaTURN, statistics: state.statistics))
         }
         streamIndex.removeValue(forKey: state.key)
         recency.remove(slot)

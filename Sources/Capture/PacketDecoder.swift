@@ -190,10 +190,11 @@ package struct PacketDecoder {
         // Length 0 is legal for IPv6 jumbograms only; take what was captured.
         let wire = length >= 8 ? length - 8 : body.count - 8
         let payload = body.slice(from: 8, count: wire)
-        return .udp(UDPDatagram(
-            flow: FlowKey(
-                source: Endpoint(address: source, port: body.u16(0)),
-                destination: Endpoint(address: destination, port: body.u16(2))),
-            payload: payload, wireLength: wire, isIPv6: isIPv6))
+        return .udp(
+            UDPDatagram(
+                flow: FlowKey(
+                    source: Endpoint(address: source, port: body.u16(0)),
+                    destination: Endpoint(address: destination, port: body.u16(2))),
+                payload: payload, wireLength: wire, isIPv6: isIPv6))
     }
 }

@@ -173,15 +173,16 @@ public struct RTCPCompound: Equatable, Sendable {
                 types.append(bt)
                 if bt == 7, blockLength >= 36 {
                     let b = p.slice(from: o, count: blockLength)
-                    metrics.append(RTCPVoIPMetrics(
-                        ssrc: b.u32(4), lossRate: b.u8(8), discardRate: b.u8(9), burstDensity: b.u8(10),
-                        gapDensity: b.u8(11), burstDuration: b.u16(12), gapDuration: b.u16(14),
-                        roundTripDelay: b.u16(16), endSystemDelay: b.u16(18),
-                        signalLevel: Int8(bitPattern: b.u8(20)), noiseLevel: Int8(bitPattern: b.u8(21)),
-                        residualEchoReturnLoss: b.u8(22), gmin: b.u8(23), rFactor: b.u8(24),
-                        externalRFactor: b.u8(25), mosLQ: b.u8(26), mosCQ: b.u8(27),
-                        receiverConfiguration: b.u8(28), jitterBufferNominal: b.u16(30),
-                        jitterBufferMaximum: b.u16(32), jitterBufferAbsoluteMaximum: b.u16(34)))
+                    metrics.append(
+                        RTCPVoIPMetrics(
+                            ssrc: b.u32(4), lossRate: b.u8(8), discardRate: b.u8(9), burstDensity: b.u8(10),
+                            gapDensity: b.u8(11), burstDuration: b.u16(12), gapDuration: b.u16(14),
+                            roundTripDelay: b.u16(16), endSystemDelay: b.u16(18),
+                            signalLevel: Int8(bitPattern: b.u8(20)), noiseLevel: Int8(bitPattern: b.u8(21)),
+                            residualEchoReturnLoss: b.u8(22), gmin: b.u8(23), rFactor: b.u8(24),
+                            externalRFactor: b.u8(25), mosLQ: b.u8(26), mosCQ: b.u8(27),
+                            receiverConfiguration: b.u8(28), jitterBufferNominal: b.u16(30),
+                            jitterBufferMaximum: b.u16(32), jitterBufferAbsoluteMaximum: b.u16(34)))
                 }
                 o += blockLength
             }

@@ -114,9 +114,10 @@ public struct SIPMessage: Equatable, Sendable {
                 let parts = value.split(separator: " ")
                 current = nil
                 guard parts.count >= 3, let portText = parts[1].split(separator: "/").first, let port = UInt16(portText) else { continue }
-                media.append(SDPMedia(
-                    media: String(parts[0]), address: sessionAddress, port: port, transport: String(parts[2]),
-                    formats: parts.dropFirst(3).compactMap { UInt8($0) }, rtpmap: [:], rtcpPort: nil, rtcpMux: false))
+                media.append(
+                    SDPMedia(
+                        media: String(parts[0]), address: sessionAddress, port: port, transport: String(parts[2]),
+                        formats: parts.dropFirst(3).compactMap { UInt8($0) }, rtpmap: [:], rtcpPort: nil, rtcpMux: false))
                 current = media.count - 1
             case "a":
                 guard let current else { continue }

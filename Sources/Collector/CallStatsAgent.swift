@@ -281,9 +281,10 @@ public final class CallStatsAgent: @unchecked Sendable {
             endTs = max(endTs, now)
             enqueue(QueuedItem(call: slot.id, ts: now, payload: .snapshot(snapshot), bytes: snapshot.approximateBytes + 128))
         }
-        let r = LogRecord.end(call: slot.id, ts: endTs, reason: info.reason.rawValue, statusCode: info.statusCode,
-                              statusText: info.statusText, sipStatus: info.sipStatus, sipReason: info.sipReason,
-                              durationMs: info.durationMs)
+        let r = LogRecord.end(
+            call: slot.id, ts: endTs, reason: info.reason.rawValue, statusCode: info.statusCode,
+            statusText: info.statusText, sipStatus: info.sipStatus, sipReason: info.sipReason,
+            durationMs: info.durationMs)
         enqueue(QueuedItem(call: slot.id, ts: endTs, payload: .record(r), bytes: 256, endsCall: true))
     }
 

@@ -109,8 +109,10 @@ public struct CallInfo: Sendable {
     /// Free-form dimensions kept as-is (region, tenant, experiment, …).
     public var labels: [String: String]
 
-    public init(direction: Direction, sdk: String, sdkVersion: String, network: String = "unknown",
-                media: [String] = ["audio"], labels: [String: String] = [:]) {
+    public init(
+        direction: Direction, sdk: String, sdkVersion: String, network: String = "unknown",
+        media: [String] = ["audio"], labels: [String: String] = [:]
+    ) {
         self.direction = direction
         self.sdk = sdk
         self.sdkVersion = sdkVersion
@@ -163,8 +165,10 @@ public struct CallEnd: Sendable, Equatable {
     /// The SDK's call duration.
     public var durationMs: Int64?
 
-    public init(reason: Reason, statusCode: Int? = nil, statusText: String? = nil, sipStatus: Int? = nil,
-                sipReason: String? = nil, durationMs: Int64? = nil) {
+    public init(
+        reason: Reason, statusCode: Int? = nil, statusText: String? = nil, sipStatus: Int? = nil,
+        sipReason: String? = nil, durationMs: Int64? = nil
+    ) {
         self.reason = reason
         self.statusCode = statusCode
         self.statusText = statusText

@@ -66,8 +66,9 @@ public struct Table {
         func line(_ cells: [String]) -> String {
             shown.map { i in
                 let c = i < cells.count ? cells[i] : ""
-                return i == 0 || textColumns.contains(i) ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
-                                                          : String(repeating: " ", count: widths[i] - c.count) + c
+                return i == 0 || textColumns.contains(i)
+                    ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[i] - c.count) + c
             }.joined(separator: "  ").trimmingTrailingSpaces
         }
         let rule = line(header.indices.map { String(repeating: header[$0].isEmpty ? " " : "-", count: widths[$0]) })

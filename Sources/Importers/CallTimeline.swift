@@ -49,7 +49,8 @@ struct CallTimeline {
         let name = bare.lowercased().hasSuffix("statechange") || ["close", "stop"].contains(bare.lowercased()) ? bare.lowercased() : bare
         var out = [LogRecord]()
         if !created && direction == nil
-            && (name == "createOffer" || (name == "setLocalDescription" && Self.descriptionType(value) == "offer")) {
+            && (name == "createOffer" || (name == "setLocalDescription" && Self.descriptionType(value) == "offer"))
+        {
             // An outgoing call starts when its first offer is made.
             created = true
             out.append(metric("callCreate"))
@@ -142,8 +143,9 @@ struct CallTimeline {
             return nil
         }
         let last = max(at, lastStatsTs ?? at)
-        return .end(call: callID, ts: last, reason: reason, statusText: text,
-                    durationMs: connectedTs.map { max(0, at - $0) })
+        return .end(
+            call: callID, ts: last, reason: reason, statusText: text,
+            durationMs: connectedTs.map { max(0, at - $0) })
     }
 
     /// `offer`, `answer`, `pranswer` or `rollback` of a description as the traces write it:
@@ -176,8 +178,10 @@ struct CallTimeline {
 /// `sdkVersion` (`chrome` / `156.0.7444.59`), and the operating system as a label.
 enum UserAgent {
     static func browser(_ ua: String) -> (name: String, version: String)? {
-        for (token, name) in [("Edg/", "edge"), ("OPR/", "opera"), ("Firefox/", "firefox"), ("Chrome/", "chrome"),
-                              ("Chromium/", "chromium")] {
+        for (token, name) in [
+            ("Edg/", "edge"), ("OPR/", "opera"), ("Firefox/", "firefox"), ("Chrome/", "chrome"),
+            ("Chromium/", "chromium"),
+        ] {
             if let r = ua.firstRange(of: token) {
                 let version = ua[r.upperBound...].prefix { $0.isNumber || $0 == "." }
                 if !version.isEmpty { return (name, String(version)) }
@@ -191,8 +195,10 @@ enum UserAgent {
     }
 
     static func os(_ ua: String) -> String? {
-        for (token, name) in [("Android", "android"), ("iPhone", "ios"), ("iPad", "ios"), ("CrOS", "chromeos"),
-                              ("Windows", "windows"), ("Mac OS X", "macos"), ("Macintosh", "macos"), ("Linux", "linux")] where ua.contains(token) {
+        for (token, name) in [
+            ("Android", "android"), ("iPhone", "ios"), ("iPad", "ios"), ("CrOS", "chromeos"),
+            ("Windows", "windows"), ("Mac OS X", "macos"), ("Macintosh", "macos"), ("Linux", "linux"),
+        ] where ua.contains(token) {
             return name
         }
         return nil
@@ -228,7 +234,7 @@ enum DumpTime {
             return v
         }
         guard u.count >= 19, u[4] == 0x2D, u[7] == 0x2D, u[10] == 0x54 || u[10] == 0x20, u[13] == 0x3A, u[16] == 0x3A,
-              let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let sec = num(17, 2)
+            let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let sec = num(17, 2)
         else { return nil }
         var ms = 0.0
         var i = 19
@@ -243,10 +249,14 @@ enum DumpTime {
         }
         var offsetMinutes = 0
         if i < u.count {
-            if u[i] == 0x5A { i += 1 } else if u[i] == 0x2B || u[i] == 0x2D, let oh = num(i + 1, 2) {
+            if u[i] == 0x5A {
+                i += 1
+            } else if u[i] == 0x2B || u[i] == 0x2D, let oh = num(i + 1, 2) {
                 let om = (i + 3 < u.count && u[i + 3] == 0x3A ? num(i + 4, 2) : num(i + 3, 2)) ?? 0
                 offsetMinutes = (u[i] == 0x2D ? -1 : 1) * (oh * 60 + om)
-            } else { return nil }
+            } else {
+                return nil
+            }
         }
         let days = daysFromCivil(y, mo, d)
         return (Double(days) * 86_400 + Double(h * 3600 + mi * 60 + sec - offsetMinutes * 60)) * 1000 + ms
@@ -282,9 +292,14 @@ enum DumpTime {
         let pm = upper.contains("PM"), am = upper.contains("AM")
         let (a, b, c) = (numbers[0], numbers[1], numbers[2])
         var (y, mo, d): (Int, Int, Int)
-        if a > 31 { (y, mo, d) = (a, b, c) }  // year first
-        else if s.contains(".") || dayFirst || a > 12 { (d, mo, y) = (a, b, c) }
-        else { (mo, d, y) = (a, b, c) }
+        if a > 31 {
+            (y, mo, d) = (a, b, c)
+        }  // year first
+        else if s.contains(".") || dayFirst || a > 12 {
+            (d, mo, y) = (a, b, c)
+        } else {
+            (mo, d, y) = (a, b, c)
+        }
         if y < 100 { y += 2000 }
         var h = numbers[3]
         if pm && h < 12 { h += 12 }

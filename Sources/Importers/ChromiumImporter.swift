@@ -35,11 +35,12 @@ public struct ChromiumImporter {
     public func convert(path: String) -> Result {
         var lines = [JSONValue]()
         var result = Result()
-        LogLineReader(path: path).forEachLine({ bytes, n in
-            do throws(JSONParseError) { lines.append(try JSONValue.parse(bytes)) } catch {
-                result.issues.append(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
-            }
-        }, issue: { result.issues.append($0) })
+        LogLineReader(path: path).forEachLine(
+            { bytes, n in
+                do throws(JSONParseError) { lines.append(try JSONValue.parse(bytes)) } catch {
+                    result.issues.append(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
+                }
+            }, issue: { result.issues.append($0) })
         let converted = convert(lines: lines)
         result.records = converted.records
         result.snapshots = converted.snapshots
@@ -73,17 +74,18 @@ public struct ChromiumImporter {
         var reader = LineReader(importer: self)
         var result = Result()
         var count = 0
-        try LogLineReader(path: path).forEachLine({ bytes, n in
-            let line: JSONValue
-            do throws(JSONParseError) { line = try JSONValue.parse(bytes) } catch {
-                result.issues.append(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
-                return
-            }
-            for r in reader.take(line) {
-                try write(r)
-                count += 1
-            }
-        }, issue: { result.issues.append($0) })
+        try LogLineReader(path: path).forEachLine(
+            { bytes, n in
+                let line: JSONValue
+                do throws(JSONParseError) { line = try JSONValue.parse(bytes) } catch {
+                    result.issues.append(LogIssue(file: path, line: n, category: .invalidRecord, message: error.description))
+                    return
+                }
+                for r in reader.take(line) {
+                    try write(r)
+                    count += 1
+                }
+            }, issue: { result.issues.append($0) })
         let (call, end) = reader.finish()
         for r in [call, end].compactMap({ $0 }) {
             try write(r)

@@ -76,7 +76,9 @@ public struct DumpImport {
         let firstText = String(decoding: first, as: UTF8.self).trimmingSpaces
         if firstText == "RTCStatsDump" { return .rtcstats }
         guard firstText.hasPrefix("{") else {
-            throw DumpError(file: path, line: 1, message: "not a webrtc-internals dump, an rtcstats dump or a Chromium test-page recording: it starts with \"\(firstText.prefix(40))\"")
+            throw DumpError(
+                file: path, line: 1,
+                message: "not a webrtc-internals dump, an rtcstats dump or a Chromium test-page recording: it starts with \"\(firstText.prefix(40))\"")
         }
         if let v = try? JSONValue.parse(firstText), case .object(let o) = v {
             if o["PeerConnections"] != nil || o["getUserMedia"] != nil { return .webrtcInternals }
@@ -176,8 +178,10 @@ public struct DumpImport {
         let nothing = result.snapshots.isEmpty && timeline.entries == 0 && getUserMedia == 0
         if let stopped {
             if nothing { result.failure = stopped; return }
-            result.skipped.append(DumpError(file: stopped.file, line: stopped.line, column: stopped.column,
-                                            message: "\(stopped.message); everything before it was imported"))
+            result.skipped.append(
+                DumpError(
+                    file: stopped.file, line: stopped.line, column: stopped.column,
+                    message: "\(stopped.message); everything before it was imported"))
         } else if nothing {
             result.failure = DumpError(file: path, message: "the dump has no peer connection, statistics or getUserMedia call")
             return

@@ -174,7 +174,8 @@ public final class DumpSource {
         }
         inputStart += inBuf.pos
         if ZSTD_isError(r) != 0 {
-            throw DumpError(file: path, message: "damaged zstd data after \(produced + outBuf.pos) decompressed bytes: \(String(cString: ZSTD_getErrorName(r)))")
+            throw DumpError(
+                file: path, message: "damaged zstd data after \(produced + outBuf.pos) decompressed bytes: \(String(cString: ZSTD_getErrorName(r)))")
         }
         // 0: a frame is complete and fully flushed.
         insideStream = r != 0

@@ -202,14 +202,17 @@ public struct JSONStream<Input: JSONByteInput> {
     private func number() throws(DumpError) -> Double {
         var text = [UInt8]()
         while let c = try input.peek(),
-              (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") || c == UInt8(ascii: ".")
-                || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+            (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") || c == UInt8(ascii: ".")
+                || c == UInt8(ascii: "e") || c == UInt8(ascii: "E")
+        {
             text.append(c)
             _ = try input.next()
             guard text.count < 64 else { throw error("invalid number") }
         }
         // Integers (most counters) directly; the rest through the standard library's parser.
-        if text.count < 16, !text.isEmpty, text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (text[0] == 0x2D && text.count > 1 && text.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })) {
+        if text.count < 16, !text.isEmpty,
+            text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (text[0] == 0x2D && text.count > 1 && text.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }))
+        {
             var v = 0
             for c in text where c != 0x2D { v = v * 10 + Int(c - 0x30) }
             return Double(text[0] == 0x2D ? -v : v)

@@ -74,8 +74,12 @@ struct RTCStatsImporter {
         var tableCompressed = 0, firstTableCompressedLine = 0
         defer {
             if tableCompressed > 0 {
-                outcome.skipped.append(DumpError(file: path, line: firstTableCompressedLine, message:
-                    "\(tableCompressed) getStats lines compressed with rtcstats-js 3's id and member tables (not read by this version) left out, from this line on"))
+                outcome.skipped.append(
+                    DumpError(
+                        file: path, line: firstTableCompressedLine,
+                        message:
+                            "\(tableCompressed) getStats lines compressed with rtcstats-js 3's id and member tables (not read by this version) left out, from this line on"
+                    ))
             }
         }
         while true {
@@ -94,7 +98,11 @@ struct RTCStatsImporter {
                 continue
             }
             let method: String
-            if let m = a[0].stringValue { method = m } else if let n = a[0].int64Value, let m = Self.methodCodes[Int(n)] { method = m } else {
+            if let m = a[0].stringValue {
+                method = m
+            } else if let n = a[0].int64Value, let m = Self.methodCodes[Int(n)] {
+                method = m
+            } else {
                 outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "unknown method \(a[0].serialized()); line skipped"))
                 continue
             }
@@ -212,8 +220,10 @@ struct StatsState {
                 for e in o.entries where !["id", "type", "timestamp"].contains(e.key) {
                     values.entries.append((key: e.key, value: .string(SeriesCollector.text(e.value))))
                 }
-                out.append(["id": .string(id), "type": o["type"] ?? "unknown", "timestamp": o["timestamp"] ?? .null,
-                            "values": .object(values)])
+                out.append([
+                    "id": .string(id), "type": o["type"] ?? "unknown", "timestamp": o["timestamp"] ?? .null,
+                    "values": .object(values),
+                ])
             } else {
                 var w = JSONObject()
                 w.entries.append((key: "id", value: .string(id)))

@@ -64,9 +64,13 @@ struct WebRTCInternalsImporter {
             outcome.getUserMedia += 1
             let ts = DumpTime.epochMs(o["timestamp"]).map { Int64($0.rounded()) }
             let type: String
-            if let e = o["error"], e != .null, e != .string("") { type = "getUserMediaFailure" }
-            else if o["audio_track_info"] != nil || o["video_track_info"] != nil { type = "getUserMediaSuccess" }
-            else { type = "getUserMedia" }
+            if let e = o["error"], e != .null, e != .string("") {
+                type = "getUserMediaFailure"
+            } else if o["audio_track_info"] != nil || o["video_track_info"] != nil {
+                type = "getUserMediaSuccess"
+            } else {
+                type = "getUserMedia"
+            }
             var detail = o
             detail["timestamp"] = nil
             if ts == nil { detail["timeKnown"] = .bool(false) }
@@ -106,8 +110,10 @@ struct WebRTCInternalsImporter {
     }
 
     /// The peer connection's events and snapshots, merged by time.
-    private func writeConnection(_ pc: String, log: [JSONValue], grid: [Double], collector: inout SeriesCollector,
-                                 timeline: inout CallTimeline, outcome: inout Outcome) throws(DumpError) {
+    private func writeConnection(
+        _ pc: String, log: [JSONValue], grid: [Double], collector: inout SeriesCollector,
+        timeline: inout CallTimeline, outcome: inout Outcome
+    ) throws(DumpError) {
         // Times of the API trace: `timestamp` (epoch ms) in recent dumps; older ones only have
         // the page's `toLocaleString()`, second-precise and in the page's time zone, placed
         // with the offset (a multiple of 15 min) that puts the trace beside the statistics.
@@ -135,7 +141,9 @@ struct WebRTCInternalsImporter {
             if grid.isEmpty {
                 outcome.notes.append("peer connection \(pc): its API trace has local clock times and no statistics to place them by; read as UTC")
             } else {
-                outcome.notes.append("peer connection \(pc): API trace times are the page's local clock (1 s precision); placed at UTC\(Self.zoneText(offset)) by the statistics")
+                outcome.notes.append(
+                    "peer connection \(pc): API trace times are the page's local clock (1 s precision); placed at UTC\(Self.zoneText(offset)) by the statistics"
+                )
             }
             for i in times.indices where times[i] == nil {
                 if let l = local[i] { times[i] = Int64((l - offset).rounded()) }
@@ -254,16 +262,18 @@ struct SeriesCollector {
             return
         }
         let i: Int
-        if let k = index[id] { i = k } else {
+        if let k = index[id] {
+            i = k
+        } else {
             i = objects.count
             index[id] = i
             objects.append(Object(id: id))
         }
         if objects[i].type == nil { objects[i].type = o["statsType"]?.stringValue }
-        let member = Member(name: name, start: DumpTime.epochMs(o["startTime"]), end: DumpTime.epochMs(o["endTime"]),
-                            text: Array(values.utf8), line: line)
-        if name == "timestamp" { objects[i].timestampSeries = member }
-        else if name != "id" && name != "type" { objects[i].members.append(member) }
+        let member = Member(
+            name: name, start: DumpTime.epochMs(o["startTime"]), end: DumpTime.epochMs(o["endTime"]),
+            text: Array(values.utf8), line: line)
+        if name == "timestamp" { objects[i].timestampSeries = member } else if name != "id" && name != "type" { objects[i].members.append(member) }
     }
 
     private func place(_ m: Member, _ what: String) -> DumpError {
@@ -277,8 +287,9 @@ struct SeriesCollector {
         format = Self.isLegacy(objects) ? .goog : .w3c
         for i in objects.indices {
             for m in objects[i].members.indices {
-                objects[i].members[m].count = try JSONArrayCursor.count(objects[i].members[m].text,
-                                                                       place: place(objects[i].members[m], "series \(objects[i].id)-\(objects[i].members[m].name)"))
+                objects[i].members[m].count = try JSONArrayCursor.count(
+                    objects[i].members[m].text,
+                    place: place(objects[i].members[m], "series \(objects[i].id)-\(objects[i].members[m].name)"))
             }
             if objects[i].type == nil { objects[i].type = Self.legacyType(objects[i].id) }
             // The object's own sample times: its timestamp series, or spread between the
@@ -290,7 +301,8 @@ struct SeriesCollector {
                 objects[i].times = times
                 objects[i].exact = true
             } else if let longest = objects[i].members.max(by: { $0.count < $1.count }), longest.count > 0,
-                      let start = longest.start {
+                let start = longest.start
+            {
                 objects[i].times = Self.spread(start, longest.end ?? start, longest.count)
             }
             // Each member's values to the object's samples.
@@ -301,9 +313,10 @@ struct SeriesCollector {
         }
         // The grid: the peer-connection object's samples (one per poll), else the object with
         // the most samples among those timed by the browser's poll (not remote reports).
-        let reference = objects.firstIndex { $0.type == "peer-connection" && !$0.times.isEmpty }
+        let reference =
+            objects.firstIndex { $0.type == "peer-connection" && !$0.times.isEmpty }
             ?? objects.indices.filter { !(objects[$0].type ?? "").hasPrefix("remote-") }
-                .max { objects[$0].times.count < objects[$1].times.count }
+            .max { objects[$0].times.count < objects[$1].times.count }
         guard let r = reference, !objects[r].times.isEmpty else { return [] }
         let grid = objects[r].times
         let steps = zip(grid, grid.dropFirst()).map { $1 - $0 }.sorted()
@@ -381,8 +394,12 @@ struct SeriesCollector {
             } else {
                 var o: JSONObject = ["id": .string(objects[i].id), "timestamp": .number(t), "type": .string(type)]
                 for e in members.entries {
-                    o.entries.append((key: e.key, value: Self.stringMembers.contains(e.key) && e.value.doubleValue != nil
-                                        ? .string(Self.text(e.value)) : e.value))
+                    o.entries.append(
+                        (
+                            key: e.key,
+                            value: Self.stringMembers.contains(e.key) && e.value.doubleValue != nil
+                                ? .string(Self.text(e.value)) : e.value
+                        ))
                 }
                 report.append(.object(o))
             }

@@ -141,18 +141,21 @@ public final class AnalyzeRun {
         // readers) would leave a core idle, so every reader reads those and takes its share of
         // their calls, each file decompressed once for all of them (`SharedLines`).
         work.sort { ($0.fingerprint.size, $1.path) > ($1.fingerprint.size, $0.path) }
-        let sharedCount = switch options.shareFiles {
-        case true?: work.count
-        case false?: 0
-        case nil: options.readers < 2 ? 0 : work.count < options.readers ? work.count : work.count % options.readers
-        }
+        let sharedCount =
+            switch options.shareFiles {
+            case true?: work.count
+            case false?: 0
+            case nil: options.readers < 2 ? 0 : work.count < options.readers ? work.count : work.count % options.readers
+            }
         let wholeFiles = Array(work[..<(work.count - sharedCount)]), sharedFiles = Array(work[(work.count - sharedCount)...])
         let readers = sharedCount > 0 ? options.readers : min(options.readers, max(1, work.count))
         let group = startReaders(readers, wholeFiles: wholeFiles, sharedFiles: sharedFiles, config: config, reading: reading, into: queue)
 
         // The writer: this thread.
-        let writer = AnalyzeWriter(store: store, options: options, queue: queue, readers: readers, filesToRead: work.count,
-                                   startedWithoutCalls: startedWithoutCalls, progress: progress) { pending, knownNew in
+        let writer = AnalyzeWriter(
+            store: store, options: options, queue: queue, readers: readers, filesToRead: work.count,
+            startedWithoutCalls: startedWithoutCalls, progress: progress
+        ) { pending, knownNew in
             try CallWriting.write(pending, to: store, config: config, knownNew: knownNew)
         }
         writer.onProgress = onProgress
@@ -170,17 +173,19 @@ public final class AnalyzeRun {
         progress.seconds = Date().timeIntervalSince(started)
         (progress.records, progress.textBytes) = (writer.recordsOfFilesRead, writer.textBytesOfFilesRead)
         progress.bytesRead = reading.totals.bytesRead
-        return Report(progress: progress, alreadyIngested: already, missing: search.missing,
-                      foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: writer.issueCounts,
-                      firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
-                      gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
-                      settings: config)
+        return Report(
+            progress: progress, alreadyIngested: already, missing: search.missing,
+            foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: writer.issueCounts,
+            firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
+            gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
+            settings: config)
     }
 
     /// The files to read, and those skipped with the path their content was read under: content
     /// already in the ledger (unless `force`), or met twice in this run, is skipped whole.
     private func filesToRead(_ found: [String], ledger store: some ResultStore)
-        throws -> (work: [(path: String, fingerprint: FileFingerprint)], already: [(file: String, as: String)]) {
+        throws -> (work: [(path: String, fingerprint: FileFingerprint)], already: [(file: String, as: String)])
+    {
         var work: [(path: String, fingerprint: FileFingerprint)] = []
         var already: [(file: String, as: String)] = []
         var seenThisRun: [String: String] = [:]
@@ -201,9 +206,11 @@ public final class AnalyzeRun {
     /// Starts `readers` threads: each takes whole files while any are left, then reads every
     /// shared file and takes its share of their calls (`SharedLines`). The group is left when
     /// all have finished.
-    private func startReaders(_ readers: Int, wholeFiles: [(path: String, fingerprint: FileFingerprint)],
-                              sharedFiles: [(path: String, fingerprint: FileFingerprint)], config: AnalysisConfig,
-                              reading: ReadProgress, into queue: HandOffQueue) -> DispatchGroup {
+    private func startReaders(
+        _ readers: Int, wholeFiles: [(path: String, fingerprint: FileFingerprint)],
+        sharedFiles: [(path: String, fingerprint: FileFingerprint)], config: AnalysisConfig,
+        reading: ReadProgress, into queue: HandOffQueue
+    ) -> DispatchGroup {
         let sharedLines = sharedFiles.map { SharedLines(path: $0.path, readers: readers, progress: reading) }
         let nextFile = AtomicCounter()
         let pseudonymizer = options.pseudonymizer
@@ -217,14 +224,16 @@ public final class AnalyzeRun {
                 while true {
                     let i = nextFile.next()
                     guard i < wholeFiles.count, !queue.isCancelled else { break }
-                    FileReading.read(path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
-                                     pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
+                    FileReading.read(
+                        path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
+                        pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
                 }
                 for (file, lines) in zip(sharedFiles, sharedLines) {
                     guard !queue.isCancelled else { lines.leave(reader: r); continue }
-                    FileReading.read(path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
-                                     config: config, pseudonymizer: pseudonymizer, progress: reading,
-                                     issuesHandedOver: issuesHandedOver, into: queue)
+                    FileReading.read(
+                        path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
+                        config: config, pseudonymizer: pseudonymizer, progress: reading,
+                        issuesHandedOver: issuesHandedOver, into: queue)
                 }
             }
         }

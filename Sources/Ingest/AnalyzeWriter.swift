@@ -55,8 +55,10 @@ final class AnalyzeWriter<Results: ResultStore> {
     private var lastStretch = false
     static var lastStretchCallsPerWrite: Int { 8 }
 
-    init(store: Results, options: AnalyzeRun.Options, queue: HandOffQueue, readers: Int, filesToRead: Int,
-         startedWithoutCalls: Bool, progress: AnalyzeRun.Progress, writeCall: @escaping CallWriter) {
+    init(
+        store: Results, options: AnalyzeRun.Options, queue: HandOffQueue, readers: Int, filesToRead: Int,
+        startedWithoutCalls: Bool, progress: AnalyzeRun.Progress, writeCall: @escaping CallWriter
+    ) {
         self.store = store
         self.options = options
         self.queue = queue
@@ -146,8 +148,10 @@ final class AnalyzeWriter<Results: ResultStore> {
         if progress.filesDone + readers >= filesToRead { enterLastStretch() }
         // The last file's calls commit with the run's final commit, just after.
         let lastFile = progress.filesDone == filesToRead
-        if !lastFile && (callsInTransaction >= options.callsPerTransaction || callsInTransaction > 0 && lastStretch
-            || callsInTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction) {
+        if !lastFile
+            && (callsInTransaction >= options.callsPerTransaction || callsInTransaction > 0 && lastStretch
+                || callsInTransaction > 0 && Date().timeIntervalSince(transactionStarted) >= options.secondsPerTransaction)
+        {
             try writeUnwritten()
             try commitAndContinue()
         }

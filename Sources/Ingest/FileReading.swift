@@ -34,11 +34,14 @@ enum FileReading {
     /// still uses every core). `readers`: how many readers share it (the parts the writer adds up).
     /// `issuesHandedOver`: how many of the file's problems go to the writer one by one (the rest
     /// are counted, and the counts go with the file's end).
-    static func read(path: String, fingerprint: FileFingerprint, shared: (lines: SharedLines, reader: Int, readers: Int)? = nil,
-                     config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress,
-                     issuesHandedOver: Int = AnalyzeRun.Options.defaultIssuesHandedOver, into queue: HandOffQueue) {
-        var intake = LineIntake(path: path, config: config, pseudonymizer: pseudonymizer, progress: progress, queue: queue,
-                                issuesHandedOver: issuesHandedOver)
+    static func read(
+        path: String, fingerprint: FileFingerprint, shared: (lines: SharedLines, reader: Int, readers: Int)? = nil,
+        config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress,
+        issuesHandedOver: Int = AnalyzeRun.Options.defaultIssuesHandedOver, into queue: HandOffQueue
+    ) {
+        var intake = LineIntake(
+            path: path, config: config, pseudonymizer: pseudonymizer, progress: progress, queue: queue,
+            issuesHandedOver: issuesHandedOver)
         // Closures written at the call, not kept in a constant: a closure in a constant may
         // escape, so the state it changes was boxed and every line's access to it checked at
         // run time (`swift_beginAccess`, 0.2 % of the instructions on the simulated corpus).
@@ -50,11 +53,15 @@ enum FileReading {
             reader.forEachLine({ intake.line($0, number: $1) }, issue: { intake.issue($0) })
         }
         intake.finish()
-        let entry = CallStore.FileEntry(path: path, fingerprint: fingerprint.description, size: fingerprint.size,
-                                        mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
-                                        calls: intake.ingestor.callsSeen.count)
-        queue.put(.fileDone(FileDone(entry: entry, textBytes: intake.textBytes, parts: shared?.readers ?? 1,
-                                     issuesCounted: intake.issuesCounted)))
+        let entry = CallStore.FileEntry(
+            path: path, fingerprint: fingerprint.description, size: fingerprint.size,
+            mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
+            calls: intake.ingestor.callsSeen.count)
+        queue.put(
+            .fileDone(
+                FileDone(
+                    entry: entry, textBytes: intake.textBytes, parts: shared?.readers ?? 1,
+                    issuesCounted: intake.issuesCounted)))
     }
 }
 
@@ -80,8 +87,10 @@ private struct LineIntake {
     /// the end, since a lock per line would cost more than the line.
     var recordsReported = 0, textBytesReported = 0
 
-    init(path: String, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, queue: HandOffQueue,
-         issuesHandedOver: Int) {
+    init(
+        path: String, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, queue: HandOffQueue,
+        issuesHandedOver: Int
+    ) {
         self.issuesHandedOver = issuesHandedOver
         self.path = path
         self.config = config
@@ -142,8 +151,10 @@ enum CallWriting {
     /// `knownNew`: the caller knows the database holds nothing of this call (not looked up).
     /// Returns the grade the call now has and the start times whose rollups it touched (the
     /// analysis itself is not handed back: copying it retained and released all its arrays).
-    static func write(_ p: PendingCall, to store: CallStore, config: AnalysisConfig,
-                      knownNew: Bool = false) throws -> (grade: Grade, starts: [Int64]) {
+    static func write(
+        _ p: PendingCall, to store: CallStore, config: AnalysisConfig,
+        knownNew: Bool = false
+    ) throws -> (grade: Grade, starts: [Int64]) {
         guard !knownNew, let stored = try store.storedCall(p.callID) else {
             try store.write(p.analysis, complete: p.hasEnded, material: p.stored, replacing: false)
             return (p.analysis.call.grade, [p.analysis.call.startTs])

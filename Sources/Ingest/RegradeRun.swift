@@ -91,9 +91,10 @@ public final class RegradeRun {
             try store.record(settings: config)
             try store.rebuildAllRollups()
         }
-        return Report(calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,
-                      findingsBefore: findingsBefore, findingsAfter: try store.findingCount(),
-                      previousSettings: previous, settings: config, seconds: Date().timeIntervalSince(started))
+        return Report(
+            calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,
+            findingsBefore: findingsBefore, findingsAfter: try store.findingCount(),
+            previousSettings: previous, settings: config, seconds: Date().timeIntervalSince(started))
     }
 }
 

@@ -29,8 +29,10 @@ public enum RetentionRun {
     /// field (`CallPseudonymizer.personFields`, in the record or its labels). With a
     /// pseudonymizer, ids and the user are looked up by their pseudonyms too, since that is
     /// what a pseudonymised database holds.
-    public static func forget(database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
-                              reclaim: Bool) throws -> Report {
+    public static func forget(
+        database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
+        reclaim: Bool
+    ) throws -> Report {
         let store = try CallStore(path: database)
         var wanted = callIDs
         if let pseudonymizer { wanted += callIDs.map(pseudonymizer.identifier) }
@@ -50,8 +52,9 @@ public enum RetentionRun {
         let removal = try store.removeCalls(ids)
         if reclaim && removal.calls > 0 { try store.reclaimSpace() }
         let space = try store.fileSpace()
-        return Report(database: database, removal: removal, matched: ids, freeBytes: space.free, fileBytes: space.total,
-                      reclaimed: reclaim && removal.calls > 0)
+        return Report(
+            database: database, removal: removal, matched: ids, freeBytes: space.free, fileBytes: space.total,
+            reclaimed: reclaim && removal.calls > 0)
     }
 
     /// Whether a person field of the `call` record (or of its labels) holds one of `names`,

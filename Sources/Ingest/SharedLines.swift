@@ -66,9 +66,11 @@ final class SharedLines: @unchecked Sendable {
     /// Told the bytes the decoder reads from disk.
     private let progress: ReadProgress?
 
-    init(path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20,
-         progress: ReadProgress? = nil,
-         ownerKey: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64? = SharedLines.callKey) {
+    init(
+        path: String, readers: Int, chunkBytes: Int = 1 << 20, windowChunks: Int = 16, maximumLineBytes: Int = 64 << 20,
+        progress: ReadProgress? = nil,
+        ownerKey: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> UInt64? = SharedLines.callKey
+    ) {
         self.progress = progress
         self.path = path
         self.maximumLineBytes = maximumLineBytes

@@ -121,8 +121,10 @@ public final class IngestLog: @unchecked Sendable {
     }
 
     /// Queues records; `completion` runs on the writer thread once they are durable (or not).
-    public func submit(_ lines: [RecordBatch.Line], bytes: Int,
-                       completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void) throws(SubmitError) {
+    public func submit(
+        _ lines: [RecordBatch.Line], bytes: Int,
+        completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void
+    ) throws(SubmitError) {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { throw .closed }
@@ -250,7 +252,7 @@ public final class IngestLog: @unchecked Sendable {
 
     private func housekeeping() {
         let now = EpochClock.nowMs()
-        if let _ = writer, now - openedAt >= settings.fileAgeMs { closeFile() }
+        if writer != nil, now - openedAt >= settings.fileAgeMs { closeFile() }
         guard now - lastIdleSweep >= 60_000 else { return }
         lastIdleSweep = now
         for (call, seen) in lastActivity where now - seen >= settings.callIdleMs { forget(call: call) }

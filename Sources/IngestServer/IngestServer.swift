@@ -23,10 +23,11 @@ public final class IngestServer: @unchecked Sendable {
 
     public init(configuration: ServeConfiguration) throws {
         if configuration.tokensPath == nil && !ServeConfiguration.isLoopback(configuration.host) {
-            throw StartError(message: """
-                refusing to listen on \(configuration.host) without --tokens: anyone who can reach it could write \
-                logs. Give --tokens FILE (bearer tokens, one per line) or listen on 127.0.0.1.
-                """)
+            throw StartError(
+                message: """
+                    refusing to listen on \(configuration.host) without --tokens: anyone who can reach it could write \
+                    logs. Give --tokens FILE (bearer tokens, one per line) or listen on 127.0.0.1.
+                    """)
         }
         self.configuration = configuration
         tokens = try configuration.tokensPath.map(TokenList.init(path:))

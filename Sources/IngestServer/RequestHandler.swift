@@ -18,8 +18,9 @@ final class ServerContext: Sendable {
         self.log = log
         self.metrics = metrics
         self.tokens = tokens
-        clients = ClientState(maxBatches: configuration.rememberedBatches,
-                              maxCallsPerPeriod: configuration.maxCallsPerClient, periodMs: configuration.callPeriodMs)
+        clients = ClientState(
+            maxBatches: configuration.rememberedBatches,
+            maxCallsPerPeriod: configuration.maxCallsPerClient, periodMs: configuration.callPeriodMs)
         inFlight = InFlightCounter()
     }
 }
@@ -108,8 +109,9 @@ final class RequestHandler: ChannelInboundHandler {
         case .body(var buffer):
             guard !discarding, request != nil else { return }
             if request!.body.count + buffer.readableBytes > config.maxBodyBytes {
-                return fail(context: context, status: .payloadTooLarge,
-                            "the request body exceeds \(config.maxBodyBytes) bytes (--max-body)", close: true)
+                return fail(
+                    context: context, status: .payloadTooLarge,
+                    "the request body exceeds \(config.maxBodyBytes) bytes (--max-body)", close: true)
             }
             request!.body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])
         case .end:
@@ -126,12 +128,14 @@ final class RequestHandler: ChannelInboundHandler {
     private func headReceived(context: ChannelHandlerContext, head: HTTPRequestHead, id: String) {
         guard head.method == .POST, path(head) == "/v1/records" else { return }
         if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > config.maxBodyBytes {
-            return fail(context: context, status: .payloadTooLarge,
-                        "the request body is \(length) bytes, over the limit of \(config.maxBodyBytes) (--max-body)", close: true)
+            return fail(
+                context: context, status: .payloadTooLarge,
+                "the request body is \(length) bytes, over the limit of \(config.maxBodyBytes) (--max-body)", close: true)
         }
         if let problem = authorizationProblem(head) {
-            return fail(context: context, status: .unauthorized, problem, close: true,
-                        extraHeaders: [("WWW-Authenticate", "Bearer realm=\"callstats\"")])
+            return fail(
+                context: context, status: .unauthorized, problem, close: true,
+                extraHeaders: [("WWW-Authenticate", "Bearer realm=\"callstats\"")])
         }
     }
 
@@ -182,14 +186,17 @@ final class RequestHandler: ChannelInboundHandler {
         case (.GET, "/healthz"), (.HEAD, "/healthz"):
             reply(context: context, status: .ok, contentType: "application/json", body: Array("{\"status\":\"ok\"}\n".utf8))
         case (.GET, "/metrics"):
-            reply(context: context, status: .ok, contentType: "text/plain; version=0.0.4",
-                  body: Array(server.metrics.render().utf8))
+            reply(
+                context: context, status: .ok, contentType: "text/plain; version=0.0.4",
+                body: Array(server.metrics.render().utf8))
         case (.GET, "/agent.js"), (.HEAD, "/agent.js"):
-            reply(context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: PackageResources.agent_js,
-                  extraHeaders: [("Cache-Control", "max-age=300")])
+            reply(
+                context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: PackageResources.agent_js,
+                extraHeaders: [("Cache-Control", "max-age=300")])
         case (.GET, "/agent.mjs"), (.HEAD, "/agent.mjs"):
-            reply(context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: RequestHandler.agentModule,
-                  extraHeaders: [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
+            reply(
+                context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: RequestHandler.agentModule,
+                extraHeaders: [("Cache-Control", "max-age=300"), ("Access-Control-Allow-Origin", "*")])
         case (_, "/v1/records"), (_, "/healthz"), (_, "/metrics"), (_, "/agent.js"), (_, "/agent.mjs"):
             fail(context: context, status: .methodNotAllowed, "\(r.head.method) is not allowed on \(p)")
         default:
@@ -202,11 +209,13 @@ final class RequestHandler: ChannelInboundHandler {
             let named = r.head.headers.first(name: "origin") ?? "(none)"
             return fail(context: context, status: .forbidden, "origin \(named) is not allowed (--allow-origin)")
         }
-        reply(context: context, status: .noContent, contentType: nil, body: [], extraHeaders: [
-            ("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type, Content-Encoding, Callstats-Batch"),
-            ("Access-Control-Max-Age", "600"),
-        ])
+        reply(
+            context: context, status: .noContent, contentType: nil, body: [],
+            extraHeaders: [
+                ("Access-Control-Allow-Methods", "POST, GET, OPTIONS"),
+                ("Access-Control-Allow-Headers", "Authorization, Content-Type, Content-Encoding, Callstats-Batch"),
+                ("Access-Control-Max-Age", "600"),
+            ])
     }
 
     /// The value for `Access-Control-Allow-Origin`, when the origin may post.
@@ -218,8 +227,9 @@ final class RequestHandler: ChannelInboundHandler {
     private func postRecords(context: ChannelHandlerContext, _ r: Request) {
         guard let encoding = ContentEncoding(header: r.head.headers.first(name: "content-encoding")) else {
             let named = r.head.headers.first(name: "content-encoding") ?? ""
-            return fail(context: context, status: .unsupportedMediaType,
-                        "Content-Encoding \(named) is not supported (identity, gzip, zstd)")
+            return fail(
+                context: context, status: .unsupportedMediaType,
+                "Content-Encoding \(named) is not supported (identity, gzip, zstd)")
         }
         let text: [UInt8]
         do {
@@ -253,10 +263,12 @@ final class RequestHandler: ChannelInboundHandler {
         }
         let calls = Set(batch.records.lazy.map(\.record.call).filter { $0 != "-" })
         if let already = server.clients.admit(calls: calls, client: client) {
-            let message = "records for \(calls.count) calls would take this client past \(config.maxCallsPerClient) calls per \(config.callPeriodMs / 1000) s (it has \(already))"
+            let message =
+                "records for \(calls.count) calls would take this client past \(config.maxCallsPerClient) calls per \(config.callPeriodMs / 1000) s (it has \(already))"
             finishBatch(429, "")
-            return fail(context: context, status: .tooManyRequests, message,
-                        extraHeaders: [("Retry-After", String(max(1, config.callPeriodMs / 1000)))])
+            return fail(
+                context: context, status: .tooManyRequests, message,
+                extraHeaders: [("Retry-After", String(max(1, config.callPeriodMs / 1000)))])
         }
         if config.recordClientAddress {
             for i in batch.records.indices where batch.records[i].record.kind == .call {
@@ -274,27 +286,31 @@ final class RequestHandler: ChannelInboundHandler {
                 case .success(let outcome):
                     let rejections = (parsed.rejections + outcome.rejections).sorted { $0.line < $1.line }
                     let lateRejectedBytes = outcome.rejections.count
-                    metrics.records(written: outcome.written, duplicates: outcome.duplicates, rejected: rejections.count,
-                                    bytesAccepted: acceptedBytes, bytesRejected: parsed.rejectedBytes + lateRejectedBytes)
+                    metrics.records(
+                        written: outcome.written, duplicates: outcome.duplicates, rejected: rejections.count,
+                        bytesAccepted: acceptedBytes, bytesRejected: parsed.rejectedBytes + lateRejectedBytes)
                     let accepted = outcome.written + outcome.duplicates
-                    let body = RequestHandler.resultJSON(request: requestID, batch: batchID, lines: parsed.lines,
-                                                         accepted: accepted, outcome: outcome, rejections: rejections)
+                    let body = RequestHandler.resultJSON(
+                        request: requestID, batch: batchID, lines: parsed.lines,
+                        accepted: accepted, outcome: outcome, rejections: rejections)
                     // Every line refused: the request as a whole is bad input.
                     let status = accepted == 0 && parsed.lines > 0 ? 422 : 200
                     finishBatch(status, body)
                     eventLoop.execute {
                         let (handler, context) = bound.value
                         metrics.request(status: status, seconds: Double((NIODeadline.now() - started).nanoseconds) / 1e9)
-                        handler.reply(context: context, status: HTTPResponseStatus(statusCode: status),
-                                      contentType: "application/json", body: Array(body.utf8), countRequest: false)
+                        handler.reply(
+                            context: context, status: HTTPResponseStatus(statusCode: status),
+                            contentType: "application/json", body: Array(body.utf8), countRequest: false)
                     }
                 case .failure(let failure):
                     finishBatch(503, "")
                     eventLoop.execute {
                         let (handler, context) = bound.value
-                        handler.fail(context: context, status: .serviceUnavailable,
-                                     "records not written: \(failure.message); nothing of this request was kept, send it again",
-                                     extraHeaders: [("Retry-After", "5")])
+                        handler.fail(
+                            context: context, status: .serviceUnavailable,
+                            "records not written: \(failure.message); nothing of this request was kept, send it again",
+                            extraHeaders: [("Retry-After", "5")])
                     }
                 }
             }
@@ -302,8 +318,9 @@ final class RequestHandler: ChannelInboundHandler {
             finishBatch(503, "")
             switch error {
             case .queueFull:
-                fail(context: context, status: .serviceUnavailable, "\(error); nothing of this request was kept, send it again",
-                     extraHeaders: [("Retry-After", "1")])
+                fail(
+                    context: context, status: .serviceUnavailable, "\(error); nothing of this request was kept, send it again",
+                    extraHeaders: [("Retry-After", "1")])
             case .closed:
                 fail(context: context, status: .serviceUnavailable, "\(error)", close: true, extraHeaders: [("Retry-After", "5")])
             }
@@ -312,20 +329,25 @@ final class RequestHandler: ChannelInboundHandler {
 
     private func replyStored(context: ChannelHandlerContext, _ stored: ClientState.Reply) {
         guard stored.status == 200 || stored.status == 422 else {
-            return fail(context: context, status: HTTPResponseStatus(statusCode: stored.status),
-                        "the first request with this Callstats-Batch failed; send it again", extraHeaders: [("Retry-After", "1")])
+            return fail(
+                context: context, status: HTTPResponseStatus(statusCode: stored.status),
+                "the first request with this Callstats-Batch failed; send it again", extraHeaders: [("Retry-After", "1")])
         }
-        reply(context: context, status: HTTPResponseStatus(statusCode: stored.status), contentType: "application/json",
-              body: Array(stored.body.utf8), extraHeaders: [("Callstats-Batch-Replayed", "true")])
+        reply(
+            context: context, status: HTTPResponseStatus(statusCode: stored.status), contentType: "application/json",
+            body: Array(stored.body.utf8), extraHeaders: [("Callstats-Batch-Replayed", "true")])
     }
 
     /// The agent as an ES module: the same script, told its own URL, exporting `attach`.
-    static let agentModule: [UInt8] = Array("globalThis.__callstatsAgentURL = import.meta.url;\n".utf8)
+    static let agentModule: [UInt8] =
+        Array("globalThis.__callstatsAgentURL = import.meta.url;\n".utf8)
         + PackageResources.agent_js
         + Array("\nexport const attach = globalThis.callstats.attach;\nexport default globalThis.callstats;\n".utf8)
 
-    static func resultJSON(request: String, batch: String?, lines: Int, accepted: Int, outcome: IngestLog.Outcome,
-                           rejections: [LineRejection]) -> String {
+    static func resultJSON(
+        request: String, batch: String?, lines: Int, accepted: Int, outcome: IngestLog.Outcome,
+        rejections: [LineRejection]
+    ) -> String {
         var o: JSONObject = [
             "request": .string(request),
             "lines": .number(Double(lines)),
@@ -335,9 +357,10 @@ final class RequestHandler: ChannelInboundHandler {
             "rejected": .number(Double(rejections.count)),
         ]
         if let batch { o["batch"] = .string(batch) }
-        o["rejections"] = .array(rejections.prefix(1000).map {
-            .object(["line": .number(Double($0.line)), "code": .string($0.code), "reason": .string($0.reason)])
-        })
+        o["rejections"] = .array(
+            rejections.prefix(1000).map {
+                .object(["line": .number(Double($0.line)), "code": .string($0.code), "reason": .string($0.reason)])
+            })
         return JSONValue.object(o).serialized() + "\n"
     }
 
@@ -346,8 +369,9 @@ final class RequestHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             if request != nil && !awaitingReply {
-                fail(context: context, status: .requestTimeout,
-                     "nothing received for \(config.readTimeoutMs / 1000) s in the middle of a request", close: true)
+                fail(
+                    context: context, status: .requestTimeout,
+                    "nothing received for \(config.readTimeoutMs / 1000) s in the middle of a request", close: true)
             } else if !awaitingReply {
                 context.close(promise: nil)
             }
@@ -362,8 +386,9 @@ final class RequestHandler: ChannelInboundHandler {
 
     private func requestTimedOut(context: ChannelHandlerContext) {
         guard request != nil, !awaitingReply, !discarding else { return }
-        fail(context: context, status: .requestTimeout,
-             "the request did not arrive whole within \(config.requestTimeoutMs / 1000) s", close: true)
+        fail(
+            context: context, status: .requestTimeout,
+            "the request did not arrive whole within \(config.requestTimeoutMs / 1000) s", close: true)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -375,8 +400,9 @@ final class RequestHandler: ChannelInboundHandler {
                 message = "malformed HTTP request: \(error)"
             }
             if request == nil {
-                request = Request(head: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"),
-                                  id: server.requestNumbers.take(), startedAt: .now())
+                request = Request(
+                    head: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"),
+                    id: server.requestNumbers.take(), startedAt: .now())
                 server.inFlight.add(1)
             }
             fail(context: context, status: .badRequest, message, close: true)
@@ -387,8 +413,10 @@ final class RequestHandler: ChannelInboundHandler {
 
     // MARK: - Replies
 
-    private func fail(context: ChannelHandlerContext, status: HTTPResponseStatus, _ message: String, close: Bool = false,
-                      extraHeaders: [(String, String)] = []) {
+    private func fail(
+        context: ChannelHandlerContext, status: HTTPResponseStatus, _ message: String, close: Bool = false,
+        extraHeaders: [(String, String)] = []
+    ) {
         let id = request?.id ?? "-"
         var o: JSONObject = ["error": .string(message), "status": .number(Double(status.code)), "request": .string(id)]
         if let batch = request?.head.headers.first(name: "callstats-batch") { o["batch"] = .string(batch) }
@@ -399,12 +427,15 @@ final class RequestHandler: ChannelInboundHandler {
             // Answered before the request's end: the rest of it is not read.
             discarding = true
         }
-        reply(context: context, status: status, contentType: "application/json",
-              body: Array((JSONValue.object(o).serialized() + "\n").utf8), extraHeaders: extraHeaders, close: close)
+        reply(
+            context: context, status: status, contentType: "application/json",
+            body: Array((JSONValue.object(o).serialized() + "\n").utf8), extraHeaders: extraHeaders, close: close)
     }
 
-    private func reply(context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String?, body: [UInt8],
-                       extraHeaders: [(String, String)] = [], close: Bool = false, countRequest: Bool = true) {
+    private func reply(
+        context: ChannelHandlerContext, status: HTTPResponseStatus, contentType: String?, body: [UInt8],
+        extraHeaders: [(String, String)] = [], close: Bool = false, countRequest: Bool = true
+    ) {
         guard let r = request else { return }
         requestTimer?.cancel()
         var headers = HTTPHeaders()

@@ -26,8 +26,10 @@ public final class ShardedIngestLog: Sendable {
         return Int(h % UInt64(shards.count))
     }
 
-    public func submit(_ lines: [RecordBatch.Line], bytes: Int,
-                       completion: @escaping @Sendable (Result<IngestLog.Outcome, IngestLog.WriteFailure>) -> Void) throws(IngestLog.SubmitError) {
+    public func submit(
+        _ lines: [RecordBatch.Line], bytes: Int,
+        completion: @escaping @Sendable (Result<IngestLog.Outcome, IngestLog.WriteFailure>) -> Void
+    ) throws(IngestLog.SubmitError) {
         guard shards.count > 1 else { return try shards[0].submit(lines, bytes: bytes, completion: completion) }
         var parts = [[RecordBatch.Line]](repeating: [], count: shards.count)
         for line in lines { parts[shard(of: line.record.call)].append(line) }

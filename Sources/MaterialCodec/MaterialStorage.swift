@@ -64,7 +64,8 @@ extension CallMaterial {
         var r = ByteReader(text)
         let version = try? r.u8()
         guard version == 2 || version == CallMaterial.storageVersion, let headerLength = try? r.u32(),
-              let headerBytes = try? r.bytes(Int(headerLength)) else {
+            let headerBytes = try? r.bytes(Int(headerLength))
+        else {
             throw DecodingError(description: "stored call material has an unknown layout")
         }
         let v: JSONValue
@@ -86,8 +87,9 @@ extension CallMaterial {
             if version == 2 {
                 events = (v["events"]?.arrayValue ?? []).compactMap { e in
                     guard let a = e.arrayValue, a.count == 5, let ts = a[0].int64Value else { return nil }
-                    return CallEvent(callID: call, ts: ts, kind: a[1].stringValue ?? "", action: a[2].stringValue ?? "",
-                                     type: a[3].stringValue ?? "", detailJSON: a[4].stringValue ?? "{}")
+                    return CallEvent(
+                        callID: call, ts: ts, kind: a[1].stringValue ?? "", action: a[2].stringValue ?? "",
+                        type: a[3].stringValue ?? "", detailJSON: a[4].stringValue ?? "{}")
                 }
                 let count = try r.u32()
                 snapshots.reserveCapacity(r.plausibleCount(UInt64(count)))
@@ -389,10 +391,12 @@ extension StreamReading {
         state.strings.write(qualityLimitation, slot: slots + 2, to: out)
         // Spelled out rather than through `numbers`: key paths cost a lookup per field, and this
         // runs for every stream of every snapshot.
-        let values = (clockRate, packets, bytes, lost, storedJitterMs, audibleConcealed, totalSamples, concealmentEvents,
-                      jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
-                      width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
-                      rttMs, rttTotalSeconds, rttCount, intervalLossPct)
+        let values = (
+            clockRate, packets, bytes, lost, storedJitterMs, audibleConcealed, totalSamples, concealmentEvents,
+            jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
+            width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
+            rttMs, rttTotalSeconds, rttCount, intervalLossPct
+        )
         withUnsafeBytes(of: values) { raw in
             let v = raw.bindMemory(to: Double.self)
             precondition(v.count == StreamReading.numbers.count)
@@ -408,8 +412,9 @@ extension StreamReading {
         let flags = try r.u8()
         let ssrc = try r.varint()
         guard ssrc <= UInt64(UInt32.max) else { throw ByteReader.Overrun() }
-        self.init(streamID: id, direction: flags & 1 == 0 ? .inbound : .outbound, kind: flags & 2 == 0 ? .audio : .video,
-                  ssrc: UInt32(ssrc))
+        self.init(
+            streamID: id, direction: flags & 1 == 0 ? .inbound : .outbound, kind: flags & 2 == 0 ? .audio : .video,
+            ssrc: UInt32(ssrc))
         codec = try state.string(&r)
         qualityLimitation = try state.string(&r)
         let mask = try r.varint()

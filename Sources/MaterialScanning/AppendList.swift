@@ -89,8 +89,10 @@ extension AppendList where Element == MemberSpan {
         for k in 0..<spans.count {
             let span = spans[k]
             // Wrapping sums: see `MemberSpan`.
-            (end + k).initialize(to: MemberSpan(start: span.start &+ shift, end: span.end &+ shift,
-                                                entry: span.entry, valueOffset: span.valueOffset))
+            (end + k).initialize(
+                to: MemberSpan(
+                    start: span.start &+ shift, end: span.end &+ shift,
+                    entry: span.entry, valueOffset: span.valueOffset))
         }
         count &+= spans.count  // within capacity
     }

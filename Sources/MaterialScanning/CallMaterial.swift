@@ -15,9 +15,9 @@ public struct StreamReading: Sendable, Equatable {
     public var codec: String?
     public var clockRate: Double = .nan
 
-    public var packets: Double = .nan        // received (inbound) or sent (outbound)
+    public var packets: Double = .nan  // received (inbound) or sent (outbound)
     public var bytes: Double = .nan
-    public var lost: Double = .nan           // inbound: packetsLost; outbound: as the remote reported
+    public var lost: Double = .nan  // inbound: packetsLost; outbound: as the remote reported
     /// Inbound streams: the interarrival jitter this end measured on the stream it receives
     /// (W3C inbound-rtp `jitter`, goog `_recv` googJitterReceived, wire records), ms. NaN on
     /// outbound streams.
@@ -26,15 +26,15 @@ public struct StreamReading: Sendable, Equatable {
     /// receiver reports (W3C remote-inbound-rtp `jitter`, goog `_send` googJitterReceived), ms.
     /// NaN on inbound streams.
     public var remoteReportedJitterMs: Double = .nan
-    public var audibleConcealed: Double = .nan   // concealedSamples − silentConcealedSamples
+    public var audibleConcealed: Double = .nan  // concealedSamples − silentConcealedSamples
     public var totalSamples: Double = .nan
     public var concealmentEvents: Double = .nan
     public var jitterBufferDelay: Double = .nan  // s, summed
     public var jitterBufferEmitted: Double = .nan
-    public var plcCalls: Double = .nan       // goog: googDecodingPLC (10 ms decode calls)
-    public var decodeCalls: Double = .nan    // goog: googDecodingCTN
-    public var jitterBufferMs: Double = .nan // goog: googJitterBufferMs (current)
-    public var frames: Double = .nan         // framesDecoded (inbound) / sent
+    public var plcCalls: Double = .nan  // goog: googDecodingPLC (10 ms decode calls)
+    public var decodeCalls: Double = .nan  // goog: googDecodingCTN
+    public var jitterBufferMs: Double = .nan  // goog: googJitterBufferMs (current)
+    public var frames: Double = .nan  // framesDecoded (inbound) / sent
     public var fps: Double = .nan
     public var width: Double = .nan
     public var height: Double = .nan
@@ -132,19 +132,24 @@ public struct CallMaterial: Sendable, Equatable {
             takeInfo(r.body, at: r.ts)
             if let network = r["network"] { takeNetwork(network, at: r.ts) }
         case .event:
-            addEvent(at: r.ts, action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
-                     detailJSON: detail(r, without: ["action", "type"]))
+            addEvent(
+                at: r.ts, action: r["action"]?.stringValue ?? "", type: r["type"]?.stringValue ?? "",
+                detailJSON: detail(r, without: ["action", "type"]))
         case .quality:
             let score = r["score"]?.doubleValue.flatMap { Int(logValue: $0.rounded()) }.map(String.init) ?? ""
-            events.append(CallEvent(callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
-                                    detailJSON: detail(r, without: [])))
+            events.append(
+                CallEvent(
+                    callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
+                    detailJSON: detail(r, without: [])))
         case .end:
             if end == nil || (endTs ?? .max) > r.ts {
                 end = r.body
                 endTs = r.ts
             }
-            events.append(CallEvent(callID: callID, ts: r.ts, kind: "end", action: "end",
-                                    type: r["reason"]?.stringValue ?? "", detailJSON: detail(r, without: ["reason"])))
+            events.append(
+                CallEvent(
+                    callID: callID, ts: r.ts, kind: "end", action: "end",
+                    type: r["reason"]?.stringValue ?? "", detailJSON: detail(r, without: ["reason"])))
         default:
             otherRecords += 1
         }

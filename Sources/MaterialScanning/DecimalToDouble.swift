@@ -53,7 +53,7 @@ enum DecimalToDouble {
     /// (high, low) words: truncated for q ≥ 0, and for q < 0 `⌊2^b / 5^-q⌋ + 1` truncated, as
     /// the algorithm needs (fast_float's table; `JSONCursorTests` computes it again).
     static let powersOfFive: [(UInt64, UInt64)] = [
-(0xA87F_EA27_A539_E9A5, 0x3F23_98D7_47B3_6224),  // 5^-64
+        (0xA87F_EA27_A539_E9A5, 0x3F23_98D7_47B3_6224),  // 5^-64
         (0xD29F_E4B1_8E88_640E, 0x8EEC_7F0D_19A0_3AAD),  // 5^-63
         (0x83A3_EEEE_F915_3E89, 0x1953_CF68_3004_24AC),  // 5^-62
         (0xA48C_EAAA_B75A_8E2B, 0x5FA8_C342_3C05_2DD7),  // 5^-61

@@ -9,7 +9,9 @@ extension StatsScanner {
         var newT: Double?
         var sections: [(section: DeltaSection, pos: Int)] = []
         try c.object { cur, k throws(JSONCursor.ScanError) in
-            if JSONCursor.equals(k, "t") { newT = try cur.numberOrNumericString() } else {
+            if JSONCursor.equals(k, "t") {
+                newT = try cur.numberOrNumericString()
+            } else {
                 // A repeated part counts once (the first), as in the log format's reader.
                 if let section = DeltaSection(k), !sections.contains(where: { $0.section == section }) { sections.append((section, cur.pos)) }
                 try cur.skipValue()
@@ -99,8 +101,10 @@ extension StatsScanner {
         }
     }
 
-    static func apply(_ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState,
-                      names: inout DeltaNames) throws(JSONCursor.ScanError) {
+    static func apply(
+        _ section: DeltaSection, at cur: inout JSONCursor, to state: inout ChainState,
+        names: inout DeltaNames
+    ) throws(JSONCursor.ScanError) {
         switch section {
         case .del:
             try cur.array { a throws(JSONCursor.ScanError) in state.objects[try a.string()] = nil }
@@ -125,7 +129,9 @@ extension StatsScanner {
                 guard let index = names.index(id, in: &state.objects) else { try o.skipValue(); return }
                 try o.object { m, k throws(JSONCursor.ScanError) in
                     let d = try m.numberOrNumericString() ?? 0
-                    if JSONCursor.equals(k, "timestamp") { state.objects[index].timestamp += d } else if case .num(let f)? = table.lookup(k) {
+                    if JSONCursor.equals(k, "timestamp") {
+                        state.objects[index].timestamp += d
+                    } else if case .num(let f)? = table.lookup(k) {
                         state.objects[index].num[f.rawValue] += d
                     }
                 }

@@ -36,8 +36,10 @@ struct FullReportReading {
     /// `previous` and `layout`: the last full report's bytes and layout; `recycled`: a layout
     /// whose storage this report's is written into; `generation`: the chain's, already advanced
     /// for this report.
-    init(previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, into recycled: inout ReportLayout,
-         generation: UInt32, reportStart: Int) {
+    init(
+        previous: UnsafeBufferPointer<UInt8>, layout last: ReportLayout, into recycled: inout ReportLayout,
+        generation: UInt32, reportStart: Int
+    ) {
         self.previous = previous
         self.last = last
         previousUsable = !last.duplicateIDs
@@ -104,10 +106,13 @@ struct FullReportReading {
             read = try readWithoutID(&cur, into: &state, scratch: &object)
         }
         if !read.timestamp.isNaN { commonTimestamp.add(read.timestamp) }
-        let ts = read.value.isEmpty || read.timestamp.isNaN
+        let ts =
+            read.value.isEmpty || read.timestamp.isNaN
             ? 0..<0 : (read.value.lowerBound - reportStart)..<(read.value.upperBound - reportStart)
-        layout.spans.append(ObjectSpan(start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
-                                       members: membersBefore..<layout.members.count, inState: read.inState))
+        layout.spans.append(
+            ObjectSpan(
+                start: objectStart - reportStart, timestamp: ts, end: cur.pos - reportStart,
+                members: membersBefore..<layout.members.count, inState: read.inState))
     }
 
     /// An object's id: the last report's at a position (most objects: not copied), or one read
@@ -139,15 +144,16 @@ struct FullReportReading {
         var afterID = 0
         while true {
             if previousUsable, q >= 0, q < last.spans.count, q < last.order.count,
-               let unchanged = StatsScanner.unchanged(&cur, as: last.spans[q], in: previous, reportStart: reportStart,
-                                                      lastTimestamp: &lastTimestamp) {
+                let unchanged = StatsScanner.unchanged(
+                    &cur, as: last.spans[q], in: previous, reportStart: reportStart,
+                    lastTimestamp: &lastTimestamp)
+            {
                 // Same bytes as last time but for the timestamp (certificates, codecs,
                 // candidates): the chain's copy is already right, unless this report already
                 // wrote, added or removed that id (a duplicate: then it is read, so that the
                 // last one wins as in a fresh read).
                 let index = heldSlot(lastAt: q, in: state)
-                let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation }
-                               else { !last.spans[q].inState }
+                let asBefore = if let index { last.spans[q].inState && state.objects[index].generation != generation } else { !last.spans[q].inState }
                 if asBefore {
                     keep(at: index, as: q, objectStart: objectStart, timestamp: unchanged, in: &state)
                     return .unchanged((unchanged.timestamp, unchanged.range, index != nil))
@@ -209,8 +215,10 @@ struct FullReportReading {
 
     /// Keeps the last report's object at `q`, unchanged but for its timestamp.
     @inline(__always)
-    private mutating func keep(at index: Int?, as q: Int, objectStart: Int,
-                               timestamp unchanged: (timestamp: Double, range: Range<Int>), in state: inout ChainState) {
+    private mutating func keep(
+        at index: Int?, as q: Int, objectStart: Int,
+        timestamp unchanged: (timestamp: Double, range: Range<Int>), in state: inout ChainState
+    ) {
         placeLast(q)
         layout.slots.append(index ?? -1)
         if let index { state.objects[index].keep(timestamp: unchanged.timestamp, generation: generation) }
@@ -224,23 +232,28 @@ struct FullReportReading {
         }
         let after = Int32(old.timestamp.upperBound - old.start)
         for m in last.members.elements(old.members) {
-            layout.members.append(MemberSpan(start: m.start &+ (m.start >= after ? longer : 0),
-                                             end: m.end &+ (m.end >= after ? longer : 0), entry: m.entry,
-                                             valueOffset: m.valueOffset))
+            layout.members.append(
+                MemberSpan(
+                    start: m.start &+ (m.start >= after ? longer : 0),
+                    end: m.end &+ (m.end >= after ? longer : 0), entry: m.entry,
+                    valueOffset: m.valueOffset))
         }
     }
 
     /// An object that starts with its id (all that browsers and SDKs write), the cursor after
     /// the id. An object the chain already has is read straight into it, keeping unchanged
     /// strings; at its place in the last report, only its changed members are read.
-    private mutating func readWithID(_ cur: inout JSONCursor, id: ObjectID, q: Int, atItsPlace: Bool, objectStart: Int,
-                                     into state: inout ChainState, scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
+    private mutating func readWithID(
+        _ cur: inout JSONCursor, id: ObjectID, q: Int, atItsPlace: Bool, objectStart: Int,
+        into state: inout ChainState, scratch object: inout StatObject
+    ) throws(JSONCursor.ScanError) -> ObjectRead {
         switch id {
         case .last(let k): placeLast(k)
         case .read(let s): place(s)
         }
         let firstMember = layout.members.count
-        let comparable = atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
+        let comparable =
+            atItsPlace && previousUsable && q >= 0 && q < last.spans.count && !last.spans[q].members.isEmpty
             && last.spans[q].end <= previous.count
         // The last report's object, from its `{`.
         let previousObject = comparable ? UnsafeBufferPointer(rebasing: previous[last.spans[q].start..<last.spans[q].end]) : previous
@@ -270,9 +283,10 @@ struct FullReportReading {
                 }
             }
             if !compared {
-                try StatsScanner.readMembers(&cur, into: &state.objects[index], generation: generation,
-                                             objectStart: objectStart, record: layout.members, from: firstMember,
-                                             lastTimestamp: &lastTimestamp)
+                try StatsScanner.readMembers(
+                    &cur, into: &state.objects[index], generation: generation,
+                    objectStart: objectStart, record: layout.members, from: firstMember,
+                    lastTimestamp: &lastTimestamp)
             }
             let read: ObjectRead = (state.objects[index].timestamp, state.objects[index].timestampValue, false)
             if state.objects[index].type == .other {
@@ -301,18 +315,20 @@ struct FullReportReading {
             }
         }
         if !compared {
-            try StatsScanner.readMembers(&cur, into: &object, generation: generation,
-                                         objectStart: objectStart, record: layout.members, from: firstMember,
-                                         lastTimestamp: &lastTimestamp)
+            try StatsScanner.readMembers(
+                &cur, into: &object, generation: generation,
+                objectStart: objectStart, record: layout.members, from: firstMember,
+                lastTimestamp: &lastTimestamp)
         }
         guard object.type != .other else {
             layout.slots.append(-1)
             return (object.timestamp, object.timestampValue, false)
         }
-        let key = switch id {
-        case .last(let k): last.order[k]
-        case .read(let s): s
-        }
+        let key =
+            switch id {
+            case .last(let k): last.order[k]
+            case .read(let s): s
+            }
         state.objects.append(key, copying: object, generation: object.generation)
         addedObjects = true
         layout.slots.append(state.objects.count - 1)
@@ -320,8 +336,10 @@ struct FullReportReading {
     }
 
     /// An object without a leading id: read whole, by the complete member reader.
-    private mutating func readWithoutID(_ cur: inout JSONCursor, into state: inout ChainState,
-                                        scratch object: inout StatObject) throws(JSONCursor.ScanError) -> ObjectRead {
+    private mutating func readWithoutID(
+        _ cur: inout JSONCursor, into state: inout ChainState,
+        scratch object: inout StatObject
+    ) throws(JSONCursor.ScanError) -> ObjectRead {
         var id: String?
         object.reset()
         try StatsScanner.readObject(&cur, into: &object, id: &id)

@@ -10,7 +10,8 @@ extension StatType {
 enum GoogStats {
     /// Marks an `ssrc` object audio or video (its `kind`): only video ones have frame fields.
     static func classify(_ o: inout StatObject, id: String?) {
-        let video = o[.googFrameRateReceived] != nil || o[.googFrameWidthReceived] != nil
+        let video =
+            o[.googFrameRateReceived] != nil || o[.googFrameWidthReceived] != nil
             || o[.googFrameRateSent] != nil || o[.googFrameWidthSent] != nil
             || o[.mediaType] == "video"
         o.str[StrField.kind.rawValue] = video ? "video" : "audio"
@@ -33,22 +34,29 @@ extension Readings {
             let inbound = id.hasSuffix("_recv")
             guard inbound || id.hasSuffix("_send") else { continue }
             let reported = s.num(o, .ssrc)
-            guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else { continue }
+            guard let ssrc = UInt32(ssrc: !reported.isNaN ? reported : Double(id.split(separator: "_").dropFirst().first.flatMap { Int64($0) } ?? 0)) else {
+                continue
+            }
             // Made in the array and filled where it lies, as in `w3c`.
-            out.append(StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
-                                     direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
+            out.append(
+                StreamReading(
+                    streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+                    direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
             fillGoog(&out[out.count - 1], from: s, object: o, inbound: inbound, names: &names)
         }
         // goog reports RTT on send objects only: give inbound streams the connection's RTT.
-        let rtt = out.first { $0.direction == .outbound && $0.kind == .audio && !$0.rttMs.isNaN }?.rttMs
+        let rtt =
+            out.first { $0.direction == .outbound && $0.kind == .audio && !$0.rttMs.isNaN }?.rttMs
             ?? out.first { $0.direction == .outbound && !$0.rttMs.isNaN }?.rttMs
         if let rtt { for i in out.indices where out[i].direction == .inbound { out[i].rttMs = rtt } }
         return out
     }
 
     /// A legacy stream reading's numbers and names from its `ssrc` object `o`.
-    static func fillGoog(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
-                         names: inout StreamNames) {
+    static func fillGoog(
+        _ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
+        names: inout StreamNames
+    ) {
         if let name = s.str(o, .googCodecName) { r.codec = names.googCodec(kind: r.kind, name: name) }
         r.lost = s.num(o, .packetsLost)
         // googJitterReceived is what the receiving end measured: here on `_recv` objects, the far
@@ -73,7 +81,13 @@ extension Readings {
             r.fps = s.num(o, .googFrameRateSent)
             r.width = s.num(o, .googFrameWidthSent)
             r.height = s.num(o, .googFrameHeightSent)
-            if s.str(o, .googBandwidthLimitedResolution) == "true" { r.qualityLimitation = "bandwidth" } else if s.str(o, .googCpuLimitedResolution) == "true" { r.qualityLimitation = "cpu" } else if r.kind == .video { r.qualityLimitation = "none" }
+            if s.str(o, .googBandwidthLimitedResolution) == "true" {
+                r.qualityLimitation = "bandwidth"
+            } else if s.str(o, .googCpuLimitedResolution) == "true" {
+                r.qualityLimitation = "cpu"
+            } else if r.kind == .video {
+                r.qualityLimitation = "none"
+            }
         }
     }
 

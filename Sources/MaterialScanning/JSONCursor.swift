@@ -296,8 +296,10 @@ struct JSONCursor {
 
     /// Powers of ten as written: a literal table is laid out at compile time, where one computed
     /// at first use was checked for initialisation at every number.
-    static let powers: [Double] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
+    static let powers: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ]
     static let integerPowers: [UInt64] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000]
 
     /// Skips one value of any kind, checking its structure (depth-limited).
@@ -342,8 +344,10 @@ struct JSONCursor {
         guard pos + n <= end else { throw fail("invalid literal") }
         let ok: Bool
         switch n {
-        case 4: ok = (base[pos] == 0x74 && base[pos + 1] == 0x72 && base[pos + 2] == 0x75 && base[pos + 3] == 0x65)
-            || (base[pos] == 0x6E && base[pos + 1] == 0x75 && base[pos + 2] == 0x6C && base[pos + 3] == 0x6C)
+        case 4:
+            ok =
+                (base[pos] == 0x74 && base[pos + 1] == 0x72 && base[pos + 2] == 0x75 && base[pos + 3] == 0x65)
+                || (base[pos] == 0x6E && base[pos + 1] == 0x75 && base[pos + 2] == 0x6C && base[pos + 3] == 0x6C)
         default: ok = base[pos] == 0x66 && base[pos + 1] == 0x61 && base[pos + 2] == 0x6C && base[pos + 3] == 0x73 && base[pos + 4] == 0x65
         }
         guard ok else { throw fail("invalid literal") }

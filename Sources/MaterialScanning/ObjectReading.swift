@@ -23,8 +23,10 @@ extension StatsScanner {
     /// media sources…) only need their timestamp (it counts toward the report's common
     /// timestamp): once type and timestamp are known, the rest is skipped unread.
     @inline(__always)
-    static func readMember(_ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject,
-                           id: inout String?, typeKnown: inout Bool) throws(JSONCursor.ScanError) {
+    static func readMember(
+        _ cur: inout JSONCursor, key: UnsafeBufferPointer<UInt8>, into o: inout StatObject,
+        id: inout String?, typeKnown: inout Bool
+    ) throws(JSONCursor.ScanError) {
         if typeKnown && o.type == .other && !o.timestamp.isNaN { try cur.skipValue(); return }
         try readMember(&cur, key: key, into: &o, id: &id)
         if !typeKnown && (o.type != .other || JSONCursor.equals(key, "type")) { typeKnown = true }
@@ -37,9 +39,11 @@ extension StatsScanner {
     /// the record is dropped when the object cannot be compared member by member: a field
     /// written twice (the later member wins, so skipping one could keep the wrong value), or
     /// legacy `values` (one member holding every field).
-    static func readMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                            objectStart: Int, record: AppendList<MemberSpan>, from first: Int,
-                            lastTimestamp: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
+    static func readMembers(
+        _ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+        objectStart: Int, record: AppendList<MemberSpan>, from first: Int,
+        lastTimestamp: inout (pos: Int, count: Int, value: Double)?
+    ) throws(JSONCursor.ScanError) {
         o.startOver(generation: generation)
         var typeKnown = false
         var ignored: String?
@@ -56,8 +60,9 @@ extension StatsScanner {
             if entry == .values, !(typeKnown && o.type == .other && !o.timestamp.isNaN), try c.peek() == 0x7B {
                 // Legacy stats: the values object's members are recorded one by one, so that the
                 // next report compares them like an object's own.
-                try readValues(&c, memberStart: start, into: &o, objectStart: objectStart,
-                               record: record, written: &written, comparable: &comparable)
+                try readValues(
+                    &c, memberStart: start, into: &o, objectStart: objectStart,
+                    record: record, written: &written, comparable: &comparable)
                 if !typeKnown && o.type != .other { typeKnown = true }
                 continue
             }
@@ -71,9 +76,11 @@ extension StatsScanner {
                 if !typeKnown && (o.type != .other || entry == .type) { typeKnown = true }
             }
             if comparable {
-                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
-                                         end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
-                                         valueOffset: valueOffset))
+                record.append(
+                    MemberSpan(
+                        start: Int32(truncatingIfNeeded: start - objectStart),
+                        end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+                        valueOffset: valueOffset))
             }
         }
         if !comparable { record.removeAll(from: first) }
@@ -84,9 +91,11 @@ extension StatsScanner {
     /// A legacy `values` object (the cursor at its `{`), read member by member into `o`, each
     /// member recorded between a `valuesOpen` and a `valuesClose` span. A member that is not a
     /// plain field (an id, type or timestamp, nested objects) makes the object not comparable.
-    static func readValues(_ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
-                           objectStart: Int, record: AppendList<MemberSpan>, written: inout WrittenFields,
-                           comparable: inout Bool) throws(JSONCursor.ScanError) {
+    static func readValues(
+        _ c: inout JSONCursor, memberStart: Int, into o: inout StatObject,
+        objectStart: Int, record: AppendList<MemberSpan>, written: inout WrittenFields,
+        comparable: inout Bool
+    ) throws(JSONCursor.ScanError) {
         var ignored: String?
         try c.expect(0x7B)
         if comparable {
@@ -112,9 +121,11 @@ extension StatsScanner {
             }
             try readMember(&c, entry: entry, into: &o, id: &ignored)
             if comparable {
-                record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
-                                         end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
-                                         valueOffset: innerOffset))
+                record.append(
+                    MemberSpan(
+                        start: Int32(truncatingIfNeeded: start - objectStart),
+                        end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+                        valueOffset: innerOffset))
             }
         }
         if comparable {
@@ -128,12 +139,15 @@ extension StatsScanner {
     /// converted in this line (`last`): recognised by its bytes, as in `unchanged`, it is not
     /// converted again (half of the numbers read in real-shaped reports are timestamps).
     @inline(__always)
-    static func readTimestamp(_ c: inout JSONCursor, into o: inout StatObject,
-                              last: inout (pos: Int, count: Int, value: Double)?) throws(JSONCursor.ScanError) {
+    static func readTimestamp(
+        _ c: inout JSONCursor, into o: inout StatObject,
+        last: inout (pos: Int, count: Int, value: Double)?
+    ) throws(JSONCursor.ScanError) {
         c.skipSpace()
         let start = c.pos
         if let t = last, c.end - start > t.count, JSONCursor.equal(c.base + t.pos, c.base + start, t.count),
-           !JSONCursor.continuesNumber(c.base[start + t.count]) {
+            !JSONCursor.continuesNumber(c.base[start + t.count])
+        {
             c.pos = start + t.count
             o.timestamp = t.value
             o.timestampValue = start..<c.pos
@@ -184,13 +198,21 @@ extension StatsScanner {
                 try cur.object { inner, k throws(JSONCursor.ScanError) in
                     try readMember(&inner, key: k, into: &o, id: &id)
                 }
-            } else { try cur.skipValue() }
+            } else {
+                try cur.skipValue()
+            }
         case .qualityLimitationDurations?:
             if try cur.peek() == 0x7B {
                 try cur.object { inner, k throws(JSONCursor.ScanError) in
-                    if let f = FieldTable.qualityLimitationField(k) { o.num[f.rawValue] = try inner.numberOrNumericString() ?? .nan } else { try inner.skipValue() }
+                    if let f = FieldTable.qualityLimitationField(k) {
+                        o.num[f.rawValue] = try inner.numberOrNumericString() ?? .nan
+                    } else {
+                        try inner.skipValue()
+                    }
                 }
-            } else { try cur.skipValue() }
+            } else {
+                try cur.skipValue()
+            }
         case nil, .valuesOpen?, .valuesClose?: try cur.skipValue()
         }
     }

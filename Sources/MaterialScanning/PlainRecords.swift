@@ -39,7 +39,8 @@ struct PlainEvent {
             return nil
         }
         guard c.pos == c.end, seen == 3, let (call, time) = envelope.complete, let action, let type,
-              PlainJSON.isPlain(action), PlainJSON.isPlain(type) else { return nil }
+            PlainJSON.isPlain(action), PlainJSON.isPlain(type)
+        else { return nil }
         self.call = call
         self.ts = time
         self.action = String(decoding: action, as: UTF8.self)
@@ -106,7 +107,8 @@ struct PlainEnvelope {
     /// string and the time is epoch milliseconds.
     var complete: (call: String, ts: Int64)? {
         guard seen == 15, let call, !call.isEmpty, PlainJSON.isPlain(call), let ts,
-              let time = EpochMilliseconds.from(Double(ts)) else { return nil }
+            let time = EpochMilliseconds.from(Double(ts))
+        else { return nil }
         return (String(decoding: call, as: UTF8.self), time)
     }
 }
@@ -187,7 +189,9 @@ extension CallMaterial {
     /// What `add(_:)` does with the same record read by the complete parser.
     mutating func add(_ q: PlainQuality) {
         touch(q.ts)
-        events.append(CallEvent(callID: callID, ts: q.ts, kind: "quality", action: "quality",
-                                type: q.score.map { String($0) } ?? "", detailJSON: q.detailJSON))
+        events.append(
+            CallEvent(
+                callID: callID, ts: q.ts, kind: "quality", action: "quality",
+                type: q.score.map { String($0) } ?? "", detailJSON: q.detailJSON))
     }
 }

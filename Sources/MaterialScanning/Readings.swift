@@ -27,8 +27,10 @@ struct StreamNames {
     mutating func id(chain: Int, pc: String, inbound: Bool, kind: MediaKind, ssrc: UInt32) -> String {
         if chain < byChain.count {
             let known = byChain[chain].withUnsafeBufferPointer { entries -> String? in
-                for e in entries.indices where entries[e].key.ssrc == ssrc && entries[e].key.inbound == inbound
-                    && entries[e].key.kind == kind && entries[e].key.pc == pc { return entries[e].id }
+                for e in entries.indices
+                where entries[e].key.ssrc == ssrc && entries[e].key.inbound == inbound
+                    && entries[e].key.kind == kind && entries[e].key.pc == pc
+                { return entries[e].id }
                 return nil
             }
             if let known { return known }
@@ -69,11 +71,13 @@ enum Readings {
     static func snapshot(_ state: ChainState, chain: Int, key: StatsChainKey, ts: Int64, names: inout StreamNames) -> Snapshot {
         let pc = key.peerConnection.isEmpty ? "pc" : key.peerConnection
         if key.format == "goog" {
-            return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "goog",
-                            streams: goog(state, chain: chain, pc: pc, names: &names), pair: googPair(state))
+            return Snapshot(
+                ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "goog",
+                streams: goog(state, chain: chain, pc: pc, names: &names), pair: googPair(state))
         }
-        return Snapshot(ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "w3c",
-                        streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state))
+        return Snapshot(
+            ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "w3c",
+            streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state))
     }
 
     static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
@@ -118,8 +122,10 @@ enum Readings {
             let inbound = s.type(o) == .inboundRTP
             // Made in the array and filled where it lies: filled first and then appended, each
             // reading was copied into the array and the original destroyed.
-            out.append(StreamReading(streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
-                                     direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
+            out.append(
+                StreamReading(
+                    streamID: names.id(chain: chain, pc: pc, inbound: inbound, kind: k, ssrc: ssrc),
+                    direction: inbound ? .inbound : .outbound, kind: k, ssrc: ssrc))
             fillW3C(&out[out.count - 1], from: s, object: o, inbound: inbound, pathRTT: pathRTT?.slot, remoteInbound: remoteInbound)
         }
         return out
@@ -127,8 +133,10 @@ enum Readings {
 
     /// A W3C stream reading's numbers and names from its RTP object `o` (and its codec and
     /// remote report).
-    private static func fillW3C(_ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
-                                pathRTT: ChainState.Slot?, remoteInbound: [(ssrc: UInt32, slot: ChainState.Slot)]) {
+    private static func fillW3C(
+        _ r: inout StreamReading, from s: ChainState, object o: ChainState.Slot, inbound: Bool,
+        pathRTT: ChainState.Slot?, remoteInbound: [(ssrc: UInt32, slot: ChainState.Slot)]
+    ) {
         if let codecID = s.str(o, .codecId), let codec = s.slot(codecID) {
             r.codec = s.str(codec, .mimeType)
             r.clockRate = s.num(codec, .clockRate)

@@ -46,16 +46,19 @@ public struct RecordIngestor {
 
     public mutating func ingest(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
         if line.count > RecordIngestor.statsPrefix.count,
-           line.prefix(RecordIngestor.statsPrefix.count).elementsEqual(RecordIngestor.statsPrefix) {
+            line.prefix(RecordIngestor.statsPrefix.count).elementsEqual(RecordIngestor.statsPrefix)
+        {
             return ingestStats(line)
         }
         if line.count > PlainEvent.prefix.count, line.prefix(PlainEvent.prefix.count).elementsEqual(PlainEvent.prefix),
-           let event = PlainEvent(line) {
+            let event = PlainEvent(line)
+        {
             addToMaterial(of: event.call) { $0.add(event) }
             return .used(call: event.call, ended: false)
         }
         if line.count > PlainQuality.prefix.count, line.prefix(PlainQuality.prefix.count).elementsEqual(PlainQuality.prefix),
-           let quality = PlainQuality(line) {
+            let quality = PlainQuality(line)
+        {
             addToMaterial(of: quality.call) { $0.add(quality) }
             return .used(call: quality.call, ended: false)
         }

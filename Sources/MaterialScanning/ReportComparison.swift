@@ -12,8 +12,10 @@ extension StatsScanner {
     /// report, except perhaps for its timestamp number, moves past it and returns that
     /// timestamp (NaN without one) and where its value lay. The text between equal prefix and
     /// suffix is one maximal number token, so the object parses as before but for the timestamp.
-    static func unchanged(_ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
-                          reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?) -> (timestamp: Double, range: Range<Int>)? {
+    static func unchanged(
+        _ c: inout JSONCursor, as span: ObjectSpan, in previous: UnsafeBufferPointer<UInt8>,
+        reportStart: Int, lastTimestamp: inout (pos: Int, count: Int, value: Double)?
+    ) -> (timestamp: Double, range: Range<Int>)? {
         guard span.end <= previous.count, span.start < span.end else { return nil }
         let old = previous.baseAddress!
         let here = c.base + c.pos
@@ -30,7 +32,8 @@ extension StatsScanner {
         t.pos += prefix
         let timestamp: Double
         if let last = lastTimestamp, t.end - t.pos > last.count, JSONCursor.equal(t.base + last.pos, t.base + t.pos, last.count),
-           !JSONCursor.continuesNumber(t.base[t.pos + last.count]) {
+            !JSONCursor.continuesNumber(t.base[t.pos + last.count])
+        {
             // The same number token as the last timestamp (it ends where that one ended).
             timestamp = last.value
             t.pos += last.count
@@ -77,7 +80,8 @@ extension StatsScanner {
         guard c.end - c.pos >= n + 8, let idStart = id.baseAddress else { return nil }
         let p = c.base + c.pos
         guard p[0] == 0x7B, p[1] == 0x22, p[2] == 0x69, p[3] == 0x64, p[4] == 0x22, p[5] == 0x3A, p[6] == 0x22,
-              p[7 + n] == 0x22, JSONCursor.equal(p + 7, idStart, n) else { return nil }
+            p[7 + n] == 0x22, JSONCursor.equal(p + 7, idStart, n)
+        else { return nil }
         for b in id where b == 0x22 || b == 0x5C || b < 0x20 { return nil }
         return n + 8
     }
@@ -95,11 +99,13 @@ extension StatsScanner {
     /// type and timestamp are read; other changed values are skipped.
     /// `layout` is the object's spans in the last report, read through a buffer: every index
     /// below is checked against its end before use.
-    static func readChangedMembers(_ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
-                                   previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
-                                   objectStart: Int, record: AppendList<MemberSpan>,
-                                   lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
-                                   valuesNeeded: Bool = true) throws(JSONCursor.ScanError) -> Bool {
+    static func readChangedMembers(
+        _ c: inout JSONCursor, into o: inout StatObject, generation: UInt32,
+        previous: UnsafeBufferPointer<UInt8>, layout: UnsafeBufferPointer<MemberSpan>,
+        objectStart: Int, record: AppendList<MemberSpan>,
+        lastTimestamp: inout (pos: Int, count: Int, value: Double)?,
+        valuesNeeded: Bool = true
+    ) throws(JSONCursor.ScanError) -> Bool {
         // As after any full report: the prediction rates start over.
         o.keep(timestamp: o.timestamp, generation: generation)
         // Numbers another type does not read were never read: a new type is read whole.
@@ -135,8 +141,10 @@ extension StatsScanner {
             /// A member the last report did not have at this place: `i` stays where it is.
             var inserted = false
             if i < layout.endIndex, case let k = Int(layout[i].valueOffset), k > 0, c.end - c.pos > k,
-               equalBytes >= k || Int(layout[i].start) + k <= previous.count
-                   && JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k) {
+                equalBytes >= k
+                    || Int(layout[i].start) + k <= previous.count
+                        && JSONCursor.equal(old + Int(layout[i].start), c.base + c.pos, k)
+            {
                 // Delimiter and key as before (often known from the run's comparison): only the value changed.
                 c.pos += k
                 entry = layout[i].entry
@@ -216,9 +224,11 @@ extension StatsScanner {
             } else {
                 try c.skipValue()
             }
-            record.append(MemberSpan(start: Int32(truncatingIfNeeded: start - objectStart),
-                                     end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
-                                     valueOffset: valueOffset))
+            record.append(
+                MemberSpan(
+                    start: Int32(truncatingIfNeeded: start - objectStart),
+                    end: Int32(truncatingIfNeeded: c.pos - objectStart), entry: entry,
+                    valueOffset: valueOffset))
             if !inserted { i += 1 }
         }
         if i < layout.endIndex { guard clear(layout[i...], in: &o) else { return false } }

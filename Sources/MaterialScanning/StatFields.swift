@@ -80,8 +80,9 @@ enum NumField: Int, CaseIterable {
     var isLegacy: Bool {
         switch self {
         case .googJitterReceived, .googRtt, .googDecodingCTN, .googDecodingPLC, .googJitterBufferMs,
-             .googFrameRateReceived, .googFrameWidthReceived, .googFrameHeightReceived,
-             .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent: true
+            .googFrameRateReceived, .googFrameWidthReceived, .googFrameHeightReceived,
+            .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent:
+            true
         default: false
         }
     }
@@ -207,11 +208,14 @@ struct FieldTable {
     static let shared = FieldTable()
 
     private init() {
-        var list: [(String, Entry)] = NumField.allCases.map { ($0.jsonName, .num($0)) }
+        var list: [(String, Entry)] =
+            NumField.allCases.map { ($0.jsonName, .num($0)) }
             + StrField.allCases.map { ($0.jsonName, .str($0)) }
         list.removeAll { ["bandwidth", "cpu", "other"].contains($0.0) }  // only inside qualityLimitationDurations
-        list += [("id", .id), ("type", .type), ("timestamp", .timestamp), ("values", .values),
-                 ("qualityLimitationDurations", .qualityLimitationDurations)]
+        list += [
+            ("id", .id), ("type", .type), ("timestamp", .timestamp), ("values", .values),
+            ("qualityLimitationDurations", .qualityLimitationDurations),
+        ]
         var size = 1
         while size < list.count * 4 { size <<= 1 }
         mask = size - 1
@@ -263,8 +267,10 @@ struct FieldTable {
         while hashes[i] != 0 {
             if hashes[i] == h, firstWords[i] == a, lastWords[i] == b {
                 let r = nameRanges[i]
-                if r.count == key.count, key.count <= 16
-                    || names.withUnsafeBufferPointer({ memcmp($0.baseAddress! + r.lowerBound, key.baseAddress!, key.count) == 0 }) {
+                if r.count == key.count,
+                    key.count <= 16
+                        || names.withUnsafeBufferPointer({ memcmp($0.baseAddress! + r.lowerBound, key.baseAddress!, key.count) == 0 })
+                {
                     return entries[i]
                 }
             }

@@ -101,8 +101,10 @@ struct StatsScanner {
                     if !format.isEmpty && !call.isEmpty {
                         // Writers put call, format and pc first: parse in place.
                         let k = StatsChainKey(call: call, peerConnection: pc, format: format)
-                        result = isDelta ? try applyDelta(&cur, key: k, seq: seq, base: base, missing: &missing)
-                                         : try readFull(&cur, key: k, seq: seq)
+                        result =
+                            isDelta
+                            ? try applyDelta(&cur, key: k, seq: seq, base: base, missing: &missing)
+                            : try readFull(&cur, key: k, seq: seq)
                     } else {
                         deferred = (cur.pos, isDelta)
                         try cur.skipValue()
@@ -114,8 +116,10 @@ struct StatsScanner {
             if result == nil, missing == nil, let deferred {
                 var again = JSONCursor(line)
                 again.pos = deferred.pos
-                result = deferred.isDelta ? try applyDelta(&again, key: key, seq: seq, base: base, missing: &missing)
-                                          : try readFull(&again, key: key, seq: seq)
+                result =
+                    deferred.isDelta
+                    ? try applyDelta(&again, key: key, seq: seq, base: base, missing: &missing)
+                    : try readFull(&again, key: key, seq: seq)
             }
         } catch {
             throw .malformed(error)
@@ -144,10 +148,12 @@ struct StatsScanner {
         // so a full report allocates nothing once its first snapshot has been read. The state is
         // moved out of its place while it is read (a copy would be copied again on write).
         let existing = chains[key]
-        let place = existing ?? freePlaces.popLast() ?? {
-            states.append(ChainState())
-            return states.count - 1
-        }()
+        let place =
+            existing ?? freePlaces.popLast()
+            ?? {
+                states.append(ChainState())
+                return states.count - 1
+            }()
         swap(&spare, &states[place])
         do throws(JSONCursor.ScanError) {
             try Self.readFull(&c, into: &spare, scratch: &scratch, seq: seq)
@@ -170,8 +176,10 @@ struct StatsScanner {
     }
 
     /// `object`: scratch space for the objects read, kept by the caller between reports.
-    private static func readFull(_ c: inout JSONCursor, into state: inout ChainState, scratch object: inout StatObject,
-                                 seq: Int64?) throws(JSONCursor.ScanError) {
+    private static func readFull(
+        _ c: inout JSONCursor, into state: inout ChainState, scratch object: inout StatObject,
+        seq: Int64?
+    ) throws(JSONCursor.ScanError) {
         state.generation &+= 1
         state.seq = seq ?? 0
         // The last report's bytes and layout are moved out of the state while this one is read
@@ -187,8 +195,9 @@ struct StatsScanner {
         let generation = state.generation
         // Only locals in the closure: one that touched `self` would copy the scanner.
         let (layout, commonTimestamp) = try previousBytes.withUnsafeBufferPointer { previous throws(JSONCursor.ScanError) in
-            var reading = FullReportReading(previous: previous, layout: previousLayout, into: &recycled, generation: generation,
-                                            reportStart: reportStart)
+            var reading = FullReportReading(
+                previous: previous, layout: previousLayout, into: &recycled, generation: generation,
+                reportStart: reportStart)
             try c.array { cur throws(JSONCursor.ScanError) in
                 try reading.readObject(&cur, into: &state, scratch: &object)
             }

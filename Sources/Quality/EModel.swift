@@ -149,10 +149,13 @@ package enum EModel {
         let noise = fixed.noise, ro = fixed.ro, iolr = fixed.iolr, iq = fixed.iq
 
         // §7.3: Is.
-        let stmro = -10 * log10(
-            pow(10, -p.sidetoneMaskingRating / 10)
-                + exp(-p.echoPathDelayMs / 4) * pow(10, -p.talkerEchoLoudnessRating / 10))
-        let ist = 12 * pow(1 + pow((stmro - 13) / 6, 8), 1.0 / 8)
+        let stmro =
+            -10
+            * log10(
+                pow(10, -p.sidetoneMaskingRating / 10)
+                    + exp(-p.echoPathDelayMs / 4) * pow(10, -p.talkerEchoLoudnessRating / 10))
+        let ist =
+            12 * pow(1 + pow((stmro - 13) / 6, 8), 1.0 / 8)
             - 28 * pow(1 + pow((stmro + 1) / 19.4, 35), 1.0 / 35)
             - 13 * pow(1 + pow((stmro - 3) / 33, 13), 1.0 / 13)
             + 29
@@ -192,17 +195,21 @@ package enum EModel {
 
     /// No: power sum of circuit noise, send and receive room noise and the receive noise floor, dBm0p.
     fileprivate static func noiseSum(_ p: EModelParameters, overallLoudness: Double) -> Double {
-        let sendRoom = p.sendRoomNoise - p.sendLoudnessRating - p.sendDValue - 100
+        let sendRoom =
+            p.sendRoomNoise - p.sendLoudnessRating - p.sendDValue - 100
             + 0.004 * pow(p.sendRoomNoise - overallLoudness - p.sendDValue - 14, 2)
         // Receive room noise raised by the listener sidetone path.
-        let receiveRoomRaised = p.receiveRoomNoise
+        let receiveRoomRaised =
+            p.receiveRoomNoise
             + 10 * log10(1 + pow(10, (10 - p.listenerSidetoneRating) / 10))
-        let receiveRoom = p.receiveLoudnessRating - 121 + receiveRoomRaised
+        let receiveRoom =
+            p.receiveLoudnessRating - 121 + receiveRoomRaised
             + 0.008 * pow(receiveRoomRaised - 35, 2)
         let floor = p.receiveNoiseFloor + p.receiveLoudnessRating
-        return 10 * log10(
-            pow(10, p.circuitNoise / 10) + pow(10, sendRoom / 10)
-                + pow(10, receiveRoom / 10) + pow(10, floor / 10))
+        return 10
+            * log10(
+                pow(10, p.circuitNoise / 10) + pow(10, sendRoom / 10)
+                    + pow(10, receiveRoom / 10) + pow(10, floor / 10))
     }
 
     /// Idte, including the two sidetone branches (STMR < 9 dB, STMR > 20 dB).
@@ -211,7 +218,8 @@ package enum EModel {
     ) -> Double {
         let t = p.echoPathDelayMs
         let roe = -1.5 * (noise - p.receiveLoudnessRating)
-        var terv = p.talkerEchoLoudnessRating - 40 * log10((1 + t / 10) / (1 + t / 150))
+        var terv =
+            p.talkerEchoLoudnessRating - 40 * log10((1 + t / 10) / (1 + t / 150))
             + 6 * exp(-0.3 * t * t)
         if p.sidetoneMaskingRating < 9 { terv += ist / 2 }
         let re = 80 + 2.5 * (terv - 14)

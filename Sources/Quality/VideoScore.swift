@@ -98,7 +98,8 @@ package struct VideoScore: Sendable, Equatable {
         let frameRate = Self.frameRateDegradation(normalisedFps: normalisedFps, resolutionDegradation: resolution)
 
         let base = min(max(Self.p1203MOS(quality: 100 - resolution - frameRate), 1.05), 4.9)
-        let exposure = configuration.freezeTimeWeight * frozen
+        let exposure =
+            configuration.freezeTimeWeight * frozen
             + configuration.freezeEventWeight * max(0, stats.freezeCount)
         let factor = exp(-exposure * configuration.referenceSeconds / active)
         let floor = configuration.freezeFloor

@@ -95,7 +95,8 @@ public struct ReportData {
         let dimColumns = Schema.rollupDimensions.filter { dimensions.contains($0.name) }
         let ordered = dimensions.map { d in dimColumns.first { $0.name == d }!.column }
         let metricColumns = histograms.map(\.column)
-        let sql = "SELECT start_ts / 86400000, " + ordered.map { "coalesce(\($0), 'unknown')" }.joined(separator: ", ")
+        let sql =
+            "SELECT start_ts / 86400000, " + ordered.map { "coalesce(\($0), 'unknown')" }.joined(separator: ", ")
             + ", " + metricColumns.joined(separator: ", ") + " FROM calls"
         let s = try db.statement(sql)
         var days: [Int64: Int] = [:], dayList: [Int64] = []
@@ -107,14 +108,18 @@ public struct ReportData {
         while try s.step() {
             let day = s.value(0).int64 ?? 0
             let d: Int
-            if let known = days[day] { d = known } else {
+            if let known = days[day] {
+                d = known
+            } else {
                 d = dayList.count
                 days[day] = d
                 dayList.append(day)
             }
             for i in dimensions.indices {
                 let text = s.value(1 + i).description
-                if let v = valueIndex[i][text] { dimValues[i] = v } else {
+                if let v = valueIndex[i][text] {
+                    dimValues[i] = v
+                } else {
                     let v = valueLists[i].count
                     valueIndex[i][text] = v
                     valueLists[i].append(text)
@@ -138,10 +143,13 @@ public struct ReportData {
         return .object([
             "days": .array(dayList.map { .number(Double($0 * 86_400_000)) }),
             "values": .object(values),
-            "metrics": .array(histograms.enumerated().map { m, h in
-                .object(["name": .string(h.name), "label": .string(h.label), "low": .number(h.low), "width": .number(h.width),
-                         "bins": .number(Double(h.bins)), "cells": .array(cells[m])])
-            }),
+            "metrics": .array(
+                histograms.enumerated().map { m, h in
+                    .object([
+                        "name": .string(h.name), "label": .string(h.label), "low": .number(h.low), "width": .number(h.width),
+                        "bins": .number(Double(h.bins)), "cells": .array(cells[m]),
+                    ])
+                }),
         ])
     }
 
@@ -166,16 +174,21 @@ public struct ReportData {
     }
 
     static func worstCalls(_ db: Database, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
-        let columns = ["call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
-                       "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
-                       "local_candidate_type", "grade_reason"]
-        let names = ["id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
-                     "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason"]
+        let columns = [
+            "call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
+            "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
+            "local_candidate_type", "grade_reason",
+        ]
+        let names = [
+            "id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
+            "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason",
+        ]
         let rows = try db.rows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])
         let ids = rows.compactMap { $0[0].string }
         var findings: [String: [JSONValue]] = [:]
         if !ids.isEmpty {
-            let s = try db.statement("SELECT call_id, code, severity, start_ts, duration_ms, detail FROM findings WHERE call_id = ? AND severity != 'info' ORDER BY start_ts")
+            let s = try db.statement(
+                "SELECT call_id, code, severity, start_ts, duration_ms, detail FROM findings WHERE call_id = ? AND severity != 'info' ORDER BY start_ts")
             for id in ids {
                 try s.bind([.text(id)])
                 var list: [JSONValue] = []
@@ -196,7 +209,8 @@ public struct ReportData {
     /// Per call: its inbound audio and video intervals, events and findings.
     static func drillDowns(_ db: Database, calls ids: [String]) throws -> JSONValue {
         var out = JSONObject()
-        let intervals = try db.statement("""
+        let intervals = try db.statement(
+            """
             SELECT i.end_ts, s.kind, i.mos_cq, i.loss_pct, i.jitter_ms, i.rtt_ms, i.bitrate_kbps, i.fps, i.freeze_ms
             FROM intervals i JOIN streams s ON s.call_id = i.call_id AND s.stream_id = i.stream_id
             WHERE i.call_id = ? AND s.direction = 'inbound' ORDER BY i.end_ts

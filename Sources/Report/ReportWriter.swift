@@ -16,8 +16,9 @@ public enum ReportWriter {
         let started = Date()
         let reader = try StoreReader(path: database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data = try ReportData(database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-                                  grading: try reader.recordedSettingsSummary(), options: options)
+        let data = try ReportData(
+            database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
+            grading: try reader.recordedSettingsSummary(), options: options)
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)
         return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))

@@ -46,19 +46,20 @@ public final class Database {
         sqlite3_set_authorizer(handle, Database.authorizeReading, nil)
     }
 
-    private static let authorizeReading: @convention(c) (
-        UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?
-    ) -> Int32 = { _, action, first, _, _, _ in
-        switch action {
-        case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION:
-            return SQLITE_OK
-        case SQLITE_PRAGMA:
-            guard let first else { return SQLITE_DENY }
-            return Database.describingPragmas.contains(String(cString: first).lowercased()) ? SQLITE_OK : SQLITE_DENY
-        default:
-            return SQLITE_DENY
+    private static let authorizeReading:
+        @convention(c) (
+            UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?
+        ) -> Int32 = { _, action, first, _, _, _ in
+            switch action {
+            case SQLITE_SELECT, SQLITE_READ, SQLITE_FUNCTION, SQLITE_RECURSIVE, SQLITE_TRANSACTION:
+                return SQLITE_OK
+            case SQLITE_PRAGMA:
+                guard let first else { return SQLITE_DENY }
+                return Database.describingPragmas.contains(String(cString: first).lowercased()) ? SQLITE_OK : SQLITE_DENY
+            default:
+                return SQLITE_DENY
+            }
         }
-    }
 
     /// Pragmas that read and never write, whatever their argument (a table or index name).
     static let describingPragmas: Set<String> = [
@@ -287,14 +288,17 @@ public final class Statement {
         // With its length, not as a C string: a value from a log may contain NUL, and cut
         // there two different call ids ("a\0x", "a\0y") would become the same row.
         // (A nil pointer would bind NULL: the empty string gets a real one.)
-        let rc = s.isEmpty ? sqlite3_bind_text(handle, index, "", 0, Statement.transient) : s.withUTF8 { utf8 in
-            if bindingRow, let arenaText = copyToArena(utf8) {
-                return sqlite3_bind_text(handle, index, arenaText, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
+        let rc =
+            s.isEmpty
+            ? sqlite3_bind_text(handle, index, "", 0, Statement.transient)
+            : s.withUTF8 { utf8 in
+                if bindingRow, let arenaText = copyToArena(utf8) {
+                    return sqlite3_bind_text(handle, index, arenaText, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
+                }
+                return utf8.withMemoryRebound(to: CChar.self) {
+                    sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient)
+                }
             }
-            return utf8.withMemoryRebound(to: CChar.self) {
-                sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), Statement.transient)
-            }
-        }
         try bound(rc, isNull: false, at: index)
     }
 

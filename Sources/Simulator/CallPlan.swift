@@ -126,8 +126,9 @@ extension CallPlan {
         camera = mobile ? (640, 480) : (1280, 720)
         remoteVideo = rng.chance(0.5) ? (1280, 720) : (640, 480)
         link = profile.baseline(&rng)
-        script = CallScript(profile: profile, direction: direction, hasVideo: hasVideo, sdk: sdk,
-                            startMs: startMs, rng: &rng)
+        script = CallScript(
+            profile: profile, direction: direction, hasVideo: hasVideo, sdk: sdk,
+            startMs: startMs, rng: &rng)
         mediaSeed = rng.next()
     }
 }

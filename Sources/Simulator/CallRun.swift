@@ -28,26 +28,33 @@ public struct CallRun: IteratorProtocol {
         rng = Xoshiro256(seed: plan.mediaSeed)
         link = LinkModel(base: plan.link)
         let s = plan.script
-        scripted.append(.callInfo(call: plan.id, ts: s.startMs, direction: plan.direction, sdk: plan.sdk.rawValue,
-                                  sdkVersion: plan.sdkVersion, app: plan.app, appVersion: plan.appVersion,
-                                  platform: plan.platform, network: plan.network, media: plan.media, labels: plan.labels))
+        scripted.append(
+            .callInfo(
+                call: plan.id, ts: s.startMs, direction: plan.direction, sdk: plan.sdk.rawValue,
+                sdkVersion: plan.sdkVersion, app: plan.app, appVersion: plan.appVersion,
+                platform: plan.platform, network: plan.network, media: plan.media, labels: plan.labels))
         for e in s.events {
             scripted.append(.event(call: plan.id, ts: e.ts, action: e.action, type: e.type, detail: e.detail))
             if e.type == "ipChangeEnded", let network = s.networkAfterChange {
-                scripted.append(.callInfo(call: plan.id, ts: e.ts + 5, direction: plan.direction, sdk: plan.sdk.rawValue,
-                                          sdkVersion: plan.sdkVersion, app: plan.app, appVersion: plan.appVersion,
-                                          platform: plan.platform, network: network, media: plan.media, labels: plan.labels))
+                scripted.append(
+                    .callInfo(
+                        call: plan.id, ts: e.ts + 5, direction: plan.direction, sdk: plan.sdk.rawValue,
+                        sdkVersion: plan.sdkVersion, app: plan.app, appVersion: plan.appVersion,
+                        platform: plan.platform, network: network, media: plan.media, labels: plan.labels))
             }
         }
         let end = s.end
-        scripted.append(.end(call: plan.id, ts: end.ts, reason: end.reason, statusCode: end.statusCode,
-                             statusText: end.statusText, sipStatus: end.sipStatus, sipReason: end.sipReason,
-                             durationMs: end.durationMs))
+        scripted.append(
+            .end(
+                call: plan.id, ts: end.ts, reason: end.reason, statusCode: end.statusCode,
+                statusText: end.statusText, sipStatus: end.sipStatus, sipReason: end.sipReason,
+                durationMs: end.durationMs))
         // Stable: a later record with the same time stays after an earlier one.
         scripted = scripted.enumerated().sorted { ($0.element.ts, $0.offset) < ($1.element.ts, $1.offset) }.map(\.element)
         if s.connectMs != nil || s.checkingUntilMs != nil {
-            connection = Connection(epoch: 0, plan: plan, network: plan.network,
-                                    relay: plan.profile == .iceRelayFallback, &rng)
+            connection = Connection(
+                epoch: 0, plan: plan, network: plan.network,
+                relay: plan.profile == .iceRelayFallback, &rng)
             if s.connectMs != nil { connection!.connect(&rng) }
         }
     }
@@ -99,7 +106,8 @@ public struct CallRun: IteratorProtocol {
 
     private mutating func appendStats(at tick: Int64) {
         let now = (Double(tick) - rng.uniform(0.5, 2.5)).rounded(toPlaces: 3)
-        let report = plan.format == .w3c
+        let report =
+            plan.format == .w3c
             ? W3CReport.build(plan: plan, connection: connection!, now: now)
             : GoogReport.build(plan: plan, connection: connection!, now: now)
         generated.append(.stats(call: plan.id, ts: tick, format: plan.format, report: report))
@@ -125,16 +133,19 @@ public struct CallRun: IteratorProtocol {
         let opus = plan.audioCodec == .opus
         var c = connection.take()!
         c.mediaStarted = true
-        c.audioIn.step(now: now, flowing: !hold && linkUp && !s.active(.oneWayAudio, at: sec), playing: !hold,
-                       talking: talkingIn, opus: opus, link: conditions, &rng)
-        c.audioOut.step(now: now, sending: !hold, linkUp: linkUp, muted: s.active(.mute, at: sec), talking: talkingOut,
-                        opus: opus, link: conditions, &rng)
+        c.audioIn.step(
+            now: now, flowing: !hold && linkUp && !s.active(.oneWayAudio, at: sec), playing: !hold,
+            talking: talkingIn, opus: opus, link: conditions, &rng)
+        c.audioOut.step(
+            now: now, sending: !hold, linkUp: linkUp, muted: s.active(.mute, at: sec), talking: talkingOut,
+            opus: opus, link: conditions, &rng)
         if c.videoIn != nil {
             c.videoIn!.step(now: now, flowing: !hold && linkUp && !s.active(.remoteVideoPause, at: sec), link: conditions, &rng)
         }
         if c.videoOut != nil {
-            c.videoOut!.step(now: now, sending: !hold, cameraOn: !s.active(.videoOff, at: sec), linkUp: linkUp,
-                             link: conditions, &rng)
+            c.videoOut!.step(
+                now: now, sending: !hold, cameraOn: !s.active(.videoOff, at: sec), linkUp: linkUp,
+                link: conditions, &rng)
         }
         c.stepTransport(now: now, linkUp: linkUp, link: conditions, &rng)
         c.iceState = linkUp ? "connected" : "disconnected"

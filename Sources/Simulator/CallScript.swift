@@ -58,8 +58,10 @@ public struct CallScript: Sendable {
     /// Cisco REM's reconnection schedule (seed excerpts §4).
     static let retryDelaysMs: [Int64] = [500, 1_000, 2_000, 4_000, 4_000, 4_000]
 
-    init(profile: NetworkProfile, direction: String, hasVideo: Bool, sdk: SDKKind, startMs: Int64,
-         rng: inout Xoshiro256) {
+    init(
+        profile: NetworkProfile, direction: String, hasVideo: Bool, sdk: SDKKind, startMs: Int64,
+        rng: inout Xoshiro256
+    ) {
         self.startMs = startMs
         end = End(ts: startMs, reason: "undefined", durationMs: 0)
         var t = startMs
@@ -69,7 +71,9 @@ public struct CallScript: Sendable {
         func ms(_ lo: Double, _ hi: Double) -> Int64 { Int64(rng.uniform(lo, hi)) }
 
         // Unanswered calls: rejected, not answered, or refused by the server.
-        let unanswered: String? = profile == .iceFailure ? nil
+        let unanswered: String? =
+            profile == .iceFailure
+            ? nil
             : rng.pick([(nil, 90.0), ("rejected", 4), ("timedOut", 4), ("failed", 2)])
 
         let x = CallScript.iceCollectionTimeoutMs
@@ -154,7 +158,8 @@ public struct CallScript: Sendable {
                 outcome = (attempts, giveUp)
             }
             // The network change lands mid-call, so statistics show both connections.
-            let slot = kind == .ipChange && seconds > 40
+            let slot =
+                kind == .ipChange && seconds > 40
                 ? Int(Double(seconds) * rng.uniform(0.3, 0.7)) : place(length: length, within: seconds, rng: &rng)
             guard let from = slot else { continue }
             let to = from + length
@@ -221,11 +226,12 @@ public struct CallScript: Sendable {
     }
 
     private mutating func finishUnanswered(at ts: Int64, reason: String, sdk: SDKKind, rng: inout Xoshiro256) {
-        let sip: (Int, String, String) = switch reason {
-        case "rejected": rng.chance(0.7) ? (486, "Busy Here", "Q.850;cause=17") : (603, "Decline", "Q.850;cause=21")
-        case "timedOut": rng.chance(0.7) ? (480, "Temporarily Unavailable", "Q.850;cause=18") : (408, "Request Timeout", "Q.850;cause=102")
-        default: (503, "Service Unavailable", "Q.850;cause=38")
-        }
+        let sip: (Int, String, String) =
+            switch reason {
+            case "rejected": rng.chance(0.7) ? (486, "Busy Here", "Q.850;cause=17") : (603, "Decline", "Q.850;cause=21")
+            case "timedOut": rng.chance(0.7) ? (480, "Temporarily Unavailable", "Q.850;cause=18") : (408, "Request Timeout", "Q.850;cause=102")
+            default: (503, "Service Unavailable", "Q.850;cause=38")
+            }
         switch sdk {
         case .kandyMobile, .kandyAnonymous:
             // SIP codes are forwarded as Kandy's statusCode (seed excerpts §2).
@@ -246,8 +252,9 @@ public struct CallScript: Sendable {
                 ? End(ts: ts, reason: reason, statusCode: 9901, statusText: "Ended by local user", durationMs: connectedMs)
                 : End(ts: ts, reason: reason, statusCode: 9900, statusText: "Reason not provided", durationMs: connectedMs)
         case .audioCodes:
-            return End(ts: ts, reason: reason, sipReason: local ? nil : "Q.850;cause=16;text=\"Normal call clearing\"",
-                       durationMs: connectedMs)
+            return End(
+                ts: ts, reason: reason, sipReason: local ? nil : "Q.850;cause=16;text=\"Normal call clearing\"",
+                durationMs: connectedMs)
         case .ciscoREM:
             return End(ts: ts, reason: reason, durationMs: connectedMs)
         }

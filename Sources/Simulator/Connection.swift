@@ -106,8 +106,9 @@ struct Connection {
         audioOut = AudioOutbound(ssrc: rng.ssrc())
         if plan.hasVideo {
             videoIn = VideoInbound(ssrc: rng.ssrc(), rtxSsrc: rng.ssrc(), remoteCamera: plan.remoteVideo)
-            videoOut = VideoOutbound(ssrc: rng.ssrc(), rtxSsrc: rng.ssrc(), camera: plan.camera,
-                                     cpuBound: plan.platform == "android" && rng.chance(0.3))
+            videoOut = VideoOutbound(
+                ssrc: rng.ssrc(), rtxSsrc: rng.ssrc(), camera: plan.camera,
+                cpuBound: plan.platform == "android" && rng.chance(0.3))
         }
         let n = epoch * 2
         audioSourceID = "SA\(n + 1)"
@@ -126,11 +127,14 @@ struct Connection {
         let mdns = plan.platform == "web" ? rng.trackID() + ".local" : nil
         let publicIP = "\(rng.element(["198.51.100", "203.0.113"])).\(rng.int(2...254))"
         let hostPort = rng.int(40_000...65_000)
-        func cand(_ type: String, _ address: String, _ port: Int, _ proto: String, _ priority: Int,
-                  remote: Bool, ufrag: String, _ rng: inout Xoshiro256) -> Candidate {
-            Candidate(id: "I" + rng.base64(8), googID: "Cand-" + rng.base64(8), type: type, address: address, ip: address,
-                      port: port, proto: proto, priority: priority, foundation: "\(rng.int(100_000...4_294_967_295))",
-                      networkType: networkType, isRemote: remote, ufrag: ufrag)
+        func cand(
+            _ type: String, _ address: String, _ port: Int, _ proto: String, _ priority: Int,
+            remote: Bool, ufrag: String, _ rng: inout Xoshiro256
+        ) -> Candidate {
+            Candidate(
+                id: "I" + rng.base64(8), googID: "Cand-" + rng.base64(8), type: type, address: address, ip: address,
+                port: port, proto: proto, priority: priority, foundation: "\(rng.int(100_000...4_294_967_295))",
+                networkType: networkType, isRemote: remote, ufrag: ufrag)
         }
         local.append(cand("host", mdns ?? hostIP, hostPort, "udp", 2_122_260_223, remote: false, ufrag: localUfrag, &rng))
         var tcp = cand("host", mdns ?? hostIP, 9, "tcp", 1_518_280_447, remote: false, ufrag: localUfrag, &rng)
@@ -143,8 +147,9 @@ struct Connection {
         let hasRelay = relay || rng.chance(0.4)
         if hasRelay {
             let region = plan.region
-            var r = cand("relay", "192.0.2.\(rng.int(10...250))", rng.int(49_152...65_535), "udp", 41_885_439,
-                         remote: false, ufrag: localUfrag, &rng)
+            var r = cand(
+                "relay", "192.0.2.\(rng.int(10...250))", rng.int(49_152...65_535), "udp", 41_885_439,
+                remote: false, ufrag: localUfrag, &rng)
             r.relatedAddress = publicIP
             r.relatedPort = srflx.port
             r.relayProtocol = "udp"
@@ -159,8 +164,10 @@ struct Connection {
         remote.append(cand("srflx", remotePublic, rng.int(1_024...65_000), "udp", 1_686_052_607, remote: true, ufrag: remoteUfrag, &rng))
         remote.append(cand("prflx", "", rng.int(1_024...65_000), "udp", 1_853_824_767, remote: true, ufrag: remoteUfrag, &rng))
         if relay {
-            remote.append(cand("relay", "192.0.2.\(rng.int(10...250))", rng.int(49_152...65_535), "udp", 41_885_439,
-                               remote: true, ufrag: remoteUfrag, &rng))
+            remote.append(
+                cand(
+                    "relay", "192.0.2.\(rng.int(10...250))", rng.int(49_152...65_535), "udp", 41_885_439,
+                    remote: true, ufrag: remoteUfrag, &rng))
         }
         // Pairs: host-host fails across networks; host-srflx is the usual winner; relay when forced.
         func pair(_ l: Int, _ r: Int, _ state: String, nominated: Bool) -> CandidatePair {

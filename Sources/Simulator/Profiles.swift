@@ -47,20 +47,25 @@ public enum NetworkProfile: String, CaseIterable, Sendable {
     func baseline(_ rng: inout Xoshiro256) -> LinkBaseline {
         switch self {
         case .good, .oneWayAudio, .ipChange:
-            LinkBaseline(rttMs: rng.uniform(20, 90), loss: rng.uniform(0, 0.003), burst: 1.2,
-                         jitterMs: rng.uniform(2, 8), bandwidthKbps: rng.uniform(2500, 6000))
+            LinkBaseline(
+                rttMs: rng.uniform(20, 90), loss: rng.uniform(0, 0.003), burst: 1.2,
+                jitterMs: rng.uniform(2, 8), bandwidthKbps: rng.uniform(2500, 6000))
         case .iceRelayFallback:
-            LinkBaseline(rttMs: rng.uniform(60, 160), loss: rng.uniform(0, 0.005), burst: 1.3,
-                         jitterMs: rng.uniform(4, 12), bandwidthKbps: rng.uniform(1500, 4000))
+            LinkBaseline(
+                rttMs: rng.uniform(60, 160), loss: rng.uniform(0, 0.005), burst: 1.3,
+                jitterMs: rng.uniform(4, 12), bandwidthKbps: rng.uniform(1500, 4000))
         case .lossyWifi:
-            LinkBaseline(rttMs: rng.uniform(30, 100), loss: rng.uniform(0.02, 0.06), burst: rng.uniform(2.5, 4.5),
-                         jitterMs: rng.uniform(20, 60), bandwidthKbps: rng.uniform(1200, 3000))
+            LinkBaseline(
+                rttMs: rng.uniform(30, 100), loss: rng.uniform(0.02, 0.06), burst: rng.uniform(2.5, 4.5),
+                jitterMs: rng.uniform(20, 60), bandwidthKbps: rng.uniform(1200, 3000))
         case .congestedCellular:
-            LinkBaseline(rttMs: rng.uniform(200, 600), loss: rng.uniform(0.01, 0.04), burst: rng.uniform(1.5, 3),
-                         jitterMs: rng.uniform(15, 45), bandwidthKbps: rng.uniform(220, 600))
+            LinkBaseline(
+                rttMs: rng.uniform(200, 600), loss: rng.uniform(0.01, 0.04), burst: rng.uniform(1.5, 3),
+                jitterMs: rng.uniform(15, 45), bandwidthKbps: rng.uniform(220, 600))
         case .satellite:
-            LinkBaseline(rttMs: rng.uniform(560, 680), loss: rng.uniform(0.002, 0.012), burst: 1.5,
-                         jitterMs: rng.uniform(8, 25), bandwidthKbps: rng.uniform(1000, 2500))
+            LinkBaseline(
+                rttMs: rng.uniform(560, 680), loss: rng.uniform(0.002, 0.012), burst: 1.5,
+                jitterMs: rng.uniform(8, 25), bandwidthKbps: rng.uniform(1000, 2500))
         case .iceFailure:
             LinkBaseline(rttMs: 0, loss: 1, burst: 1, jitterMs: 0, bandwidthKbps: 0)
         }
@@ -68,8 +73,9 @@ public enum NetworkProfile: String, CaseIterable, Sendable {
 
     /// The cellular leg after an IP change.
     static func cellularAfterChange(_ rng: inout Xoshiro256) -> LinkBaseline {
-        LinkBaseline(rttMs: rng.uniform(70, 180), loss: rng.uniform(0.002, 0.012), burst: 1.6,
-                     jitterMs: rng.uniform(8, 20), bandwidthKbps: rng.uniform(800, 2500))
+        LinkBaseline(
+            rttMs: rng.uniform(70, 180), loss: rng.uniform(0.002, 0.012), burst: 1.6,
+            jitterMs: rng.uniform(8, 20), bandwidthKbps: rng.uniform(800, 2500))
     }
 
     /// Probability of a reconnection episode (media outage with `reconnecting` events).

@@ -73,8 +73,9 @@ public struct Simulator: Sendable {
         var spans = [CallSpan]()
         spans.reserveCapacity(configuration.calls)
         for i in 0..<configuration.calls {
-            let plan = CallPlan(index: i, seed: configuration.seed,
-                                startMs: Simulator.startTime(index: i, configuration: configuration))
+            let plan = CallPlan(
+                index: i, seed: configuration.seed,
+                startMs: Simulator.startTime(index: i, configuration: configuration))
             spans.append(CallSpan(index: i, startMs: plan.startMs, lastMs: plan.lastMs))
         }
         spans.sort { ($0.startMs, $0.index) < ($1.startMs, $1.index) }
@@ -157,8 +158,10 @@ public struct Simulator: Sendable {
 
     /// Calls `body` with every record whose time lies in [from, to), all calls of `calls`
     /// interleaved in time order (ties: lower call index first).
-    public func forEachRecord(calls: [Int]? = nil, from: Int64 = .min, to: Int64 = .max,
-                              _ body: (LogRecord) throws -> Void) rethrows {
+    public func forEachRecord(
+        calls: [Int]? = nil, from: Int64 = .min, to: Int64 = .max,
+        _ body: (LogRecord) throws -> Void
+    ) rethrows {
         let list = calls ?? Array(spans.indices)
         var heap = RecordHeap()
         var next = 0
@@ -217,16 +220,19 @@ public struct Simulator: Sendable {
 
     /// One file: the calls' records in [from, to), interleaved in time order. `progress`
     /// receives what was written since its previous call, every 200 finished calls.
-    func writeFile(path: String, calls: [Int], from: Int64, to: Int64,
-                   progress: (SimulationSummary) -> Void) throws -> SimulationSummary {
+    func writeFile(
+        path: String, calls: [Int], from: Int64, to: Int64,
+        progress: (SimulationSummary) -> Void
+    ) throws -> SimulationSummary {
         var options = LogWriter.Options()
         options.deltaStats = !configuration.fullSnapshots
         options.compressionLevel = configuration.compressionLevel
         let writer = try LogWriter(path: path, options: options)
         var reported = SimulationSummary()
         func sinceReported() -> SimulationSummary {
-            SimulationSummary(calls: 0, records: writer.records - reported.records,
-                              bytes: writer.bytesWritten - reported.bytes, uncompressedBytes: writer.textBytes - reported.uncompressedBytes)
+            SimulationSummary(
+                calls: 0, records: writer.records - reported.records,
+                bytes: writer.bytesWritten - reported.bytes, uncompressedBytes: writer.textBytes - reported.uncompressedBytes)
         }
         var ends = 0
         try forEachRecord(calls: calls, from: from, to: to) { r in
@@ -253,8 +259,9 @@ public struct Simulator: Sendable {
         let writer = try LogWriter(path: path, options: options)
         try forEachRecord { try writer.append($0) }
         try writer.close()
-        return SimulationSummary(calls: spans.count, records: writer.records, files: 1, bytes: writer.bytesWritten,
-                                 uncompressedBytes: writer.textBytes)
+        return SimulationSummary(
+            calls: spans.count, records: writer.records, files: 1, bytes: writer.bytesWritten,
+            uncompressedBytes: writer.textBytes)
     }
 }
 

@@ -49,8 +49,10 @@ struct AudioInbound {
     }
 
     /// One second. `flowing`: packets arrive; `playing`: the track plays out (not on hold).
-    mutating func step(now: Double, flowing: Bool, playing: Bool, talking: Bool, opus: Bool,
-                       link: LinkConditions, _ rng: inout Xoshiro256) {
+    mutating func step(
+        now: Double, flowing: Bool, playing: Bool, talking: Bool, opus: Bool,
+        link: LinkConditions, _ rng: inout Xoshiro256
+    ) {
         guard playing else { wasFlowing = false; return }
         let perPacket = clockRate / 50
         totalSamplesReceived += clockRate
@@ -140,8 +142,10 @@ struct AudioOutbound {
 
     init(ssrc: UInt32) { self.ssrc = ssrc }
 
-    mutating func step(now: Double, sending: Bool, linkUp: Bool, muted: Bool, talking: Bool, opus: Bool,
-                       link: LinkConditions, _ rng: inout Xoshiro256) {
+    mutating func step(
+        now: Double, sending: Bool, linkUp: Bool, muted: Bool, talking: Bool, opus: Bool,
+        link: LinkConditions, _ rng: inout Xoshiro256
+    ) {
         totalSamplesDuration += 1
         audioLevel = muted ? 0 : talking ? rng.uniform(0.05, 0.6) : rng.uniform(0.001, 0.01)
         totalAudioEnergy += audioLevel * audioLevel
@@ -181,12 +185,16 @@ struct Rung {
 
 func ladder(for camera: (width: Int, height: Int)) -> [Rung] {
     if camera.width >= 1280 {
-        return [Rung(width: 1280, height: 720, kbps: 1500), Rung(width: 960, height: 540, kbps: 900),
-                Rung(width: 640, height: 360, kbps: 500), Rung(width: 480, height: 270, kbps: 260),
-                Rung(width: 320, height: 180, kbps: 130)]
+        return [
+            Rung(width: 1280, height: 720, kbps: 1500), Rung(width: 960, height: 540, kbps: 900),
+            Rung(width: 640, height: 360, kbps: 500), Rung(width: 480, height: 270, kbps: 260),
+            Rung(width: 320, height: 180, kbps: 130),
+        ]
     }
-    return [Rung(width: 640, height: 480, kbps: 800), Rung(width: 480, height: 360, kbps: 450),
-            Rung(width: 320, height: 240, kbps: 200), Rung(width: 240, height: 180, kbps: 110)]
+    return [
+        Rung(width: 640, height: 480, kbps: 800), Rung(width: 480, height: 360, kbps: 450),
+        Rung(width: 320, height: 240, kbps: 200), Rung(width: 240, height: 180, kbps: 110),
+    ]
 }
 
 /// Picks the rung for the available bandwidth, moving one step at a time after the need has
@@ -377,8 +385,10 @@ struct VideoOutbound {
     var frameWidth: Int { adaptation.rung.width }
     var frameHeight: Int { adaptation.rung.height }
 
-    mutating func step(now: Double, sending: Bool, cameraOn: Bool, linkUp: Bool, link: LinkConditions,
-                       _ rng: inout Xoshiro256) {
+    mutating func step(
+        now: Double, sending: Bool, cameraOn: Bool, linkUp: Bool, link: LinkConditions,
+        _ rng: inout Xoshiro256
+    ) {
         sourceFps = cameraOn ? Double(rng.int(29...30)) : 0
         sourceFrames += Int(sourceFps)
         availableSendKbps = link.bandwidthKbps

@@ -21,8 +21,10 @@ struct W3CReport {
     @inline(__always) private static func n(_ v: Double) -> JSONValue { .number(v) }
     @inline(__always) private static func s(_ v: String) -> JSONValue { .string(v) }
 
-    private mutating func add(_ id: String, _ type: String, timestamp: JSONValue? = nil,
-                              _ members: [(key: String, value: JSONValue)]) {
+    private mutating func add(
+        _ id: String, _ type: String, timestamp: JSONValue? = nil,
+        _ members: [(key: String, value: JSONValue)]
+    ) {
         var o = JSONObject()
         o.entries.reserveCapacity(members.count + 3)
         o.entries.append((key: "id", value: .string(id)))
@@ -49,21 +51,27 @@ struct W3CReport {
 
         // Playout, certificates, codecs, peer connection.
         if media {
-            add("AP", "media-playout", [
-                ("kind", "audio"), ("synthesizedSamplesDuration", 0), ("synthesizedSamplesEvents", 0),
-                ("totalPlayoutDelay", d(c.audioIn.playoutDelay.rounded(toPlaces: 6))),
-                ("totalSamplesCount", n(c.audioIn.playoutSamples)), ("totalSamplesDuration", d(c.audioIn.playoutDuration)),
-            ])
+            add(
+                "AP", "media-playout",
+                [
+                    ("kind", "audio"), ("synthesizedSamplesDuration", 0), ("synthesizedSamplesEvents", 0),
+                    ("totalPlayoutDelay", d(c.audioIn.playoutDelay.rounded(toPlaces: 6))),
+                    ("totalSamplesCount", n(c.audioIn.playoutSamples)), ("totalSamplesDuration", d(c.audioIn.playoutDuration)),
+                ])
         }
-        add(c.localCertificate.id, "certificate", [
-            ("base64Certificate", s(c.localCertificate.base64)), ("fingerprint", s(c.localCertificate.fingerprint)),
-            ("fingerprintAlgorithm", "sha-256"),
-        ])
-        if c.dtlsConnected {
-            add(c.remoteCertificate.id, "certificate", [
-                ("base64Certificate", s(c.remoteCertificate.base64)), ("fingerprint", s(c.remoteCertificate.fingerprint)),
+        add(
+            c.localCertificate.id, "certificate",
+            [
+                ("base64Certificate", s(c.localCertificate.base64)), ("fingerprint", s(c.localCertificate.fingerprint)),
                 ("fingerprintAlgorithm", "sha-256"),
             ])
+        if c.dtlsConnected {
+            add(
+                c.remoteCertificate.id, "certificate",
+                [
+                    ("base64Certificate", s(c.remoteCertificate.base64)), ("fingerprint", s(c.remoteCertificate.fingerprint)),
+                    ("fingerprintAlgorithm", "sha-256"),
+                ])
         }
         if media {
             for dir in ["CIT01_", "COT01_"] {
@@ -124,11 +132,13 @@ struct W3CReport {
             add(cand.id, "local-candidate", m)
         }
         for cand in c.remote {
-            add(cand.id, "remote-candidate", [
-                ("address", s(cand.address)), ("candidateType", s(cand.type)), ("foundation", s(cand.foundation)),
-                ("ip", s(cand.ip)), ("isRemote", true), ("port", n(cand.port)), ("priority", n(cand.priority)),
-                ("protocol", s(cand.proto)), ("transportId", "T01"), ("usernameFragment", s(cand.ufrag)),
-            ])
+            add(
+                cand.id, "remote-candidate",
+                [
+                    ("address", s(cand.address)), ("candidateType", s(cand.type)), ("foundation", s(cand.foundation)),
+                    ("ip", s(cand.ip)), ("isRemote", true), ("port", n(cand.port)), ("priority", n(cand.priority)),
+                    ("protocol", s(cand.proto)), ("transportId", "T01"), ("usernameFragment", s(cand.ufrag)),
+                ])
         }
         var t: M = [("bytesReceived", n(totalReceived)), ("bytesSent", n(totalSent))]
         if c.dtlsConnected { t.append(("dtlsCipher", "TLS_AES_128_GCM_SHA256")) }
@@ -151,16 +161,20 @@ struct W3CReport {
 
         // Media sources exist from the start (the tracks are attached before ICE completes).
         let ao = c.audioOut
-        add(c.audioSourceID, "media-source", [
-            ("kind", "audio"), ("trackIdentifier", s(c.audioSourceTrack)), ("audioLevel", d(ao.audioLevel)),
-            ("echoReturnLoss", d(ao.echoReturnLoss)), ("echoReturnLossEnhancement", d(ao.echoReturnLossEnhancement)),
-            ("totalAudioEnergy", d(ao.totalAudioEnergy)), ("totalSamplesDuration", d(ao.totalSamplesDuration)),
-        ])
-        if let vo = c.videoOut {
-            add(c.videoSourceID, "media-source", [
-                ("kind", "video"), ("trackIdentifier", s(c.videoSourceTrack)), ("frames", n(vo.sourceFrames)),
-                ("framesPerSecond", d(vo.sourceFps)), ("height", n(vo.camera.height)), ("width", n(vo.camera.width)),
+        add(
+            c.audioSourceID, "media-source",
+            [
+                ("kind", "audio"), ("trackIdentifier", s(c.audioSourceTrack)), ("audioLevel", d(ao.audioLevel)),
+                ("echoReturnLoss", d(ao.echoReturnLoss)), ("echoReturnLossEnhancement", d(ao.echoReturnLossEnhancement)),
+                ("totalAudioEnergy", d(ao.totalAudioEnergy)), ("totalSamplesDuration", d(ao.totalSamplesDuration)),
             ])
+        if let vo = c.videoOut {
+            add(
+                c.videoSourceID, "media-source",
+                [
+                    ("kind", "video"), ("trackIdentifier", s(c.videoSourceTrack)), ("frames", n(vo.sourceFrames)),
+                    ("framesPerSecond", d(vo.sourceFps)), ("height", n(vo.camera.height)), ("width", n(vo.camera.width)),
+                ])
         }
         guard media else { return }
 
@@ -176,27 +190,30 @@ struct W3CReport {
             ("concealmentEvents", n(ai.concealmentEvents)),
         ]
         if ai.reportsSent > 0 { m.append(("estimatedPlayoutTimestamp", d((now + 2_208_988_800_000 - 75).rounded()))) }
-        m.append(contentsOf: [
-            ("fecPacketsDiscarded", 0), ("fecPacketsReceived", n(ai.fecPacketsReceived)),
-            ("headerBytesReceived", n(ai.headerBytesReceived)),
-            ("insertedSamplesForDeceleration", n(ai.insertedSamplesForDeceleration)),
-            ("jitterBufferDelay", d(ai.jitterBufferDelay.rounded(toPlaces: 1))),
-            ("jitterBufferEmittedCount", n(ai.jitterBufferEmittedCount)),
-            ("jitterBufferMinimumDelay", d(ai.jitterBufferMinimumDelay.rounded(toPlaces: 1))),
-            ("jitterBufferTargetDelay", d(ai.jitterBufferTargetDelay.rounded(toPlaces: 1))),
-        ] as M)
+        m.append(
+            contentsOf: [
+                ("fecPacketsDiscarded", 0), ("fecPacketsReceived", n(ai.fecPacketsReceived)),
+                ("headerBytesReceived", n(ai.headerBytesReceived)),
+                ("insertedSamplesForDeceleration", n(ai.insertedSamplesForDeceleration)),
+                ("jitterBufferDelay", d(ai.jitterBufferDelay.rounded(toPlaces: 1))),
+                ("jitterBufferEmittedCount", n(ai.jitterBufferEmittedCount)),
+                ("jitterBufferMinimumDelay", d(ai.jitterBufferMinimumDelay.rounded(toPlaces: 1))),
+                ("jitterBufferTargetDelay", d(ai.jitterBufferTargetDelay.rounded(toPlaces: 1))),
+            ] as M)
         if let lp = ai.lastPacketReceivedTimestamp { m.append(("lastPacketReceivedTimestamp", d(lp))) }
-        m.append(contentsOf: [
-            ("mid", "0"), ("packetsDiscarded", n(ai.packetsDiscarded)), ("playoutId", "AP"),
-        ] as M)
+        m.append(
+            contentsOf: [
+                ("mid", "0"), ("packetsDiscarded", n(ai.packetsDiscarded)), ("playoutId", "AP"),
+            ] as M)
         if ai.reportsSent > 0 { m.append(("remoteId", s("ROA\(ai.ssrc)"))) }
-        m.append(contentsOf: [
-            ("removedSamplesForAcceleration", n(ai.removedSamplesForAcceleration)),
-            ("silentConcealedSamples", n(ai.silentConcealedSamples)), ("totalAudioEnergy", d(ai.totalAudioEnergy)),
-            ("totalProcessingDelay", d(ai.totalProcessingDelay.rounded(toPlaces: 3))),
-            ("totalSamplesDuration", d(ai.totalSamplesDuration)), ("totalSamplesReceived", n(ai.totalSamplesReceived)),
-            ("trackIdentifier", s(c.inboundAudioTrack)),
-        ] as M)
+        m.append(
+            contentsOf: [
+                ("removedSamplesForAcceleration", n(ai.removedSamplesForAcceleration)),
+                ("silentConcealedSamples", n(ai.silentConcealedSamples)), ("totalAudioEnergy", d(ai.totalAudioEnergy)),
+                ("totalProcessingDelay", d(ai.totalProcessingDelay.rounded(toPlaces: 3))),
+                ("totalSamplesDuration", d(ai.totalSamplesDuration)), ("totalSamplesReceived", n(ai.totalSamplesReceived)),
+                ("trackIdentifier", s(c.inboundAudioTrack)),
+            ] as M)
         add(inA, "inbound-rtp", m)
         if ai.reportsSent > 0 {
             var ro: M = [
@@ -218,11 +235,12 @@ struct W3CReport {
             ("nackCount", 0), ("packetsSentWithEct1", 0),
         ]
         if ao.roundTripTimeMeasurements > 0 { o.append(("remoteId", s("RIA\(ao.ssrc)"))) }
-        o.append(contentsOf: [
-            ("retransmittedBytesSent", 0), ("retransmittedPacketsSent", 0),
-            ("targetBitrate", n(plan.audioCodec == .opus ? 32_000 : 64_000)),
-            ("totalPacketSendDelay", d(ao.totalPacketSendDelay.rounded(toPlaces: 6))),
-        ] as M)
+        o.append(
+            contentsOf: [
+                ("retransmittedBytesSent", 0), ("retransmittedPacketsSent", 0),
+                ("targetBitrate", n(plan.audioCodec == .opus ? 32_000 : 64_000)),
+                ("totalPacketSendDelay", d(ao.totalPacketSendDelay.rounded(toPlaces: 6))),
+            ] as M)
         add(outA, "outbound-rtp", o)
         if ao.roundTripTimeMeasurements > 0 {
             var ri: M = [
@@ -247,34 +265,36 @@ struct W3CReport {
                 ("decoderImplementation", s(W3CReport.decoder(plan.videoCodec))),
             ]
             if vi.reportsSent > 0 { v.append(("estimatedPlayoutTimestamp", d((now + 2_208_988_800_000 - 56).rounded()))) }
-            v.append(contentsOf: [
-                ("firCount", n(vi.firCount)), ("frameHeight", n(vi.frameHeight)), ("frameWidth", n(vi.frameWidth)),
-                ("framesAssembledFromMultiplePackets", n(vi.framesAssembledFromMultiplePackets)),
-                ("framesDecoded", n(vi.framesDecoded)), ("framesDropped", n(vi.framesDropped)),
-                ("framesPerSecond", d(vi.framesPerSecond)), ("framesReceived", n(vi.framesReceived)),
-                ("freezeCount", n(vi.freezeCount)), ("googTimingFrameInfo", s(W3CReport.timingFrameInfo(vi, now: now))),
-                ("headerBytesReceived", n(vi.headerBytesReceived)),
-                ("jitterBufferDelay", d(vi.jitterBufferDelay.rounded(toPlaces: 6))),
-                ("jitterBufferEmittedCount", n(vi.jitterBufferEmittedCount)),
-                ("jitterBufferMinimumDelay", d(vi.jitterBufferMinimumDelay.rounded(toPlaces: 6))),
-                ("jitterBufferTargetDelay", d(vi.jitterBufferTargetDelay.rounded(toPlaces: 6))),
-                ("keyFramesDecoded", n(vi.keyFramesDecoded)),
-            ] as M)
+            v.append(
+                contentsOf: [
+                    ("firCount", n(vi.firCount)), ("frameHeight", n(vi.frameHeight)), ("frameWidth", n(vi.frameWidth)),
+                    ("framesAssembledFromMultiplePackets", n(vi.framesAssembledFromMultiplePackets)),
+                    ("framesDecoded", n(vi.framesDecoded)), ("framesDropped", n(vi.framesDropped)),
+                    ("framesPerSecond", d(vi.framesPerSecond)), ("framesReceived", n(vi.framesReceived)),
+                    ("freezeCount", n(vi.freezeCount)), ("googTimingFrameInfo", s(W3CReport.timingFrameInfo(vi, now: now))),
+                    ("headerBytesReceived", n(vi.headerBytesReceived)),
+                    ("jitterBufferDelay", d(vi.jitterBufferDelay.rounded(toPlaces: 6))),
+                    ("jitterBufferEmittedCount", n(vi.jitterBufferEmittedCount)),
+                    ("jitterBufferMinimumDelay", d(vi.jitterBufferMinimumDelay.rounded(toPlaces: 6))),
+                    ("jitterBufferTargetDelay", d(vi.jitterBufferTargetDelay.rounded(toPlaces: 6))),
+                    ("keyFramesDecoded", n(vi.keyFramesDecoded)),
+                ] as M)
             if let lp = vi.lastPacketReceivedTimestamp { v.append(("lastPacketReceivedTimestamp", d(lp))) }
-            v.append(contentsOf: [
-                ("mid", "1"), ("nackCount", n(vi.nackCount)), ("pauseCount", n(vi.pauseCount)), ("pliCount", n(vi.pliCount)),
-                ("powerEfficientDecoder", false), ("qpSum", n(vi.qpSum)), ("remoteId", s("ROV\(vi.ssrc)")),
-                ("retransmittedBytesReceived", n(vi.retransmittedBytesReceived)),
-                ("retransmittedPacketsReceived", n(vi.retransmittedPacketsReceived)), ("rtxSsrc", n(Int(vi.rtxSsrc))),
-                ("totalAssemblyTime", d(vi.totalAssemblyTime.rounded(toPlaces: 6))),
-                ("totalDecodeTime", d(vi.totalDecodeTime.rounded(toPlaces: 6))),
-                ("totalFreezesDuration", d(vi.totalFreezesDuration.rounded(toPlaces: 3))),
-                ("totalInterFrameDelay", d(vi.totalInterFrameDelay.rounded(toPlaces: 3))),
-                ("totalPausesDuration", d(vi.totalPausesDuration.rounded(toPlaces: 3))),
-                ("totalProcessingDelay", d(vi.totalProcessingDelay.rounded(toPlaces: 6))),
-                ("totalSquaredInterFrameDelay", d(vi.totalSquaredInterFrameDelay.rounded(toPlaces: 6))),
-                ("trackIdentifier", s(c.inboundVideoTrack)),
-            ] as M)
+            v.append(
+                contentsOf: [
+                    ("mid", "1"), ("nackCount", n(vi.nackCount)), ("pauseCount", n(vi.pauseCount)), ("pliCount", n(vi.pliCount)),
+                    ("powerEfficientDecoder", false), ("qpSum", n(vi.qpSum)), ("remoteId", s("ROV\(vi.ssrc)")),
+                    ("retransmittedBytesReceived", n(vi.retransmittedBytesReceived)),
+                    ("retransmittedPacketsReceived", n(vi.retransmittedPacketsReceived)), ("rtxSsrc", n(Int(vi.rtxSsrc))),
+                    ("totalAssemblyTime", d(vi.totalAssemblyTime.rounded(toPlaces: 6))),
+                    ("totalDecodeTime", d(vi.totalDecodeTime.rounded(toPlaces: 6))),
+                    ("totalFreezesDuration", d(vi.totalFreezesDuration.rounded(toPlaces: 3))),
+                    ("totalInterFrameDelay", d(vi.totalInterFrameDelay.rounded(toPlaces: 3))),
+                    ("totalPausesDuration", d(vi.totalPausesDuration.rounded(toPlaces: 3))),
+                    ("totalProcessingDelay", d(vi.totalProcessingDelay.rounded(toPlaces: 6))),
+                    ("totalSquaredInterFrameDelay", d(vi.totalSquaredInterFrameDelay.rounded(toPlaces: 6))),
+                    ("trackIdentifier", s(c.inboundVideoTrack)),
+                ] as M)
             add(inV, "inbound-rtp", v)
             if vi.reportsSent > 0 {
                 var ro: M = [
@@ -303,21 +323,25 @@ struct W3CReport {
                 ("mediaSourceId", s(c.videoSourceID)), ("mid", "1"), ("nackCount", n(vo.nackCount)),
                 ("packetsSentWithEct1", 0), ("pliCount", n(vo.pliCount)), ("powerEfficientEncoder", false),
                 ("qpSum", n(vo.qpSum)),
-                ("qualityLimitationDurations", .object([
-                    "bandwidth": d(vo.limitation[0]), "cpu": d(vo.limitation[1]), "none": d(vo.limitation[2]),
-                    "other": d(vo.limitation[3]),
-                ])),
+                (
+                    "qualityLimitationDurations",
+                    .object([
+                        "bandwidth": d(vo.limitation[0]), "cpu": d(vo.limitation[1]), "none": d(vo.limitation[2]),
+                        "other": d(vo.limitation[3]),
+                    ])
+                ),
                 ("qualityLimitationReason", s(vo.qualityLimitationReason)),
                 ("qualityLimitationResolutionChanges", n(vo.adaptation.changes)),
             ]
             if vo.roundTripTimeMeasurements > 0 { v.append(("remoteId", s("RIV\(vo.ssrc)"))) }
-            v.append(contentsOf: [
-                ("retransmittedBytesSent", n(vo.retransmittedBytesSent)),
-                ("retransmittedPacketsSent", n(vo.retransmittedPacketsSent)), ("rtxSsrc", n(Int(vo.rtxSsrc))),
-                ("scalabilityMode", "L1T1"), ("targetBitrate", d(vo.targetBitrate)),
-                ("totalEncodeTime", d(vo.totalEncodeTime.rounded(toPlaces: 3))), ("totalEncodedBytesTarget", 0),
-                ("totalPacketSendDelay", d(vo.totalPacketSendDelay.rounded(toPlaces: 6))),
-            ] as M)
+            v.append(
+                contentsOf: [
+                    ("retransmittedBytesSent", n(vo.retransmittedBytesSent)),
+                    ("retransmittedPacketsSent", n(vo.retransmittedPacketsSent)), ("rtxSsrc", n(Int(vo.rtxSsrc))),
+                    ("scalabilityMode", "L1T1"), ("targetBitrate", d(vo.targetBitrate)),
+                    ("totalEncodeTime", d(vo.totalEncodeTime.rounded(toPlaces: 3))), ("totalEncodedBytesTarget", 0),
+                    ("totalPacketSendDelay", d(vo.totalPacketSendDelay.rounded(toPlaces: 6))),
+                ] as M)
             add(outV, "outbound-rtp", v)
             if vo.roundTripTimeMeasurements > 0 {
                 var ri: M = [
@@ -337,8 +361,13 @@ struct W3CReport {
     static func codec(_ c: AudioCodec) -> (suffix: String, members: [(key: String, value: JSONValue)]) {
         switch c {
         case .opus:
-            ("111_minptime=10;useinbandfec=1", [("channels", 2), ("clockRate", 48_000), ("mimeType", "audio/opus"),
-                                                ("payloadType", 111), ("sdpFmtpLine", "minptime=10;useinbandfec=1"), ("transportId", "T01")])
+            (
+                "111_minptime=10;useinbandfec=1",
+                [
+                    ("channels", 2), ("clockRate", 48_000), ("mimeType", "audio/opus"),
+                    ("payloadType", 111), ("sdpFmtpLine", "minptime=10;useinbandfec=1"), ("transportId", "T01"),
+                ]
+            )
         case .pcmu:
             ("0", [("channels", 1), ("clockRate", 8_000), ("mimeType", "audio/PCMU"), ("payloadType", 0), ("transportId", "T01")])
         case .pcma:
@@ -352,11 +381,21 @@ struct W3CReport {
         case .vp8:
             ("96", [("clockRate", 90_000), ("mimeType", "video/VP8"), ("payloadType", 96), ("transportId", "T01")])
         case .vp9:
-            ("98_profile-id=0", [("clockRate", 90_000), ("mimeType", "video/VP9"), ("payloadType", 98),
-                                 ("sdpFmtpLine", "profile-id=0"), ("transportId", "T01")])
+            (
+                "98_profile-id=0",
+                [
+                    ("clockRate", 90_000), ("mimeType", "video/VP9"), ("payloadType", 98),
+                    ("sdpFmtpLine", "profile-id=0"), ("transportId", "T01"),
+                ]
+            )
         case .h264:
-            ("102_" + h264, [("clockRate", 90_000), ("mimeType", "video/H264"), ("payloadType", 102),
-                             ("sdpFmtpLine", .string(h264)), ("transportId", "T01")])
+            (
+                "102_" + h264,
+                [
+                    ("clockRate", 90_000), ("mimeType", "video/H264"), ("payloadType", 102),
+                    ("sdpFmtpLine", .string(h264)), ("transportId", "T01"),
+                ]
+            )
         }
     }
 

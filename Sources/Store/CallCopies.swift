@@ -33,17 +33,20 @@ extension CallStore {
         try inTransaction {
             try db.execute("CREATE TEMP TABLE IF NOT EXISTS k(n INTEGER PRIMARY KEY); DELETE FROM k")
             for n in 1...copies { try db.run("INSERT INTO k VALUES (?)", [.integer(Int64(n))]) }
-            try db.execute("""
+            try db.execute(
+                """
                 INSERT INTO calls (\(callColumns.joined(separator: ", ")))
                 SELECT \(callColumns.map(copied).joined(separator: ", ")) FROM calls, k
                 """)
             // The last copy is partial when `calls` is not a multiple of the calls stored.
             let excess = base * (copies + 1) - calls
             if excess > 0 {
-                try db.run("DELETE FROM calls WHERE call_id IN (SELECT call_id FROM calls WHERE call_id LIKE ? LIMIT ?)",
-                           [.text("%#\(copies)"), .integer(Int64(excess))])
+                try db.run(
+                    "DELETE FROM calls WHERE call_id IN (SELECT call_id FROM calls WHERE call_id LIKE ? LIMIT ?)",
+                    [.text("%#\(copies)"), .integer(Int64(excess))])
             }
-            try db.execute("""
+            try db.execute(
+                """
                 INSERT INTO findings (\(findingColumns.joined(separator: ", ")))
                 SELECT \(findingColumns.map(copiedFinding).joined(separator: ", "))
                 FROM findings f JOIN k JOIN calls c ON c.call_id = f.call_id || '#' || k.n
@@ -89,15 +92,18 @@ extension CallStore {
                 let values: [SQLValue] = [.text(id), .integer((Int64(parts[1]) ?? 0) * 1000), .text(String(parts[0]))]
                 try db.run("INSERT INTO streams (\(stream.columns)) SELECT \(stream.values) FROM streams WHERE call_id = ?3", values)
                 // Filed under the copy's key; read by call id through the views.
-                try db.run("INSERT INTO interval_rows (\(interval.columns)) SELECT \(interval.values) FROM interval_rows WHERE call_key = \(originalKey)", values)
+                try db.run(
+                    "INSERT INTO interval_rows (\(interval.columns)) SELECT \(interval.values) FROM interval_rows WHERE call_key = \(originalKey)", values)
                 try db.run("INSERT INTO event_rows (\(event.columns)) SELECT \(event.values) FROM event_rows WHERE call_key = \(originalKey)", values)
             }
         }
     }
 
     /// The tables a run writes rows into, in the order it fills them.
-    static let writtenTables = ["ingested_files", CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name,
-                                FindingsTable.name, MaterialTable.name, "rollups"]
+    static let writtenTables = [
+        "ingested_files", CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name,
+        FindingsTable.name, MaterialTable.name, "rollups",
+    ]
 
     /// Copies every row a run wrote into `source` into this (new) database, in one transaction,
     /// by `INSERT … SELECT` (no binding, no analysis), in the order the run wrote them: what
@@ -110,11 +116,12 @@ extension CallStore {
             // order of their calls' rows, as a run writes them.
             for table in Self.writtenTables {
                 let names = try columns(of: table).map { "t.\($0)" }.joined(separator: ", ")
-                let order = switch table {
-                case StreamsTable.name: "JOIN source.calls c USING (call_id) ORDER BY c.rowid"
-                case "rollups": ""
-                default: "ORDER BY t.rowid"
-                }
+                let order =
+                    switch table {
+                    case StreamsTable.name: "JOIN source.calls c USING (call_id) ORDER BY c.rowid"
+                    case "rollups": ""
+                    default: "ORDER BY t.rowid"
+                    }
                 try db.execute("INSERT INTO main.\(table) (\(try columns(of: table).joined(separator: ", "))) SELECT \(names) FROM source.\(table) t \(order)")
             }
         }

@@ -95,7 +95,8 @@ public final class CallStore {
             // indexes' pages in memory within a transaction: with 64 MiB, 40,000 simulated
             // calls in one day made SQLite read 1.3 GB and write 1.9 GB for a 313 MB
             // database, with 256 MiB 0.4 GB and 1.4 GB (and 0.2 GB more memory).
-            try db.execute("""
+            try db.execute(
+                """
                 PRAGMA page_size = 16384; PRAGMA journal_mode = \(isNew ? "DELETE" : "WAL");
                 PRAGMA synchronous = \(isNew ? "FULL" : "NORMAL");
                 PRAGMA cache_size = -262144;
@@ -148,11 +149,15 @@ public final class CallStore {
     }
 
     public func recordIngested(_ f: FileEntry, at now: Int64) throws {
-        try db.run("""
+        try db.run(
+            """
             INSERT OR REPLACE INTO ingested_files(path, fingerprint, size, mtime, records, skipped, calls, ingested_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [f.path.sqlValue, f.fingerprint.sqlValue, f.size.sqlValue, f.mtime.sqlValue,
-                  f.records.sqlValue, f.skipped.sqlValue, f.calls.sqlValue, now.sqlValue])
+            """,
+            [
+                f.path.sqlValue, f.fingerprint.sqlValue, f.size.sqlValue, f.mtime.sqlValue,
+                f.records.sqlValue, f.skipped.sqlValue, f.calls.sqlValue, now.sqlValue,
+            ])
     }
 
     // MARK: - Calls
@@ -305,10 +310,12 @@ public final class CallStore {
     /// Up to `limit` calls' material in call-id order, those after `callID` (from the first
     /// when nil: any id, even an empty one, is taken).
     public func material(after callID: String?, limit: Int) throws -> [MaterialRecord] {
-        let rows = try callID.map {
-            try db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?",
-                        [.text($0), .integer(Int64(limit))], cached: true)
-        } ?? db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [.integer(Int64(limit))], cached: true)
+        let rows =
+            try callID.map {
+                try db.rows(
+                    "SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?",
+                    [.text($0), .integer(Int64(limit))], cached: true)
+            } ?? db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [.integer(Int64(limit))], cached: true)
         return rows.map { row in
             let bytes: [UInt8] = if case .blob(let b) = row[1] { b } else { [] }
             return MaterialRecord(callID: row[0].string ?? "", material: bytes)

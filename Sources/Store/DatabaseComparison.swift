@@ -42,8 +42,10 @@ public enum DatabaseComparison {
         var out: [TableComparison] = []
         for name in inFirst.union(inSecond).sorted() {
             guard inFirst.contains(name), inSecond.contains(name) else {
-                out.append(TableComparison(name: name, rows: (inFirst.contains(name) ? 0 : nil, inSecond.contains(name) ? 0 : nil),
-                                           onlyInFirst: 0, onlyInSecond: 0))
+                out.append(
+                    TableComparison(
+                        name: name, rows: (inFirst.contains(name) ? 0 : nil, inSecond.contains(name) ? 0 : nil),
+                        onlyInFirst: 0, onlyInSecond: 0))
                 continue
             }
             if name == MaterialTable.name, materialByContent {
@@ -57,13 +59,14 @@ public enum DatabaseComparison {
             let filter = comparedRows[name].map { " WHERE \($0)" } ?? ""
             func count(_ sql: String) throws -> Int64 { try db.scalar(sql)?.int64 ?? 0 }
             func select(_ schema: String) -> String { "SELECT \(columns) FROM \(schema).\(table)\(filter)" }
-            out.append(TableComparison(
-                name: name,
-                rows: (try count("SELECT count(*) FROM (\(select("main")))"), try count("SELECT count(*) FROM (\(select("other")))")),
-                onlyInFirst: try count("SELECT count(*) FROM (\(select("main")) EXCEPT \(select("other")))"),
-                onlyInSecond: try count("SELECT count(*) FROM (\(select("other")) EXCEPT \(select("main")))"),
-                columnsOnlyInFirst: firstColumns.filter { !secondColumns.contains($0) },
-                columnsOnlyInSecond: secondColumns.filter { !firstColumns.contains($0) }))
+            out.append(
+                TableComparison(
+                    name: name,
+                    rows: (try count("SELECT count(*) FROM (\(select("main")))"), try count("SELECT count(*) FROM (\(select("other")))")),
+                    onlyInFirst: try count("SELECT count(*) FROM (\(select("main")) EXCEPT \(select("other")))"),
+                    onlyInSecond: try count("SELECT count(*) FROM (\(select("other")) EXCEPT \(select("main")))"),
+                    columnsOnlyInFirst: firstColumns.filter { !secondColumns.contains($0) },
+                    columnsOnlyInSecond: secondColumns.filter { !firstColumns.contains($0) }))
         }
         return out
     }
@@ -119,8 +122,9 @@ public enum DatabaseComparison {
         switch options.intervals {
         case .everyRow: try rows(of: "intervals")
         case .totalsPerStream:
-            queries.append("SELECT call_id, stream_id, count(*), sum(packets), round(sum(mos_cq), 6), round(sum(jitter_ms), 6) FROM intervals"
-                + (callFilter.map { " WHERE \($0)" } ?? "") + " GROUP BY 1, 2 ORDER BY 1, 2")
+            queries.append(
+                "SELECT call_id, stream_id, count(*), sum(packets), round(sum(mos_cq), 6), round(sum(jitter_ms), 6) FROM intervals"
+                    + (callFilter.map { " WHERE \($0)" } ?? "") + " GROUP BY 1, 2 ORDER BY 1, 2")
         }
         for table in ["events", FindingsTable.name] { try rows(of: table) }
         if options.calls == nil {
@@ -144,10 +148,12 @@ public enum DatabaseComparison {
 
     /// The tables (and the views `intervals`, `events`) of `schema` that are compared.
     private static func tables(_ db: Database, schema: String) throws -> [String] {
-        try db.rows("""
+        try db.rows(
+            """
             SELECT name FROM \(schema).sqlite_master
             WHERE (type = 'table' OR name IN ('intervals', 'events')) AND name NOT LIKE 'sqlite_%'
-            """).compactMap { $0[0].string }.filter { !keyedTables.contains($0) }
+            """
+        ).compactMap { $0[0].string }.filter { !keyedTables.contains($0) }
     }
 
     /// The columns of `table` in `schema` that are compared, in table order.
@@ -170,8 +176,9 @@ public enum DatabaseComparison {
             return out
         }
         let first = try contents("main"), second = try contents("other")
-        return TableComparison(name: MaterialTable.name + " (content)", rows: (Int64(first.count), Int64(second.count)),
-                               onlyInFirst: Int64(first.filter { second[$0.key] != $0.value }.count),
-                               onlyInSecond: Int64(second.filter { first[$0.key] != $0.value }.count))
+        return TableComparison(
+            name: MaterialTable.name + " (content)", rows: (Int64(first.count), Int64(second.count)),
+            onlyInFirst: Int64(first.filter { second[$0.key] != $0.value }.count),
+            onlyInSecond: Int64(second.filter { first[$0.key] != $0.value }.count))
     }
 }

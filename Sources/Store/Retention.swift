@@ -38,7 +38,10 @@ extension CallStore {
     public func forEachStoredMaterial(batch: Int = 500, _ body: (String, [UInt8]) throws -> Void) throws {
         var after: String?
         while true {
-            let rows = try after.map { try db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?", [.text($0), .integer(Int64(batch))]) }
+            let rows =
+                try after.map {
+                    try db.rows("SELECT call_id, material FROM call_material WHERE call_id > ? ORDER BY call_id LIMIT ?", [.text($0), .integer(Int64(batch))])
+                }
                 ?? db.rows("SELECT call_id, material FROM call_material ORDER BY call_id LIMIT ?", [.integer(Int64(batch))])
             for row in rows {
                 guard let id = row[0].string, case .blob(let bytes) = row[1] else { continue }
@@ -52,8 +55,9 @@ extension CallStore {
     /// The ids among `ids` that the database holds (as a call or as stored material).
     public func existingCallIDs(_ ids: [String]) throws -> [String] {
         try ids.filter { id in
-            try db.scalar("SELECT EXISTS (SELECT 1 FROM calls WHERE call_id = ?) OR EXISTS (SELECT 1 FROM call_material WHERE call_id = ?)",
-                          [.text(id), .text(id)])?.int64 == 1
+            try db.scalar(
+                "SELECT EXISTS (SELECT 1 FROM calls WHERE call_id = ?) OR EXISTS (SELECT 1 FROM call_material WHERE call_id = ?)",
+                [.text(id), .text(id)])?.int64 == 1
         }
     }
 

@@ -28,8 +28,9 @@ extension CallStore {
         let (hours, days) = CallStore.buckets(callStarts)
         for (period, starts) in [("hour", hours), ("day", days)] {
             for start in starts {
-                try db.run("INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) VALUES (?, ?)",
-                           [.text(period), .integer(start)])
+                try db.run(
+                    "INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) VALUES (?, ?)",
+                    [.text(period), .integer(start)])
             }
         }
     }
@@ -120,8 +121,10 @@ extension CallStore {
     }
 
     /// Replaces one bucket's rows with those of `calls[range]`.
-    private func replaceBucket(period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
-                               values: DimensionValues) throws {
+    private func replaceBucket(
+        period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
+        values: DimensionValues
+    ) throws {
         try db.run("DELETE FROM rollups WHERE period = ? AND bucket_ts = ?", [.text(period), .integer(start)])
         guard !range.isEmpty else { return }
         let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
@@ -196,7 +199,8 @@ extension CallStore {
     /// rebuilt bucket; finding it by its long SQL text cost more than the insert).
     private func rollupInsert() throws -> Statement {
         if let prepared = rollupInsertStatement { return prepared }
-        let columns = ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "minutes"]
+        let columns =
+            ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "minutes"]
             + Schema.rollupMetricColumns
         let statement = try db.statement(
             "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")

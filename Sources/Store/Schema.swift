@@ -60,66 +60,68 @@ public enum Schema {
         """
     }
 
-    static var tables: String { """
-    CREATE TABLE IF NOT EXISTS meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
+    static var tables: String {
+        """
+        CREATE TABLE IF NOT EXISTS meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
 
-    CREATE TABLE IF NOT EXISTS ingested_files (
-        path         TEXT NOT NULL,
-        fingerprint  TEXT NOT NULL PRIMARY KEY,
-        size         INTEGER NOT NULL,
-        mtime        INTEGER NOT NULL,
-        records      INTEGER NOT NULL,
-        skipped      INTEGER NOT NULL,
-        calls        INTEGER NOT NULL,
-        ingested_at  INTEGER NOT NULL
-    );
+        CREATE TABLE IF NOT EXISTS ingested_files (
+            path         TEXT NOT NULL,
+            fingerprint  TEXT NOT NULL PRIMARY KEY,
+            size         INTEGER NOT NULL,
+            mtime        INTEGER NOT NULL,
+            records      INTEGER NOT NULL,
+            skipped      INTEGER NOT NULL,
+            calls        INTEGER NOT NULL,
+            ingested_at  INTEGER NOT NULL
+        );
 
-    CREATE TABLE IF NOT EXISTS calls (
-        \(CallsTable.columnDefinitions())
-    );
-    CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
-    -- The number the call's intervals and events are filed under (version 2): given in the
-    -- order calls are written, so that their rows and index entries are appended, where call ids
-    -- (random) put them on random pages. Its own column, not the rowid, which VACUUM may change.
-    CREATE UNIQUE INDEX IF NOT EXISTS calls_key ON calls(call_key);
+        CREATE TABLE IF NOT EXISTS calls (
+            \(CallsTable.columnDefinitions())
+        );
+        CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
+        -- The number the call's intervals and events are filed under (version 2): given in the
+        -- order calls are written, so that their rows and index entries are appended, where call ids
+        -- (random) put them on random pages. Its own column, not the rowid, which VACUUM may change.
+        CREATE UNIQUE INDEX IF NOT EXISTS calls_key ON calls(call_key);
 
-    CREATE TABLE IF NOT EXISTS streams (
-        \(StreamsTable.columnDefinitions()),
-        PRIMARY KEY (call_id, stream_id)
-    ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS streams (
+            \(StreamsTable.columnDefinitions()),
+            PRIMARY KEY (call_id, stream_id)
+        ) WITHOUT ROWID;
 
-    \(keyedRowTables())
+        \(keyedRowTables())
 
-    CREATE TABLE IF NOT EXISTS findings (
-        \(FindingsTable.columnDefinitions())
-    );
-    CREATE INDEX IF NOT EXISTS findings_call ON findings(call_id);
-    CREATE INDEX IF NOT EXISTS findings_code ON findings(code, start_ts);
+        CREATE TABLE IF NOT EXISTS findings (
+            \(FindingsTable.columnDefinitions())
+        );
+        CREATE INDEX IF NOT EXISTS findings_call ON findings(call_id);
+        CREATE INDEX IF NOT EXISTS findings_code ON findings(code, start_ts);
 
-    CREATE TABLE IF NOT EXISTS call_material (
-        \(MaterialTable.columnDefinitions())
-    );
+        CREATE TABLE IF NOT EXISTS call_material (
+            \(MaterialTable.columnDefinitions())
+        );
 
-    CREATE TABLE IF NOT EXISTS rollup_pending (
-        period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
-        PRIMARY KEY (period, bucket_ts)
-    ) WITHOUT ROWID;
-    """ }
+        CREATE TABLE IF NOT EXISTS rollup_pending (
+            period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
+            PRIMARY KEY (period, bucket_ts)
+        ) WITHOUT ROWID;
+        """
+    }
 
     static var rollupTable: String {
         let metrics = rollupMetricColumns.map { "\($0) REAL" }.joined(separator: ", ")
         return """
-        CREATE TABLE IF NOT EXISTS rollups (
-            period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
-            calls INTEGER NOT NULL, good INTEGER NOT NULL, fair INTEGER NOT NULL, poor INTEGER NOT NULL,
-            no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
-            \(metrics),
-            PRIMARY KEY (period, bucket_ts, dimension, value)
-        ) WITHOUT ROWID;
-        """
+            CREATE TABLE IF NOT EXISTS rollups (
+                period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
+                calls INTEGER NOT NULL, good INTEGER NOT NULL, fair INTEGER NOT NULL, poor INTEGER NOT NULL,
+                no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
+                \(metrics),
+                PRIMARY KEY (period, bucket_ts, dimension, value)
+            ) WITHOUT ROWID;
+            """
     }
 
     /// The columns of `intervals` and `events` after the call id, as their rows hold them.
@@ -127,53 +129,55 @@ public enum Schema {
     static var eventColumns: String { EventsTable.columnNames.dropFirst().joined(separator: ", ") }
 
     /// The questions people ask first, as views; and the call's intervals and events by call id.
-    static var views: String { """
-    CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
-        SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
+    static var views: String {
+        """
+        CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
+            SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
 
-    CREATE VIEW IF NOT EXISTS events (call_id, \(eventColumns)) AS
-        SELECT c.call_id, \(prefixed("e", eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
+        CREATE VIEW IF NOT EXISTS events (call_id, \(eventColumns)) AS
+            SELECT c.call_id, \(prefixed("e", eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
 
-    CREATE VIEW IF NOT EXISTS worst_calls AS
-        SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
-               grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
-               round(jitter_ms, 1) AS jitter_ms, round(rtt_ms) AS rtt_ms, network, platform, grade_reason
-        FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
-        ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
+        CREATE VIEW IF NOT EXISTS worst_calls AS
+            SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
+                   grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
+                   round(jitter_ms, 1) AS jitter_ms, round(rtt_ms) AS rtt_ms, network, platform, grade_reason
+            FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
+            ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
 
-    CREATE VIEW IF NOT EXISTS worst_calls_last_day AS
-        SELECT * FROM worst_calls
-        WHERE started >= datetime((SELECT max(start_ts) FROM calls) / 1000 - 86400, 'unixepoch');
+        CREATE VIEW IF NOT EXISTS worst_calls_last_day AS
+            SELECT * FROM worst_calls
+            WHERE started >= datetime((SELECT max(start_ts) FROM calls) / 1000 - 86400, 'unixepoch');
 
-    CREATE VIEW IF NOT EXISTS poor_share_by_network AS
-        SELECT network, count(*) AS calls,
-               sum(grade = 'poor') AS poor, sum(grade = 'no_media') AS no_media,
-               round(100.0 * sum(grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
-               round(avg(mos_cq), 2) AS mos_mean
-        FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
+        CREATE VIEW IF NOT EXISTS poor_share_by_network AS
+            SELECT network, count(*) AS calls,
+                   sum(grade = 'poor') AS poor, sum(grade = 'no_media') AS no_media,
+                   round(100.0 * sum(grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
+                   round(avg(mos_cq), 2) AS mos_mean
+            FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
 
-    CREATE VIEW IF NOT EXISTS setup_p95_by_app_version AS
-        WITH ranked AS (
-            SELECT app || ' ' || app_version AS app_version, media_ms,
-                   row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
-                   count(*) OVER (PARTITION BY app, app_version) AS n
-            FROM calls WHERE media_ms IS NOT NULL)
-        SELECT app_version, max(n) AS calls,
-               min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
-               min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
-        FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
+        CREATE VIEW IF NOT EXISTS setup_p95_by_app_version AS
+            WITH ranked AS (
+                SELECT app || ' ' || app_version AS app_version, media_ms,
+                       row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
+                       count(*) OVER (PARTITION BY app, app_version) AS n
+                FROM calls WHERE media_ms IS NOT NULL)
+            SELECT app_version, max(n) AS calls,
+                   min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
+                   min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
+            FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
 
-    CREATE VIEW IF NOT EXISTS findings_summary AS
-        SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
-               round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
-        FROM findings GROUP BY code, severity ORDER BY calls DESC;
+        CREATE VIEW IF NOT EXISTS findings_summary AS
+            SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
+                   round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
+            FROM findings GROUP BY code, severity ORDER BY calls DESC;
 
-    CREATE VIEW IF NOT EXISTS daily_quality AS
-        SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered,
-               round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
-               round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
-        FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
-    """ }
+        CREATE VIEW IF NOT EXISTS daily_quality AS
+            SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered,
+                   round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
+                   round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
+            FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
+        """
+    }
 
     /// `columns` (comma-separated) each qualified with `table`.
     static func prefixed(_ table: String, _ columns: String) -> String {
@@ -189,16 +193,16 @@ public enum Schema {
         let intervalColumns = IntervalsTable.columnDescriptions.filter { $0.addedIn == nil }.dropFirst().map(\.name).joined(separator: ", ")
         let eventColumns = EventsTable.columnDescriptions.filter { $0.addedIn == nil }.dropFirst().map(\.name).joined(separator: ", ")
         return """
-        ALTER TABLE calls ADD COLUMN call_key INTEGER;
-        UPDATE calls SET call_key = rowid;
-        \(keyedRowTables(atVersion: 2))
-        INSERT INTO interval_rows(call_key, \(intervalColumns)) SELECT c.call_key, \(prefixed("i", intervalColumns))
-            FROM intervals i JOIN calls c USING (call_id) ORDER BY i.rowid;
-        INSERT INTO event_rows(call_key, \(eventColumns)) SELECT c.call_key, \(prefixed("e", eventColumns))
-            FROM events e JOIN calls c USING (call_id) ORDER BY e.rowid;
-        DROP TABLE intervals;
-        DROP TABLE events;
-        """
+            ALTER TABLE calls ADD COLUMN call_key INTEGER;
+            UPDATE calls SET call_key = rowid;
+            \(keyedRowTables(atVersion: 2))
+            INSERT INTO interval_rows(call_key, \(intervalColumns)) SELECT c.call_key, \(prefixed("i", intervalColumns))
+                FROM intervals i JOIN calls c USING (call_id) ORDER BY i.rowid;
+            INSERT INTO event_rows(call_key, \(eventColumns)) SELECT c.call_key, \(prefixed("e", eventColumns))
+                FROM events e JOIN calls c USING (call_id) ORDER BY e.rowid;
+            DROP TABLE intervals;
+            DROP TABLE events;
+            """
     }
 
     /// One step of an older database's upgrade: it brings a database of `version - 1` to
@@ -234,9 +238,10 @@ public enum Schema {
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
         let generated = added.map { version, statements in
-            Migration(version: version, name: "v\(version)-added-columns",
-                      summary: "adds " + statements.map(\.column).joined(separator: ", "),
-                      sql: { statements.map(\.sql).joined(separator: "\n") })
+            Migration(
+                version: version, name: "v\(version)-added-columns",
+                summary: "adds " + statements.map(\.column).joined(separator: ", "),
+                sql: { statements.map(\.sql).joined(separator: "\n") })
         }
         return (namedMigrations + generated).sorted { $0.version < $1.version }
     }
@@ -267,13 +272,15 @@ public enum Schema {
                     try db.transaction {
                         try db.execute(step.sql())
                         try recordVersion(step.version, in: db)
-                        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                                   [.text("migration." + step.name), .text(String(Int64(Date().timeIntervalSince1970 * 1000)))])
+                        try db.run(
+                            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                            [.text("migration." + step.name), .text(String(Int64(Date().timeIntervalSince1970 * 1000)))])
                     }
                 } catch let e as Database.Error {
                     // Rolled back: say so, and which file, rather than SQLite's message about the SQL alone.
-                    throw StoreError.upgradeFailed(path: db.path, found: found, supported: version, step: step.name,
-                                                   reached: reached, reason: e.message)
+                    throw StoreError.upgradeFailed(
+                        path: db.path, found: found, supported: version, step: step.name,
+                        reached: reached, reason: e.message)
                 }
                 reached = step.version
             }

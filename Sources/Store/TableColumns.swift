@@ -73,14 +73,17 @@ package protocol ColumnVisitor<Row> {
     associatedtype Row
     /// One column: its name, constraint, the schema version whose migration added it to
     /// existing tables (nil: it is in the table's first `CREATE TABLE`), and its value in a row.
-    mutating func column<Value: ColumnValue>(_ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
-                                             _ value: (Row) -> Value) throws
+    mutating func column<Value: ColumnValue>(
+        _ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
+        _ value: (Row) -> Value) throws
 }
 
 extension ColumnVisitor {
     @inline(__always)
-    package mutating func column<Value: ColumnValue>(_ name: String, _ constraint: ColumnConstraint = .none,
-                                                     _ value: (Row) -> Value) throws {
+    package mutating func column<Value: ColumnValue>(
+        _ name: String, _ constraint: ColumnConstraint = .none,
+        _ value: (Row) -> Value
+    ) throws {
         try column(name, constraint, addedIn: nil, value)
     }
 }
@@ -152,8 +155,10 @@ package struct ColumnDescription: Equatable {
 struct ColumnDescriptions<Row>: ColumnVisitor {
     var columns: [ColumnDescription] = []
 
-    mutating func column<Value: ColumnValue>(_ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
-                                             _ value: (Row) -> Value) throws {
+    mutating func column<Value: ColumnValue>(
+        _ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
+        _ value: (Row) -> Value
+    ) throws {
         columns.append(ColumnDescription(name: name, declaration: Value.sqlType + constraint.rawValue, addedIn: addedIn))
     }
 }
@@ -165,8 +170,10 @@ struct RowBinding<Row>: ColumnVisitor {
     var binder: RowBinder
 
     @inline(__always)
-    mutating func column<Value: ColumnValue>(_ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
-                                             _ value: (Row) -> Value) throws {
+    mutating func column<Value: ColumnValue>(
+        _ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
+        _ value: (Row) -> Value
+    ) throws {
         try value(row.pointee).bind(to: &binder)
     }
 }

@@ -58,12 +58,16 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: "Print at most this many input problems individually (the rest are counted).")
     var showIssues = 20
 
-    @Option(help: ArgumentHelp("Pseudonymise call ids, person fields and IP addresses with this key.",
-                               valueName: "32 hex digits"))
+    @Option(
+        help: ArgumentHelp(
+            "Pseudonymise call ids, person fields and IP addresses with this key.",
+            valueName: "32 hex digits"))
     var pseudonymizeKey: String?
 
-    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
-                               valueName: "prefix"))
+    @Option(
+        help: ArgumentHelp(
+            "Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
+            valueName: "prefix"))
     var keepAddress: [String] = []
 
     /// Small transactions make a killed run stop between many commits (the fault tests use it).
@@ -127,15 +131,19 @@ struct AnalyzeCommand: ParsableCommand {
                 let rps = p.seconds > 0 ? Double(p.records) / p.seconds : 0
                 // Read from disk against the files' sizes: one large file moves too.
                 let read = p.bytesToRead > 0 ? min(100, 100 * Double(p.bytesRead) / Double(p.bytesToRead)) : 100
-                Terminal.status(String(format: "files %d/%d  read %.0f %%  calls %d  records %d (%.0f/s)  %.0f MB/s",
-                                       p.filesDone + p.filesSkipped, p.filesTotal, read, p.callsWritten, p.records, rps, mbps))
+                Terminal.status(
+                    String(
+                        format: "files %d/%d  read %.0f %%  calls %d  records %d (%.0f/s)  %.0f MB/s",
+                        p.filesDone + p.filesSkipped, p.filesTotal, read, p.callsWritten, p.records, rps, mbps))
             }
         }
         let report = try run.run()
         Terminal.clearStatus()
         if json {
-            JSONSummary.print(JSONSummary.analyze(report, database: db,
-                                                  exitStatus: report.skippedAnything ? ExitStatus.skippedInput : ExitStatus.ok))
+            JSONSummary.print(
+                JSONSummary.analyze(
+                    report, database: db,
+                    exitStatus: report.skippedAnything ? ExitStatus.skippedInput : ExitStatus.ok))
         } else {
             var out = OutputBuffer()
             for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
@@ -155,14 +163,27 @@ enum AnalyzeSummary {
         if !r.foldersWithoutLogs.isEmpty { rows.append(("no logs in", r.foldersWithoutLogs.joined(separator: ", "))) }
         rows.append(("records", "\(p.records)"))
         rows.append(("data", String(format: "%.1f MB compressed, %.1f MB NDJSON", Double(p.compressedBytes) / 1e6, Double(p.textBytes) / 1e6)))
-        rows.append(("time", String(format: "%.2f s  (%.0f MB/s, %.0f records/s)", p.seconds,
-                                     p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0,
-                                     p.seconds > 0 ? Double(p.records) / p.seconds : 0)))
+        rows.append(
+            (
+                "time",
+                String(
+                    format: "%.2f s  (%.0f MB/s, %.0f records/s)", p.seconds,
+                    p.seconds > 0 ? Double(p.textBytes) / 1e6 / p.seconds : 0,
+                    p.seconds > 0 ? Double(p.records) / p.seconds : 0)
+            ))
         let g = r.gradesInRun
-        rows.append(("calls analysed", "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"))
+        rows.append(
+            (
+                "calls analysed",
+                "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"
+            ))
         let t = r.totals
-        rows.append(("database", "\(database): \(t.calls) \(t.calls == 1 ? "call" : "calls"), \(t.byGrade["poor"] ?? 0) poor, "
-                     + "\(t.byGrade["no_media"] ?? 0) without media, \(t.files) \(t.files == 1 ? "file" : "files")"))
+        rows.append(
+            (
+                "database",
+                "\(database): \(t.calls) \(t.calls == 1 ? "call" : "calls"), \(t.byGrade["poor"] ?? 0) poor, "
+                    + "\(t.byGrade["no_media"] ?? 0) without media, \(t.files) \(t.files == 1 ? "file" : "files")"
+            ))
         rows.append(("settings", r.settings.summaryText))
         if let from = r.upgradedFrom {
             rows.append(("upgraded", "from schema version \(from) to \(Schema.version) (older callstats can read it, not write it)"))

@@ -103,7 +103,9 @@ struct CaptureCommand: ParsableCommand {
                 if Date().timeIntervalSince(lastFlush) >= 5 {
                     try writer.flush()
                     lastFlush = Date()
-                    Terminal.status("packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)  kernel drops \(session.kernelDrops)")
+                    Terminal.status(
+                        "packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)  kernel drops \(session.kernelDrops)"
+                    )
                 }
                 if let duration, Date().timeIntervalSince(started) >= duration { break }
                 if stop == .stopped || stop == .endOfFile { break }
@@ -113,8 +115,9 @@ struct CaptureCommand: ParsableCommand {
             // A large file takes minutes: the status line moves every batch of frames.
             let size = (try? FileManager.default.attributesOfItem(atPath: file!)[.size] as? Int) ?? 0
             while try source.feed(&session, maxFrames: 262_144) == .frameLimit {
-                Terminal.status("packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)"
-                                + (size > 0 ? "  of a \(size / 1_000_000) MB file" : ""))
+                Terminal.status(
+                    "packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)"
+                        + (size > 0 ? "  of a \(size / 1_000_000) MB file" : ""))
                 if stopRequested != 0 { break }
             }
             Terminal.clearStatus()
@@ -125,14 +128,15 @@ struct CaptureCommand: ParsableCommand {
 
         let c = session.counters
         if json {
-            return JSONSummary.print(JSONObject([
-                ("command", .string("capture")), ("log", .string(path)),
-                ("packets", JSONSummary.number(c.frames)), ("udp_datagrams", JSONSummary.number(c.udpDatagrams)),
-                ("rtp_packets", JSONSummary.number(c.rtpPackets)), ("rtcp_packets", JSONSummary.number(c.rtcpPackets)),
-                ("stun_messages", JSONSummary.number(c.stunMessages)), ("streams", JSONSummary.number(c.streamsOpened)),
-                ("kernel_drops", source.isLive ? JSONSummary.number(Int(session.kernelDrops)) : .null),
-                ("records", JSONSummary.number(c.records)), ("seconds", JSONSummary.seconds(Date().timeIntervalSince(started))),
-            ]))
+            return JSONSummary.print(
+                JSONObject([
+                    ("command", .string("capture")), ("log", .string(path)),
+                    ("packets", JSONSummary.number(c.frames)), ("udp_datagrams", JSONSummary.number(c.udpDatagrams)),
+                    ("rtp_packets", JSONSummary.number(c.rtpPackets)), ("rtcp_packets", JSONSummary.number(c.rtcpPackets)),
+                    ("stun_messages", JSONSummary.number(c.stunMessages)), ("streams", JSONSummary.number(c.streamsOpened)),
+                    ("kernel_drops", source.isLive ? JSONSummary.number(Int(session.kernelDrops)) : .null),
+                    ("records", JSONSummary.number(c.records)), ("seconds", JSONSummary.seconds(Date().timeIntervalSince(started))),
+                ]))
         }
         let rows: [(String, String)] = [
             ("packets", "\(c.frames) (\(c.udpDatagrams) UDP)"),

@@ -42,13 +42,16 @@ struct CatCommand: ParsableCommand {
                 if let call, r.call != call { return }
                 out.line(r.jsonLine)
             }
-            let issue: (LogIssue) -> Void = { problems += 1; Terminal.error($0.description) }
+            let issue: (LogIssue) -> Void = {
+                problems += 1; Terminal.error($0.description)
+            }
             if raw {
-                LogLineReader(path: file).forEachLine({ bytes, n in
-                    do throws(RecordError) { emit(try LogRecord(parsing: bytes)) } catch {
-                        issue(LogIssue(file: file, line: n, category: .invalidRecord, message: error.description))
-                    }
-                }, issue: issue)
+                LogLineReader(path: file).forEachLine(
+                    { bytes, n in
+                        do throws(RecordError) { emit(try LogRecord(parsing: bytes)) } catch {
+                            issue(LogIssue(file: file, line: n, category: .invalidRecord, message: error.description))
+                        }
+                    }, issue: issue)
             } else {
                 LogReader(path: file).forEachRecord({ r, _ in emit(r) }, issue: issue)
             }

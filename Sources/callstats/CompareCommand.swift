@@ -30,7 +30,10 @@ struct CompareDatabasesCommand: ParsableCommand {
     @Argument(help: "The second database.")
     var second: String
 
-    @Flag(help: "Compare stored call material by what it holds (both read, then written in the current layout), not by its bytes: for a change of the material's layout.")
+    @Flag(
+        help:
+            "Compare stored call material by what it holds (both read, then written in the current layout), not by its bytes: for a change of the material's layout."
+    )
     var materialByContent = false
 
     func run() throws {
@@ -46,8 +49,9 @@ struct CompareDatabasesCommand: ParsableCommand {
         print(table.render())
         for t in tables where !t.columnsOnlyInFirst.isEmpty || !t.columnsOnlyInSecond.isEmpty {
             let only = [("1st", t.columnsOnlyInFirst), ("2nd", t.columnsOnlyInSecond)].filter { !$0.1.isEmpty }
-            print("\(t.name): columns only in " + only.map { "the \($0.0): \($0.1.joined(separator: ", "))" }.joined(separator: "; ")
-                  + " (rows compared on the others)")
+            print(
+                "\(t.name): columns only in " + only.map { "the \($0.0): \($0.1.joined(separator: ", "))" }.joined(separator: "; ")
+                    + " (rows compared on the others)")
         }
         print()
         let differing = tables.filter { !$0.same }.map(\.name)

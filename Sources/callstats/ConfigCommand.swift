@@ -6,14 +6,18 @@ import Store
 
 /// `--config FILE` and `--set name=value`, shared by `analyze`, `regrade` and `config`.
 struct SettingsOptions: ParsableArguments {
-    @Option(name: .customLong("config"),
-            help: ArgumentHelp("Analysis settings from this JSON file (`callstats config --json` writes one); settings it leaves out are the defaults.",
-                               valueName: "file"))
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp(
+            "Analysis settings from this JSON file (`callstats config --json` writes one); settings it leaves out are the defaults.",
+            valueName: "file"))
     var configFile: String?
 
-    @Option(name: .customLong("set"),
-            help: ArgumentHelp("Change one setting, e.g. --set jitter_warn_ms=40 (repeatable; `callstats config` lists them).",
-                               valueName: "name=value"))
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "Change one setting, e.g. --set jitter_warn_ms=40 (repeatable; `callstats config` lists them).",
+            valueName: "name=value"))
     var assignments: [String] = []
 
     /// The settings asked for; nil when neither option is given. `--set` changes the file's
@@ -89,8 +93,10 @@ struct ConfigCommand: ParsableCommand {
             var table = Table(header: ["setting", "value", "", "default", "unit", "meaning"], textColumns: [2, 4, 5])
             for s in AnalysisConfig.settings {
                 let value = config.value(of: s), standard = defaults.value(of: s)
-                table.rows.append([s.name, AnalysisConfig.text(value), value == standard ? "" : "*",
-                                   AnalysisConfig.text(standard), s.unit, s.meaning])
+                table.rows.append([
+                    s.name, AnalysisConfig.text(value), value == standard ? "" : "*",
+                    AnalysisConfig.text(standard), s.unit, s.meaning,
+                ])
             }
             out.line(table.render())
             let changed = config.changes(from: defaults).count

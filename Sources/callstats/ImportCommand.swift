@@ -113,11 +113,13 @@ struct ImportCommand: ParsableCommand {
             imported += 1
             if !result.skipped.isEmpty || result.failure != nil { partial += 1 }
             // Each peer connection's snapshots, or their total when there are many.
-            let pcs = result.snapshots.count <= 6
+            let pcs =
+                result.snapshots.count <= 6
                 ? result.snapshots.keys.sorted().map { "\($0): \(result.snapshots[$0]!)" }.joined(separator: ", ")
                 : "\(result.snapshots.values.reduce(0, +)) in all"
-            print("\(input): \(result.format?.rawValue ?? "?"), call \(result.callID), \(result.peerConnections) peer connection(s)"
-                  + (pcs.isEmpty ? ", no snapshots" : " (snapshots \(pcs))") + ", \(result.records) records -> \(path)")
+            print(
+                "\(input): \(result.format?.rawValue ?? "?"), call \(result.callID), \(result.peerConnections) peer connection(s)"
+                    + (pcs.isEmpty ? ", no snapshots" : " (snapshots \(pcs))") + ", \(result.records) records -> \(path)")
         }
         if imported == 0 { throw ExitCode(ExitStatus.failure) }
         if failed > 0 || partial > 0 { throw ExitCode(ExitStatus.skippedInput) }

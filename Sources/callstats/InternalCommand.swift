@@ -131,14 +131,17 @@ struct WriteForeverCommand: ParsableCommand {
         var r: LogRecord
         switch position {
         case 0:
-            r = .callInfo(call: call, ts: ts, direction: "outgoing", sdk: "fault-test", sdkVersion: "1",
-                          app: "fault-test", appVersion: "1", platform: "linux", network: "wifi", media: ["audio"])
+            r = .callInfo(
+                call: call, ts: ts, direction: "outgoing", sdk: "fault-test", sdkVersion: "1",
+                app: "fault-test", appVersion: "1", platform: "linux", network: "wifi", media: ["audio"])
         case recordsPerCall - 1:
             r = .end(call: call, ts: ts, reason: "terminatedLocally")
         default:
             let report: [JSONValue] = [
-                ["id": "IT01", "timestamp": .number(Double(ts)), "type": "inbound-rtp", "kind": "audio", "ssrc": 1,
-                 "packetsReceived": .number(Double(50 * n)), "packetsLost": .number(Double(n / 10)), "jitter": 0.004],
+                [
+                    "id": "IT01", "timestamp": .number(Double(ts)), "type": "inbound-rtp", "kind": "audio", "ssrc": 1,
+                    "packetsReceived": .number(Double(50 * n)), "packetsLost": .number(Double(n / 10)), "jitter": 0.004,
+                ],
                 ["id": "CF01", "timestamp": .number(Double(ts)), "type": "certificate", "fingerprint": "AB:CD"],
             ]
             r = .stats(call: call, ts: ts, format: .w3c, report: report)

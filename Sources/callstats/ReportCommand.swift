@@ -43,11 +43,12 @@ struct ReportCommand: ParsableCommand {
         options.drillDowns = min(drillDowns, worst)
         let r = try ReportWriter.write(database: db, output: out, options: options)
         if json {
-            return JSONSummary.print(JSONObject([
-                ("command", .string("report")), ("database", .string(db)), ("report", .string(out)),
-                ("calls", JSONSummary.number(r.calls)), ("poor", JSONSummary.number(r.poor)),
-                ("bytes", JSONSummary.number(r.bytes)), ("seconds", JSONSummary.seconds(r.seconds)),
-            ]))
+            return JSONSummary.print(
+                JSONObject([
+                    ("command", .string("report")), ("database", .string(db)), ("report", .string(out)),
+                    ("calls", JSONSummary.number(r.calls)), ("poor", JSONSummary.number(r.poor)),
+                    ("bytes", JSONSummary.number(r.bytes)), ("seconds", JSONSummary.seconds(r.seconds)),
+                ]))
         }
         print("report    \(out)")
         print("calls     \(r.calls) (\(r.poor) poor)")

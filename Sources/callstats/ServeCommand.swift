@@ -25,15 +25,19 @@ struct ServeCommand: ParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Address and port to listen on (port 0: any free port, printed at start).",
-                               valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Address and port to listen on (port 0: any free port, printed at start).",
+            valueName: "host:port"))
     var listen = "127.0.0.1:8471"
 
     @Option(help: ArgumentHelp("Folder the logs are written to (created if missing).", valueName: "dir"))
     var out: String
 
-    @Option(help: ArgumentHelp("Bearer tokens, one per line, # for comments (reloaded on SIGHUP). Required to listen beyond loopback.",
-                               valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Bearer tokens, one per line, # for comments (reloaded on SIGHUP). Required to listen beyond loopback.",
+            valueName: "file"))
     var tokens: String?
 
     @Option(help: ArgumentHelp("Origin allowed to post from a browser (repeatable; * for any).", valueName: "origin"))
@@ -48,8 +52,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Longest record line, in bytes (longer lines are rejected by number).", valueName: "bytes"))
     var maxLine = 256 << 10
 
-    @Option(help: ArgumentHelp("Distinct calls one client (token, or address without tokens) may post per minute.",
-                               valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Distinct calls one client (token, or address without tokens) may post per minute.",
+            valueName: "n"))
     var maxCallsPerClient = 1000
 
     @Option(help: ArgumentHelp("Posted bytes that may wait for the writer before requests get 503.", valueName: "bytes"))
@@ -58,12 +64,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a connection may send nothing in the middle of a request.", valueName: "s"))
     var readTimeout = 10
 
-    @Option(help: ArgumentHelp("Pseudonymise call ids, person fields and IP addresses with this key before writing.",
-                               valueName: "32 hex digits"))
+    @Option(
+        help: ArgumentHelp(
+            "Pseudonymise call ids, person fields and IP addresses with this key before writing.",
+            valueName: "32 hex digits"))
     var pseudonymizeKey: String?
 
-    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
-                               valueName: "prefix"))
+    @Option(
+        help: ArgumentHelp(
+            "Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
+            valueName: "prefix"))
     var keepAddress: [String] = []
 
     @Flag(help: "Add the posting client's IP address to its call records (clientAddress).")
@@ -93,10 +103,12 @@ struct ServeCommand: ParsableCommand {
         }
         for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
         if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
-        for (name, value) in [("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
-                              ("--max-calls-per-client", maxCallsPerClient), ("--max-queue", maxQueue),
-                              ("--read-timeout", readTimeout), ("--file-bytes", fileBytes), ("--file-age", fileAge),
-                              ("--threads", threads), ("--writers", writers), ("--compression-level", Int(compressionLevel))] where value <= 0 {
+        for (name, value) in [
+            ("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
+            ("--max-calls-per-client", maxCallsPerClient), ("--max-queue", maxQueue),
+            ("--read-timeout", readTimeout), ("--file-bytes", fileBytes), ("--file-age", fileAge),
+            ("--threads", threads), ("--writers", writers), ("--compression-level", Int(compressionLevel)),
+        ] where value <= 0 {
             throw ValidationError("\(name) must be positive, got \(value)")
         }
     }

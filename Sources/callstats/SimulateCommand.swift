@@ -80,10 +80,11 @@ struct SimulateCommand: ParsableCommand {
             let existing = ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? [])
                 .filter { $0.hasPrefix("calls-") && $0.hasSuffix(".ndjson.zst") }.sorted()
             if let first = existing.first {
-                throw CommandFailure(message: """
-                    \(out) already holds \(existing.count) simulated log file\(existing.count == 1 ? "" : "s") (\(first)\(existing.count > 1 ? ", …" : "")), \
-                    which this simulation would overwrite: use an empty folder, or --force to overwrite them
-                    """)
+                throw CommandFailure(
+                    message: """
+                        \(out) already holds \(existing.count) simulated log file\(existing.count == 1 ? "" : "s") (\(first)\(existing.count > 1 ? ", …" : "")), \
+                        which this simulation would overwrite: use an empty folder, or --force to overwrite them
+                        """)
             }
         }
         let total = calls
@@ -92,7 +93,8 @@ struct SimulateCommand: ParsableCommand {
         }
         Terminal.clearStatus()
         let rate = summary.seconds > 0 ? Double(summary.calls) / summary.seconds : 0
-        print("""
+        print(
+            """
             \(summary.calls) calls (\(summary.splitCalls) continued in a second file), \(summary.records) records, \
             \(summary.files) files in \(out)
             \(mb(summary.bytes)) MB written (\(mb(summary.uncompressedBytes)) MB NDJSON), \

@@ -19,19 +19,28 @@ final class AgreementAndFindingsTests: XCTestCase {
             s.jitter = 0.004 + Double(k) / 1000
             s.rtt = 0.08 + Double(k) / 100
             w3c.append(Harness.stats("w", s, ts: ts))
-            let recv: JSONValue = ["id": "ssrc_1111_recv", "type": "ssrc", "timestamp": .number(s.t), "values": .object([
-                "packetsReceived": .string(String(Int(s.received))), "packetsLost": .string(String(Int(s.lost))),
-                "bytesReceived": .string(String(Int(s.received * 80))), "ssrc": "1111", "googCodecName": "opus",
-                "googJitterReceived": .string(String(Int((s.jitter * 1000).rounded()))),
-            ])]
-            let send: JSONValue = ["id": "ssrc_2222_send", "type": "ssrc", "timestamp": .number(s.t), "values": .object([
-                "packetsSent": .string(String(Int(s.sent))), "bytesSent": .string(String(Int(s.sent * 80))), "ssrc": "2222",
-                "googCodecName": "opus", "googRtt": .string(String(Int((s.rtt * 1000).rounded()))), "packetsLost": "0",
-            ])]
-            let pair: JSONValue = ["id": "Conn-audio-1-0", "type": "googCandidatePair", "timestamp": .number(s.t), "values": [
-                "googActiveConnection": "true", "googRtt": "50", "googLocalCandidateType": "stun",
-                "googRemoteCandidateType": "local", "googTransportType": "udp",
-            ]]
+            let recv: JSONValue = [
+                "id": "ssrc_1111_recv", "type": "ssrc", "timestamp": .number(s.t),
+                "values": .object([
+                    "packetsReceived": .string(String(Int(s.received))), "packetsLost": .string(String(Int(s.lost))),
+                    "bytesReceived": .string(String(Int(s.received * 80))), "ssrc": "1111", "googCodecName": "opus",
+                    "googJitterReceived": .string(String(Int((s.jitter * 1000).rounded()))),
+                ]),
+            ]
+            let send: JSONValue = [
+                "id": "ssrc_2222_send", "type": "ssrc", "timestamp": .number(s.t),
+                "values": .object([
+                    "packetsSent": .string(String(Int(s.sent))), "bytesSent": .string(String(Int(s.sent * 80))), "ssrc": "2222",
+                    "googCodecName": "opus", "googRtt": .string(String(Int((s.rtt * 1000).rounded()))), "packetsLost": "0",
+                ]),
+            ]
+            let pair: JSONValue = [
+                "id": "Conn-audio-1-0", "type": "googCandidatePair", "timestamp": .number(s.t),
+                "values": [
+                    "googActiveConnection": "true", "googRtt": "50", "googLocalCandidateType": "stun",
+                    "googRemoteCandidateType": "local", "googTransportType": "udp",
+                ],
+            ]
             goog.append(.stats(call: "g", ts: ts, format: .goog, report: [recv, send, pair], peerConnection: "pc0"))
         }
         let a = try Harness.analyze(w3c), b = try Harness.analyze(goog)

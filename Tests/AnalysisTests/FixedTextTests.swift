@@ -7,8 +7,10 @@ final class FixedTextTests: XCTestCase {
     /// sit on a rounding tie in decimal but not in binary (0.05, 2.675), exact ties (0.125,
     /// 2.5: to even), negatives that round to zero, huge values, and values that are not numbers.
     func testDecimalIsWhatStringFormatPrints() {
-        var values: [Double] = [0, -0.0, 0.05, 0.15, 0.25, 0.125, 2.5, 3.5, 2.675, 1.005, -0.04, -2.5, 99.95, 4.495,
-                                1e300, -1e300, .greatestFiniteMagnitude, .leastNonzeroMagnitude, .nan, .infinity, -.infinity]
+        var values: [Double] = [
+            0, -0.0, 0.05, 0.15, 0.25, 0.125, 2.5, 3.5, 2.675, 1.005, -0.04, -2.5, 99.95, 4.495,
+            1e300, -1e300, .greatestFiniteMagnitude, .leastNonzeroMagnitude, .nan, .infinity, -.infinity,
+        ]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
             // Hundredths and thousandths land on ties often; the rest anywhere.
@@ -25,12 +27,15 @@ final class FixedTextTests: XCTestCase {
     /// The integer path (up to 3 places, below 2^53) against C's own digits, over any bit
     /// pattern, near the path's edges, and on subnormals; and it takes the values texts hold.
     func testIntegerDigitsAreWhatCPrints() throws {
-        var values: [Double] = [0x1p53 - 1, -(0x1p53 - 1), 0x1p52, 0x1p52 + 0.5, 0x1p52 - 0.5, 0x1p-1074, 0x1p-1022,
-                                0x1p-60, 0x1p-64, 0x1p-65, 0.0005, 0.0015, 0.0025, 1e-3 / 2]
+        var values: [Double] = [
+            0x1p53 - 1, -(0x1p53 - 1), 0x1p52, 0x1p52 + 0.5, 0x1p52 - 0.5, 0x1p-1074, 0x1p-1022,
+            0x1p-60, 0x1p-64, 0x1p-65, 0.0005, 0.0015, 0.0025, 1e-3 / 2,
+        ]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<50_000 {
             let bits = Double(bitPattern: generator.next())
-            let scaled = Double.random(in: 0...1, using: &generator) * Double(sign: .plus, exponent: Int.random(in: -80...53, using: &generator), significand: 1)
+            let scaled =
+                Double.random(in: 0...1, using: &generator) * Double(sign: .plus, exponent: Int.random(in: -80...53, using: &generator), significand: 1)
             values += [bits, scaled, -scaled]
         }
         var exact = 0

@@ -107,10 +107,12 @@ final class IntervalMetricsTests: XCTestCase {
         var m = try Harness.material(Array(records.reversed()), deltas: false)
         m.merge(try Harness.material(records, deltas: false))
         m.normalize()
-        XCTAssertEqual(m.snapshots.map { "\($0.ts - t0) \($0.peerConnection)" },
-                       ["0 pc0", "0 pc1", "10000 pc0", "10000 pc1", "20000 pc0", "20000 pc1"])
-        XCTAssertEqual(m.events.map { "\($0.action) \($0.type)" },
-                       ["callMetric callCreate", "callMetric restSent", "callMetric ringing", "iceState checking"])
+        XCTAssertEqual(
+            m.snapshots.map { "\($0.ts - t0) \($0.peerConnection)" },
+            ["0 pc0", "0 pc1", "10000 pc0", "10000 pc1", "20000 pc0", "20000 pc1"])
+        XCTAssertEqual(
+            m.events.map { "\($0.action) \($0.type)" },
+            ["callMetric callCreate", "callMetric restSent", "callMetric ringing", "iceState checking"])
     }
 
     /// A delta line written twice (a retried write) is a repeated snapshot: the chain goes on

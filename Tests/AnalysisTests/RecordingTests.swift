@@ -83,7 +83,9 @@ final class RecordingFleetTests: XCTestCase {
         XCTAssertEqual(differing, reports(first).count, "every report differs from the other copy's")
 
         // Counters still only grow, and loss (a ratio of two scaled counters) stays the recording's.
-        let received = reports(first.filter { $0["pc"]?.stringValue == "a" }).compactMap { $0.first { $0["type"]?.stringValue == "inbound-rtp" && $0["kind"]?.stringValue == "audio" }?["packetsReceived"]?.doubleValue }
+        let received = reports(first.filter { $0["pc"]?.stringValue == "a" }).compactMap {
+            $0.first { $0["type"]?.stringValue == "inbound-rtp" && $0["kind"]?.stringValue == "audio" }?["packetsReceived"]?.doubleValue
+        }
         XCTAssertGreaterThan(received.count, 50)
         XCTAssertEqual(received, received.sorted())
         let copy = try Harness.analyze(first), recorded = try Harness.analyze(original)

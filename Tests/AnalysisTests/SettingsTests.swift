@@ -45,7 +45,8 @@ final class SettingsTests: XCTestCase {
             }
         }
         XCTAssertEqual(error("{\n  \"loss_warn_pct\": 2,\n  \"jitter_warn_ms\" 40\n}"), "grading.json: line 3, column 20: expected ':'")
-        XCTAssertTrue(error("{\"jiter_warn_ms\": 40}").hasPrefix("grading.json: line 1: unknown setting jiter_warn_ms (`callstats config` lists them: loss_warn_pct,"))
+        XCTAssertTrue(
+            error("{\"jiter_warn_ms\": 40}").hasPrefix("grading.json: line 1: unknown setting jiter_warn_ms (`callstats config` lists them: loss_warn_pct,"))
         XCTAssertEqual(error("{\"jitter_warn_ms\": \"40\"}"), "grading.json: line 1: jitter_warn_ms: expected a number")
         XCTAssertEqual(error("{\"jitter_warn_ms\": 40, \"jitter_warn_ms\": 50}"), "grading.json: line 1: jitter_warn_ms is given twice")
         XCTAssertEqual(error("{\"setup_warn_ms\": 2500.5}"), "grading.json: line 1: setup_warn_ms must be a whole number")
@@ -63,12 +64,15 @@ final class SettingsTests: XCTestCase {
               "rtt_warn_ms": 400
             }
             """
-        XCTAssertEqual(error(file), "grading.json: line 3: unknown setting note (`callstats config` lists them: " +
-                       AnalysisConfig.settings.map(\.name).joined(separator: ", ") + ")")
-        XCTAssertEqual(error(file.replacingOccurrences(of: "\"note\"", with: "\"loss_poor_pct\"")),
-                       "grading.json: line 3: loss_poor_pct: expected a number")
-        XCTAssertEqual(error(file.replacingOccurrences(of: "\"note\": {\"a\": [1, {\"b\": \"}, \\\"x\"}]}", with: "\"loss_poor_pct\": 6")),
-                       "grading.json: line 4: jitter_warn_ms: expected a number", "the note replaced by a valid setting")
+        XCTAssertEqual(
+            error(file),
+            "grading.json: line 3: unknown setting note (`callstats config` lists them: " + AnalysisConfig.settings.map(\.name).joined(separator: ", ") + ")")
+        XCTAssertEqual(
+            error(file.replacingOccurrences(of: "\"note\"", with: "\"loss_poor_pct\"")),
+            "grading.json: line 3: loss_poor_pct: expected a number")
+        XCTAssertEqual(
+            error(file.replacingOccurrences(of: "\"note\": {\"a\": [1, {\"b\": \"}, \\\"x\"}]}", with: "\"loss_poor_pct\": 6")),
+            "grading.json: line 4: jitter_warn_ms: expected a number", "the note replaced by a valid setting")
         XCTAssertEqual(AnalysisConfig.keyLines(in: file), [2, 3, 4, 6])
         XCTAssertEqual(error("[1, 2]"), "grading.json: expected a JSON object of setting names and numbers")
         XCTAssertEqual(error("{\"jitter_warn_ms\": 40}"), "accepted", "names left out keep their defaults")

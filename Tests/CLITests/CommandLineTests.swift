@@ -43,7 +43,9 @@ final class CommandLineTests: XCTestCase {
         let first = try callstats(["analyze", sample, "--db", db, "--quiet"])
         XCTAssertEqual(first.status, 0, first.err)
         XCTAssertTrue(first.out.contains("skipped         nothing") || first.out.contains("nothing"), first.out)
-        let calls = try callstats(["query", "--db", db, "--format", "csv", "SELECT count(*) AS n, sum(grade = 'poor') AS poor, sum(grade = 'good') AS good FROM calls"])
+        let calls = try callstats([
+            "query", "--db", db, "--format", "csv", "SELECT count(*) AS n, sum(grade = 'poor') AS poor, sum(grade = 'good') AS good FROM calls",
+        ])
         XCTAssertEqual(calls.status, 0, calls.err)
         let numbers = calls.out.split(separator: "\n")[1].split(separator: ",").compactMap { Int($0) }
         XCTAssertGreaterThanOrEqual(numbers[0], 200, "the sample has a few hundred calls")
@@ -101,14 +103,16 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try callstats(["analyze", logs.path, "--db", db, "--quiet"]).status, 0)
         let r = try callstats(["query", "--db", db, "SELECT 2.8 AS mos, 'x' AS note UNION ALL SELECT 2.431, 'yy' UNION ALL SELECT 3, 'z'"])
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertEqual(r.out.split(separator: "\n").map(String.init), [
-            "  mos  note",
-            "-----  ----",
-            "2.800  x",
-            "2.431  yy",
-            "3.000  z",
-            "(3 rows)",
-        ])
+        XCTAssertEqual(
+            r.out.split(separator: "\n").map(String.init),
+            [
+                "  mos  note",
+                "-----  ----",
+                "2.800  x",
+                "2.431  yy",
+                "3.000  z",
+                "(3 rows)",
+            ])
     }
 
     func testCatRestoresAndFilters() throws {
@@ -134,11 +138,15 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(c.out.contains("RTP / RTCP / STUN"), c.out)
         let db = dir.appendingPathComponent("wire.sqlite").path
         XCTAssertEqual(try callstats(["analyze", logs.path, "--db", db, "-q"]).status, 0)
-        let call = try callstats(["query", "--db", db, "--format", "csv",
-                                  "SELECT sdk, source, grade, mos_cq > 4.3, loss_pct FROM calls WHERE call_id = '12013223@200.57.7.195'"])
+        let call = try callstats([
+            "query", "--db", db, "--format", "csv",
+            "SELECT sdk, source, grade, mos_cq > 4.3, loss_pct FROM calls WHERE call_id = '12013223@200.57.7.195'",
+        ])
         XCTAssertEqual(call.out.split(separator: "\n").last, "wire,wire,good,1,0", call.out)
-        let streams = try callstats(["query", "--db", db, "--format", "csv",
-                                     "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' ORDER BY packets"])
+        let streams = try callstats([
+            "query", "--db", db, "--format", "csv",
+            "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' ORDER BY packets",
+        ])
         XCTAssertEqual(streams.out.split(separator: "\n").dropFirst(), ["548,0,audio/PCMA", "891,0,audio/PCMA"])
     }
 
@@ -183,7 +191,10 @@ final class CommandLineTests: XCTestCase {
 
         let refused = try callstats(["analyze", sample, "--db", db, "--set", "jitter_warn_ms=50", "--quiet"])
         XCTAssertEqual(refused.status, 1)
-        XCTAssertTrue(refused.err.contains("graded.sqlite holds calls graded with other settings than this run asks for: jitter_warn_ms 50 (database: 40). Regrade them first"), refused.err)
+        XCTAssertTrue(
+            refused.err.contains(
+                "graded.sqlite holds calls graded with other settings than this run asks for: jitter_warn_ms 50 (database: 40). Regrade them first"),
+            refused.err)
 
         let regraded = try callstats(["regrade", "--db", db, "--set", "jitter_warn_ms=50", "--quiet"])
         XCTAssertEqual(regraded.status, 0, regraded.err)

@@ -119,14 +119,16 @@ final class WriterLockTests: XCTestCase {
         let logs = try logs()
         let victim = dir.appendingPathComponent("victim.txt")
         try "precious\n".write(to: victim, atomically: true, encoding: .utf8)
-        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("calls.sqlite.lock").path,
-                                                   withDestinationPath: victim.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appendingPathComponent("calls.sqlite.lock").path,
+            withDestinationPath: victim.path)
         let r = try callstats(["analyze", logs, "--db", "calls.sqlite", "--quiet"])
         XCTAssertEqual(r.status, 1, r.out)
         XCTAssertTrue(r.err.contains("calls.sqlite.lock") && r.err.contains("symbolic link"), r.err)
         XCTAssertEqual(try String(contentsOf: victim, encoding: .utf8), "precious\n")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite").path),
-                       "a run without its lock writes nothing")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("calls.sqlite").path),
+            "a run without its lock writes nothing")
     }
 
     func testALockPathThatCannotBeOpenedStopsTheRun() throws {
@@ -167,15 +169,18 @@ final class ReadOnlyQueryTests: XCTestCase {
         let mode = { try self.callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA table_info(calls)"]) }
         XCTAssertEqual(try mode().status, 0, "describing pragmas are allowed")
         let before = try Data(contentsOf: dir.appendingPathComponent("calls.sqlite"))
-        for sql in ["PRAGMA journal_mode = DELETE", "VACUUM INTO 'copy.sqlite'", "PRAGMA query_only = OFF",
-                    "DELETE FROM calls", "ATTACH 'other.sqlite' AS o", "CREATE TABLE t(x)", "PRAGMA user_version = 7"] {
+        for sql in [
+            "PRAGMA journal_mode = DELETE", "VACUUM INTO 'copy.sqlite'", "PRAGMA query_only = OFF",
+            "DELETE FROM calls", "ATTACH 'other.sqlite' AS o", "CREATE TABLE t(x)", "PRAGMA user_version = 7",
+        ] {
             let r = try callstats(["query", "--db", "calls.sqlite", sql])
             XCTAssertEqual(r.status, 1, "\(sql) was not refused: \(r.out)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("copy.sqlite").path))
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("other.sqlite").path))
-        XCTAssertEqual(try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA journal_mode"]).status, 1,
-                       "even reading the journal mode is a pragma outside the list")
+        XCTAssertEqual(
+            try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "PRAGMA journal_mode"]).status, 1,
+            "even reading the journal mode is a pragma outside the list")
         XCTAssertEqual(try Data(contentsOf: dir.appendingPathComponent("calls.sqlite")), before)
         let wal = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
         XCTAssertEqual(wal.out.split(separator: "\n").last, "3")
@@ -202,8 +207,9 @@ extension ReadOnlyQueryTests {
         let list = try callstats(["query", "--format", "csv"])
         XCTAssertEqual(list.status, 0, list.err)
         let rows = list.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",", maxSplits: 1).map(String.init) }
-        let names = Set(try callstats(["query", "--format", "csv", "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"])
-            .out.split(separator: "\n").dropFirst().map(String.init))
+        let names = Set(
+            try callstats(["query", "--format", "csv", "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"])
+                .out.split(separator: "\n").dropFirst().map(String.init))
         XCTAssertEqual(Set(rows.map { $0[0] }), names, "every table and view is listed, once")
         for row in rows { XCTAssertTrue(row.count == 2 && !row[1].isEmpty, "\(row[0]) has no line saying what it holds") }
         XCTAssertEqual(rows.first?.first, "calls", "the tables people query come first")

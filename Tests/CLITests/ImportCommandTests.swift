@@ -66,8 +66,10 @@ final class ImportCommandTests: XCTestCase {
         let db = dir.appendingPathComponent("calls.sqlite").path
         let analyze = try callstats(["analyze", out, "--db", db, "--quiet"])
         XCTAssertEqual(analyze.status, 0, analyze.err)
-        let q = try callstats(["query", "--db", db, "--format", "csv",
-                               "SELECT call_id, grade, sdk, labels FROM calls ORDER BY call_id"])
+        let q = try callstats([
+            "query", "--db", db, "--format", "csv",
+            "SELECT call_id, grade, sdk, labels FROM calls ORDER BY call_id",
+        ])
         XCTAssertEqual(q.status, 0, q.err)
         let rows = q.out.split(separator: "\n").dropFirst().map(String.init)
         XCTAssertEqual(rows.count, 2, q.out)

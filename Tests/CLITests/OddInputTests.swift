@@ -32,8 +32,9 @@ final class OddInputTests: XCTestCase {
     }
 
     static let records: [LogRecord] = [
-        .callInfo(call: "bom-call", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a", appVersion: "1",
-                  platform: "ios", network: "wifi", media: ["audio"]),
+        .callInfo(
+            call: "bom-call", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a", appVersion: "1",
+            platform: "ios", network: "wifi", media: ["audio"]),
         .event(call: "bom-call", ts: 2_000, action: EventName.callState, type: "mute"),
         .end(call: "bom-call", ts: 3_000, reason: "terminatedLocally"),
     ]
@@ -102,8 +103,9 @@ final class OddInputTests: XCTestCase {
     /// usage error, and leaves no output behind.
     func testACaptureCutInItsHeaderIsAFileErrorNamingIt() throws {
         var w = PcapWriter()
-        w.addUDP(from: "10.0.0.1", 4000, to: "10.0.0.2", 5000, payload: PcapPayloads.rtp(seq: 1, timestamp: 160, ssrc: 7),
-                 timestampNanos: 1_700_000_000_000_000_000)
+        w.addUDP(
+            from: "10.0.0.1", 4000, to: "10.0.0.2", 5000, payload: PcapPayloads.rtp(seq: 1, timestamp: 160, ssrc: 7),
+            timestampNanos: 1_700_000_000_000_000_000)
         let cut = dir.appendingPathComponent("cut.pcap")
         try Data(w.bytes.prefix(10)).write(to: cut)
         let out = dir.appendingPathComponent("out")

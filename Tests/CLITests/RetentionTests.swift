@@ -33,7 +33,9 @@ final class RetentionTests: XCTestCase {
 
     /// Rows of every table that belong to no call: none after a removal.
     private func orphans(_ db: String) throws -> [String] {
-        try csv(db, """
+        try csv(
+            db,
+            """
             SELECT 'stream' FROM streams WHERE call_id NOT IN (SELECT call_id FROM calls)
             UNION ALL SELECT 'finding' FROM findings WHERE call_id NOT IN (SELECT call_id FROM calls)
             UNION ALL SELECT 'material' FROM call_material WHERE call_id NOT IN (SELECT call_id FROM calls)
@@ -100,7 +102,9 @@ final class RetentionTests: XCTestCase {
         ]
         for (n, p) in people.enumerated() {
             let ts = 1_772_400_000_000 + Int64(n) * 3_600_000
-            lines.append(#"{"v":1,"kind":"call","call":"\#(p.id)","ts":\#(ts),"direction":"outgoing","sdk":"kandy-mobile","platform":"ios","network":"wifi","media":["audio"],\#(p.fields)}"#)
+            lines.append(
+                #"{"v":1,"kind":"call","call":"\#(p.id)","ts":\#(ts),"direction":"outgoing","sdk":"kandy-mobile","platform":"ios","network":"wifi","media":["audio"],\#(p.fields)}"#
+            )
             lines.append(#"{"v":1,"kind":"end","call":"\#(p.id)","ts":\#(ts + 60_000),"reason":"hangup"}"#)
         }
         try (lines.joined(separator: "\n") + "\n").write(to: logs.appendingPathComponent("people.ndjson"), atomically: true, encoding: .utf8)

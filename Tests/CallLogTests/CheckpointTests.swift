@@ -22,8 +22,11 @@ final class CheckpointTests: XCTestCase {
         var appended = 0
         for c in 0..<3 {
             let call = "call-\(c)"
-            var records: [LogRecord] = [.callInfo(call: call, ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
-                                                  appVersion: "1", platform: "ios", network: "wifi", media: ["audio"])]
+            var records: [LogRecord] = [
+                .callInfo(
+                    call: call, ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
+                    appVersion: "1", platform: "ios", network: "wifi", media: ["audio"])
+            ]
             for i in 0..<12 {
                 let t = Double(2_000 + i * 1_000)
                 let jitter = 0.002 + Double(i % 4) / 1000
@@ -66,12 +69,15 @@ final class CheckpointTests: XCTestCase {
     func testACheckpointIsAnAgentRecordThatOlderReadersCountAndIgnore() throws {
         var text: [UInt8] = []
         LogCheckpoint(bytes: 1234, xxh64: 0x0123_4567_89AB_CDEF, ts: 1_795_349_990_000).write(to: &text)
-        XCTAssertEqual(String(decoding: text, as: UTF8.self),
-                       #"{"v":1,"kind":"agent","call":"-","ts":1795349990000,"agent":"writer","event":"checkpoint","bytes":1234,"xxh64":"0123456789abcdef"}"# + "\n")
+        XCTAssertEqual(
+            String(decoding: text, as: UTF8.self),
+            #"{"v":1,"kind":"agent","call":"-","ts":1795349990000,"agent":"writer","event":"checkpoint","bytes":1234,"xxh64":"0123456789abcdef"}"# + "\n")
         let record = try text.dropLast().withUnsafeBufferPointer { try LogRecord(parsing: $0) }
         XCTAssertEqual(record.kind, .agent)
         XCTAssertEqual(record.call, "-")
-        text.dropLast().withUnsafeBytes { XCTAssertEqual(LogCheckpoint(line: $0), LogCheckpoint(bytes: 1234, xxh64: 0x0123_4567_89AB_CDEF, ts: 1_795_349_990_000)) }
+        text.dropLast().withUnsafeBytes {
+            XCTAssertEqual(LogCheckpoint(line: $0), LogCheckpoint(bytes: 1234, xxh64: 0x0123_4567_89AB_CDEF, ts: 1_795_349_990_000))
+        }
     }
 
     /// One bit flipped anywhere in the file: every line handed out is one that was written, and

@@ -33,8 +33,9 @@ final class LineChunkerTests: XCTestCase {
     }
 
     private static func collect(_ c: inout LineChunk, into out: inout [String]) {
-        c.forEachLine({ line, n in out.append("\(n) " + String(decoding: line, as: UTF8.self)) },
-                      issue: { out.append("issue \($0.line ?? -1) \($0.category.rawValue): \($0.message)") })
+        c.forEachLine(
+            { line, n in out.append("\(n) " + String(decoding: line, as: UTF8.self)) },
+            issue: { out.append("issue \($0.line ?? -1) \($0.category.rawValue): \($0.message)") })
     }
 
     func testLinesAndIssuesAreFoundWhateverTheChunksAndWrites() {
@@ -99,7 +100,8 @@ final class LineChunkerTests: XCTestCase {
         var text: [UInt8] = []
         var expected: [String] = []
         for k in 0..<12_000 {
-            let line = #"{"n":\#(k),"echo":\#((k &* 7_919) % 6_000),"pad":"\#(String(repeating: "x", count: (k &* 31) % 90))","id":"\#((k % 6_000) &* 2_654_435_761 % 1_000_003)"}"#
+            let line =
+                #"{"n":\#(k),"echo":\#((k &* 7_919) % 6_000),"pad":"\#(String(repeating: "x", count: (k &* 31) % 90))","id":"\#((k % 6_000) &* 2_654_435_761 % 1_000_003)"}"#
             text += Array(line.utf8) + [0x0A]
             expected.append("\(k + 1) " + line)
         }

@@ -24,10 +24,12 @@ final class LockedTests: XCTestCase {
     func testThrowingBodyReleasesTheLock() {
         struct Stop: Error {}
         let box = Locked(0)
-        XCTAssertThrowsError(try box.withLock { value in
-            value = 5
-            throw Stop()
-        }) { XCTAssertTrue($0 is Stop) }
+        XCTAssertThrowsError(
+            try box.withLock { value in
+                value = 5
+                throw Stop()
+            }
+        ) { XCTAssertTrue($0 is Stop) }
         XCTAssertEqual(box.withLock { $0 }, 5)
     }
 }

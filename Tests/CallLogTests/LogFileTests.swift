@@ -12,15 +12,18 @@ final class LogFileTests: XCTestCase {
     /// A small call: info, events, statistics whose counters grow, an end.
     func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] {
         var out: [LogRecord] = [
-            .callInfo(call: call, ts: 1_000, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.2",
-                      app: "demo", appVersion: "1.0", platform: "ios", network: "wifi", media: ["audio"]),
+            .callInfo(
+                call: call, ts: 1_000, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.2",
+                app: "demo", appVersion: "1.0", platform: "ios", network: "wifi", media: ["audio"]),
             .event(call: call, ts: 1_010, action: "callMetric", type: "callCreate"),
         ]
         for i in 0..<snapshots {
             let t = Double(2_000 + i * 1_000)
             let report: [JSONValue] = [
-                ["id": "IT01A1", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": 1,
-                 "packetsReceived": .number(Double(50 * i)), "packetsLost": .number(Double(i / 3)), "jitter": .number(0.002 + Double(i % 4) / 1000)],
+                [
+                    "id": "IT01A1", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": 1,
+                    "packetsReceived": .number(Double(50 * i)), "packetsLost": .number(Double(i / 3)), "jitter": .number(0.002 + Double(i % 4) / 1000),
+                ],
                 ["id": "CF01", "timestamp": .number(t), "type": "certificate", "fingerprint": "AB:CD", "base64Certificate": "MIIB"],
             ]
             out.append(.stats(call: call, ts: Int64(t), format: .w3c, report: report))
@@ -232,8 +235,9 @@ final class LogFileTests: XCTestCase {
             let (decoder, output, damage) = Self.decode(file, inChunksOf: chunk)
             XCTAssertEqual(damage.count, 2, "chunks of \(chunk): \(damage)")
             for (d, f) in zip(damage, [1, 3]) {
-                XCTAssertTrue((starts[f]...(starts[f] + frames[f].count)).contains(d.offset),
-                              "chunks of \(chunk): damage at \(d.offset), frame \(f + 1) is \(starts[f])..<\(starts[f] + frames[f].count)")
+                XCTAssertTrue(
+                    (starts[f]...(starts[f] + frames[f].count)).contains(d.offset),
+                    "chunks of \(chunk): damage at \(d.offset), frame \(f + 1) is \(starts[f])..<\(starts[f] + frames[f].count)")
             }
             XCTAssertEqual(decoder.compressedOffset, file.count, "chunks of \(chunk)")
             if chunk == file.count {
@@ -355,13 +359,16 @@ final class LogFileTests: XCTestCase {
         for n in ["store/a.ndjson.zst", "store/deep/b.ndjson"] {
             XCTAssertTrue(fm.createFile(atPath: dir.appendingPathComponent(n).path, contents: Data()))
         }
-        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("a.ndjson.zst").path,
-                                  withDestinationPath: store.appendingPathComponent("a.ndjson.zst").path)
-        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("deep").path,
-                                  withDestinationPath: store.appendingPathComponent("deep").path)
+        try fm.createSymbolicLink(
+            atPath: linked.appendingPathComponent("a.ndjson.zst").path,
+            withDestinationPath: store.appendingPathComponent("a.ndjson.zst").path)
+        try fm.createSymbolicLink(
+            atPath: linked.appendingPathComponent("deep").path,
+            withDestinationPath: store.appendingPathComponent("deep").path)
         try fm.createSymbolicLink(atPath: linked.appendingPathComponent("up").path, withDestinationPath: "..")
-        try fm.createSymbolicLink(atPath: linked.appendingPathComponent("gone.ndjson").path,
-                                  withDestinationPath: store.appendingPathComponent("gone.ndjson").path)
+        try fm.createSymbolicLink(
+            atPath: linked.appendingPathComponent("gone.ndjson").path,
+            withDestinationPath: store.appendingPathComponent("gone.ndjson").path)
         let found = LogFiles.find([linked.path])
         let relative = found.files.map { String($0.dropFirst(dir.path.count + 1)) }
         // `deep` is searched as linked/deep (first in name order), not again as up/store/deep;

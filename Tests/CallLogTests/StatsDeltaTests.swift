@@ -48,8 +48,13 @@ final class StatsDeltaTests: XCTestCase {
 
 final class ForgetCallTests: XCTestCase {
     func stats(_ call: String, _ pc: String, _ packets: Int) -> LogRecord {
-        let report: [JSONValue] = [.object(JSONObject([("id", .string("IN")), ("type", .string("inbound-rtp")),
-                                                       ("timestamp", .number(Double(packets))), ("packetsReceived", .number(Double(packets)))]))]
+        let report: [JSONValue] = [
+            .object(
+                JSONObject([
+                    ("id", .string("IN")), ("type", .string("inbound-rtp")),
+                    ("timestamp", .number(Double(packets))), ("packetsReceived", .number(Double(packets))),
+                ]))
+        ]
         return LogRecord.stats(call: call, ts: 1_700_000_000_000 + Int64(packets), format: .w3c, report: report, peerConnection: pc)
     }
 
@@ -83,7 +88,9 @@ extension StatsDeltaTests {
     func testADeltaAfterAFullRecordMidChainRestoresExactly() throws {
         func report(_ t: Double, counter: Double, objects: [String]) -> [JSONValue] {
             [.object(["id": .string("IT01"), "timestamp": .number(t), "type": .string("inbound-rtp"), "packetsReceived": .number(counter)])]
-                + objects.map { .object(["id": .string($0), "timestamp": .number(t), "type": .string("codec"), "mimeType": .string("video/VP8 \($0) with a long name")]) }
+                + objects.map {
+                    .object(["id": .string($0), "timestamp": .number(t), "type": .string("codec"), "mimeType": .string("video/VP8 \($0) with a long name")])
+                }
         }
         let renegotiated = (0..<12).map { "C\($0)" }
         let snapshots: [(Double, Double, [String])] = [
@@ -97,8 +104,9 @@ extension StatsDeltaTests {
             let written = try LogRecord(parsing: encoder.encode(original).jsonLine)
             if n == 2 { fullMidChain = written["delta"] == nil }
             let restored = try decoder.decode(written)
-            XCTAssertTrue(JSONValue.array(restored["report"]?.arrayValue ?? []).isEquivalent(to: original["report"]!),
-                          "snapshot \(n) (counter \(counter)) restored as \(restored["report"]?.serialized() ?? "nothing")")
+            XCTAssertTrue(
+                JSONValue.array(restored["report"]?.arrayValue ?? []).isEquivalent(to: original["report"]!),
+                "snapshot \(n) (counter \(counter)) restored as \(restored["report"]?.serialized() ?? "nothing")")
         }
         XCTAssertTrue(fullMidChain, "the renegotiated snapshot is written full (the case under test)")
     }

@@ -26,7 +26,9 @@ final class DecoderTests: XCTestCase {
     }
 
     func testRTPHeaderFields() throws {
-        let bytes = PcapPayloads.rtp(seq: 65535, timestamp: 0xFFFF_FFF0, ssrc: 0xDEAD_BEEF, payloadType: 96, marker: true, payloadSize: 20, padding: 3, csrcs: [1, 2], extensionWords: [7])
+        let bytes = PcapPayloads.rtp(
+            seq: 65535, timestamp: 0xFFFF_FFF0, ssrc: 0xDEAD_BEEF, payloadType: 96, marker: true, payloadSize: 20, padding: 3, csrcs: [1, 2],
+            extensionWords: [7])
         let h = try XCTUnwrap(bytes.withUnsafeBytes { RTPHeader.parse($0, wireLength: bytes.count) })
         XCTAssertEqual(h.sequenceNumber, 65535)
         XCTAssertEqual(h.timestamp, 0xFFFF_FFF0)
@@ -54,7 +56,8 @@ final class DecoderTests: XCTestCase {
         XCTAssertEqual(m.method, "INVITE")
         XCTAssertEqual(m.media.first?.port, 4000)
         XCTAssertEqual(m.media.first?.rtpmap[101]?.isTelephoneEvent, true)
-        let megaco = Array("!/1 [10.0.0.1]:2944\nT=1{C=2{M{L{v=0\nc=IN IP4 10.2.2.2\nm=audio 5004 RTP/AVP 8\n}R{v=0\nc=IN IP4 10.3.3.3\nm=image 6000 udptl t38\n}}}}\n".utf8)
+        let megaco = Array(
+            "!/1 [10.0.0.1]:2944\nT=1{C=2{M{L{v=0\nc=IN IP4 10.2.2.2\nm=audio 5004 RTP/AVP 8\n}R{v=0\nc=IN IP4 10.3.3.3\nm=image 6000 udptl t38\n}}}}\n".utf8)
         let g = try XCTUnwrap(megaco.withUnsafeBytes { SIPMessage.parse($0, anyText: true) })
         XCTAssertEqual(g.media.map(\.port), [5004, 6000])
         XCTAssertEqual(g.media.map { $0.address?.description }, ["10.2.2.2", "10.3.3.3"])
@@ -64,7 +67,8 @@ final class DecoderTests: XCTestCase {
     /// SDP lines made only of separators (found by the capture fuzzer: `a=rtpmap:101 /` trapped)
     /// are skipped; the good lines around them still count.
     func testSDPWithEmptyFieldsIsSkippedNotFatal() throws {
-        let text = "!/1 [10.0.0.1]:2944\nv=0\nc=IN IP4 /\nm=audio / RTP/AVP 0\nm=audio 4000 RTP/AVP 0 101\n"
+        let text =
+            "!/1 [10.0.0.1]:2944\nv=0\nc=IN IP4 /\nm=audio / RTP/AVP 0\nm=audio 4000 RTP/AVP 0 101\n"
             + "a=rtpmap:101 /\na=rtpmap:101 //\na=rtpmap:0 PCMU/8000\n"
         let m = try XCTUnwrap(Array(text.utf8).withUnsafeBytes { SIPMessage.parse($0, anyText: true) })
         XCTAssertEqual(m.media.map(\.port), [4000])
@@ -76,7 +80,9 @@ final class DecoderTests: XCTestCase {
     func testBoundedReassemblyGivesUpOnGaps() {
         var r = IPReassembler(maximumDatagrams: 2, timeoutNanos: 1_000)
         let piece = [UInt8](repeating: 1, count: 16)
-        func key(_ id: UInt32) -> IPReassembler.Key { IPReassembler.Key(source: IPAddress(ipv4: 1), destination: IPAddress(ipv4: 2), identification: id, isIPv6: false) }
+        func key(_ id: UInt32) -> IPReassembler.Key {
+            IPReassembler.Key(source: IPAddress(ipv4: 1), destination: IPAddress(ipv4: 2), identification: id, isIPv6: false)
+        }
         for id in 0..<5 as Range<UInt32> {
             _ = piece.withUnsafeBytes { r.add(key: key(id), offset: 16, more: false, bytes: $0, complete: true, timestampNanos: 0) }
         }

@@ -21,7 +21,8 @@ final class SharedCaptureTests: XCTestCase {
                 }
                 let st = s.statistics
                 let lost = st.wireshark.lost(received: st.packets)
-                let row = "\(name) \(hexSSRC(t.ssrc)) pkts \(st.packets)/\(t.packets) lost \(lost)/\(t.lost) (rfc \(st.lost)) maxJ \(f3(st.maxJitterMs))/\(f3(t.maxJitterMs)) meanJ \(f3(st.meanJitterMs))/\(f3(t.meanJitterMs)) maxD \(f3(st.maxDeltaMs))/\(f3(t.maxDeltaMs))"
+                let row =
+                    "\(name) \(hexSSRC(t.ssrc)) pkts \(st.packets)/\(t.packets) lost \(lost)/\(t.lost) (rfc \(st.lost)) maxJ \(f3(st.maxJitterMs))/\(f3(t.maxJitterMs)) meanJ \(f3(st.meanJitterMs))/\(f3(t.meanJitterMs)) maxD \(f3(st.maxDeltaMs))/\(f3(t.maxDeltaMs))"
                 table.append(row)
                 if st.packets != t.packets || lost != t.lost { failures.append("counts: " + row) }
                 if abs(st.maxJitterMs - t.maxJitterMs) > 0.01 || abs(st.meanJitterMs - t.meanJitterMs) > 0.01 {

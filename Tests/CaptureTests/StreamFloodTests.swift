@@ -28,9 +28,10 @@ final class StreamFloodTests: XCTestCase {
         func addFlood(until t: Int64) {
             while nextFlood < flood, t0 + span * Int64(nextFlood) / Int64(flood) <= t {
                 let ssrc = UInt32(0x5000_0000 + nextFlood)
-                w.addUDP(from: "10.9.0.1", 7000, to: "10.9.0.2", 7002,
-                         payload: PcapPayloads.rtp(seq: UInt16(truncatingIfNeeded: nextFlood), timestamp: 0, ssrc: ssrc, payloadSize: 40),
-                         timestampNanos: t0 + span * Int64(nextFlood) / Int64(flood))
+                w.addUDP(
+                    from: "10.9.0.1", 7000, to: "10.9.0.2", 7002,
+                    payload: PcapPayloads.rtp(seq: UInt16(truncatingIfNeeded: nextFlood), timestamp: 0, ssrc: ssrc, payloadSize: 40),
+                    timestampNanos: t0 + span * Int64(nextFlood) / Int64(flood))
                 nextFlood += 1
             }
         }
@@ -38,9 +39,10 @@ final class StreamFloodTests: XCTestCase {
             for (i, s) in realStreams.enumerated() {
                 let t = t0 + Int64(k) * 20 * ms + Int64(i) * 3 * ms
                 addFlood(until: t)
-                w.addUDP(from: s.from, s.fromPort, to: s.to, s.toPort,
-                         payload: PcapPayloads.rtp(seq: UInt16(k), timestamp: UInt32(k * 160), ssrc: s.ssrc),
-                         timestampNanos: t)
+                w.addUDP(
+                    from: s.from, s.fromPort, to: s.to, s.toPort,
+                    payload: PcapPayloads.rtp(seq: UInt16(k), timestamp: UInt32(k * 160), ssrc: s.ssrc),
+                    timestampNanos: t)
             }
         }
         addFlood(until: .max)
@@ -81,14 +83,16 @@ final class StreamFloodTests: XCTestCase {
         let counters = flooded.session.counters
         XCTAssertEqual(counters.streamsOpened, Self.floodStreams + Self.realStreams.count)
         XCTAssertEqual(counters.streamsEvicted, counters.streamsOpened - cap, "every stream past the cap evicts one")
-        XCTAssertLessThanOrEqual(flooded.session.streamsExaminedForEviction, counters.streamsEvicted,
-                                 "streams looked at to choose those evicted")
+        XCTAssertLessThanOrEqual(
+            flooded.session.streamsExaminedForEviction, counters.streamsEvicted,
+            "streams looked at to choose those evicted")
 
         let expected = realStreamsOutput(quiet)
         XCTAssertEqual(expected.count, Self.realStreams.count + quiet.records.count)
         XCTAssertEqual(realStreamsOutput(flooded), expected)
-        XCTAssertTrue(flooded.session.closedStreams.filter { Set(Self.realStreams.map(\.ssrc)).contains($0.key.ssrc) }
-            .allSatisfy { $0.statistics.packets == Self.realPackets })
+        XCTAssertTrue(
+            flooded.session.closedStreams.filter { Set(Self.realStreams.map(\.ssrc)).contains($0.key.ssrc) }
+                .allSatisfy { $0.statistics.packets == Self.realPackets })
     }
 
     /// Past the cap the stream evicted is the one whose last packet is the oldest, whatever
@@ -96,8 +100,9 @@ final class StreamFloodTests: XCTestCase {
     func testTheStreamEvictedIsTheLeastRecentlyActive() throws {
         var w = PcapWriter()
         func packet(_ port: UInt16, _ seq: UInt16, at ms: Int64) {
-            w.addUDP(from: "10.0.0.1", port, to: "10.0.0.2", 9000, payload: PcapPayloads.rtp(seq: seq, timestamp: UInt32(seq) * 160, ssrc: UInt32(port)),
-                     timestampNanos: Self.t0 + ms * Self.ms)
+            w.addUDP(
+                from: "10.0.0.1", port, to: "10.0.0.2", 9000, payload: PcapPayloads.rtp(seq: seq, timestamp: UInt32(seq) * 160, ssrc: UInt32(port)),
+                timestampNanos: Self.t0 + ms * Self.ms)
         }
         // Streams 1, 2, 3 open; 1 and 3 are heard again; 4 arrives past a cap of 3: 2 goes.
         packet(1, 0, at: 0); packet(2, 0, at: 20); packet(3, 0, at: 40)

@@ -24,19 +24,23 @@ final class SyntheticCaptureTests: XCTestCase {
         for (slot, seq) in order.enumerated() {
             let index = Int64((Int(seq) - 65530 + 65536) % 65536)
             let payload = PcapPayloads.rtp(seq: seq, timestamp: UInt32(1000 + index * 160), ssrc: 0x1111_1111)
-            w.addUDP(from: "10.0.0.1", 40000, to: "10.0.0.2", 50000, payload: payload,
-                     timestampNanos: Self.t0 + Int64(slot) * 20 * Self.ms + Int64(slot) * 1000, vlans: vlans)
+            w.addUDP(
+                from: "10.0.0.1", 40000, to: "10.0.0.2", 50000, payload: payload,
+                timestampNanos: Self.t0 + Int64(slot) * 20 * Self.ms + Int64(slot) * 1000, vlans: vlans)
         }
         for i in 0..<10 {
             let late: Int64 = i == 5 ? 8 * Self.ms : 0
             let payload = PcapPayloads.rtp(seq: UInt16(100 + i), timestamp: UInt32(5000 + i * 160), ssrc: 0x2222_2222)
-            w.addUDP(from: "10.0.0.2", 50000, to: "10.0.0.1", 40000, payload: payload,
-                     timestampNanos: Self.t0 + 5 * Self.ms + Int64(i) * 20 * Self.ms + late, vlans: vlans)
+            w.addUDP(
+                from: "10.0.0.2", 50000, to: "10.0.0.1", 40000, payload: payload,
+                timestampNanos: Self.t0 + 5 * Self.ms + Int64(i) * 20 * Self.ms + late, vlans: vlans)
         }
         return w
     }
 
-    func session(_ w: PcapWriter, configure: (inout CaptureConfiguration) -> Void = { _ in }) throws -> (records: [LogRecord], streams: [StreamKey: RTPStreamSummary], counters: CaptureCounters) {
+    func session(_ w: PcapWriter, configure: (inout CaptureConfiguration) -> Void = { _ in }) throws -> (
+        records: [LogRecord], streams: [StreamKey: RTPStreamSummary], counters: CaptureCounters
+    ) {
         var c = CaptureConfiguration()
         c.keepsClosedStreams = true
         configure(&c)
@@ -48,8 +52,12 @@ final class SyntheticCaptureTests: XCTestCase {
         return (box.records, Dictionary(s.closedStreams.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a }), s.counters)
     }
 
-    static let keyA = StreamKey(flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000), destination: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000)), ssrc: 0x1111_1111)
-    static let keyB = StreamKey(flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000), destination: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000)), ssrc: 0x2222_2222)
+    static let keyA = StreamKey(
+        flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000), destination: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000)),
+        ssrc: 0x1111_1111)
+    static let keyB = StreamKey(
+        flow: FlowKey(source: Endpoint(address: IPAddress("10.0.0.2")!, port: 50000), destination: Endpoint(address: IPAddress("10.0.0.1")!, port: 40000)),
+        ssrc: 0x2222_2222)
 
     /// libpcap's own words reach the user, whole and without the buffer's trailing NULs.
     func testUnreadableCaptureSaysWhy() {
@@ -117,8 +125,9 @@ final class SyntheticCaptureTests: XCTestCase {
 
     func testIPv6AndFragmentedSIPNameTheCall() throws {
         var w = PcapWriter(link: .ethernet)
-        let sdp = PcapPayloads.sip(callID: "abc123@example.com", address: "2001:db8::1", audioPort: 30000,
-                                   formats: [(96, "opus", 48000), (101, "telephone-event", 8000)])
+        let sdp = PcapPayloads.sip(
+            callID: "abc123@example.com", address: "2001:db8::1", audioPort: 30000,
+            formats: [(96, "opus", 48000), (101, "telephone-event", 8000)])
         let padded = sdp + Array(String(repeating: "a=x-filler:0123456789\r\n", count: 60).utf8)
         w.addFragmentedUDP(from: "2001:db8::1", 5060, to: "2001:db8::2", 5060, payload: padded, timestampNanos: Self.t0, fragmentSize: 512, reversed: true)
         for i in 0..<50 {
@@ -148,8 +157,9 @@ final class SyntheticCaptureTests: XCTestCase {
         var seq: UInt16 = 0
         func send(_ count: Int) {
             for _ in 0..<count {
-                w.addUDP(from: "10.0.0.1", 40000, to: "10.0.0.2", 50000,
-                         payload: PcapPayloads.rtp(seq: seq, timestamp: UInt32(seq) * 160, ssrc: 7), timestampNanos: t)
+                w.addUDP(
+                    from: "10.0.0.1", 40000, to: "10.0.0.2", 50000,
+                    payload: PcapPayloads.rtp(seq: seq, timestamp: UInt32(seq) * 160, ssrc: 7), timestampNanos: t)
                 seq &+= 1
                 t += 20 * Self.ms
             }
@@ -175,9 +185,11 @@ final class SyntheticCaptureTests: XCTestCase {
         var sr = PcapPayloads.senderReport(ssrc: 0x1111_1111, ntp: ntp, rtpTimestamp: 1234, packets: 50, octets: 8000)
         sr += PcapPayloads.sdes(ssrc: 0x1111_1111, cname: "alice@example.com")
         w.addUDP(from: "10.0.0.1", 40001, to: "10.0.0.2", 50001, payload: sr, timestampNanos: Self.t0)
-        let block = PcapPayloads.ReportBlock(ssrc: 0x1111_1111, fractionLost: 64, cumulativeLost: -3, highestSeq: 65_600, jitter: 80, lsr: 0xA510_8000, dlsr: 32768)
+        let block = PcapPayloads.ReportBlock(
+            ssrc: 0x1111_1111, fractionLost: 64, cumulativeLost: -3, highestSeq: 65_600, jitter: 80, lsr: 0xA510_8000, dlsr: 32768)
         var rr = PcapPayloads.receiverReport(ssrc: 0x2222_2222, reports: [block])
-        rr += PcapPayloads.xrVoIPMetrics(ssrc: 0x2222_2222, sourceSSRC: 0x1111_1111, lossRate: 13, discardRate: 3, roundTripDelay: 98, rFactor: 85, mosLQ: 41, mosCQ: 40)
+        rr += PcapPayloads.xrVoIPMetrics(
+            ssrc: 0x2222_2222, sourceSSRC: 0x1111_1111, lossRate: 13, discardRate: 3, roundTripDelay: 98, rFactor: 85, mosLQ: 41, mosCQ: 40)
         rr += PcapPayloads.bye(ssrc: 0x2222_2222, reason: "done")
         w.addUDP(from: "10.0.0.2", 50001, to: "10.0.0.1", 40001, payload: rr, timestampNanos: Self.t0 + 600 * Self.ms)
         let r = try session(w)
@@ -211,11 +223,14 @@ final class SyntheticCaptureTests: XCTestCase {
         let a = "192.0.2.10", b = "198.51.100.20"
         func tx(_ n: UInt8) -> [UInt8] { [UInt8](repeating: n, count: 12) }
         w.addUDP(from: a, 5000, to: b, 6000, payload: PcapPayloads.stunBinding(request: true, transaction: tx(1), controlling: true), timestampNanos: Self.t0)
-        w.addUDP(from: a, 5000, to: b, 6000, payload: PcapPayloads.stunBinding(request: true, transaction: tx(2), useCandidate: true, controlling: true), timestampNanos: Self.t0 + 10 * Self.ms)
+        w.addUDP(
+            from: a, 5000, to: b, 6000, payload: PcapPayloads.stunBinding(request: true, transaction: tx(2), useCandidate: true, controlling: true),
+            timestampNanos: Self.t0 + 10 * Self.ms)
         w.addUDP(from: b, 6000, to: a, 5000, payload: PcapPayloads.stunBinding(request: false, transaction: tx(2)), timestampNanos: Self.t0 + 40 * Self.ms)
         for i in 0..<600 {  // 12 s of media from 100 ms
-            w.addUDP(from: a, 5000, to: b, 6000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 960), ssrc: 9, payloadType: 111, payloadSize: 60),
-                     timestampNanos: Self.t0 + 100 * Self.ms + Int64(i) * 20 * Self.ms)
+            w.addUDP(
+                from: a, 5000, to: b, 6000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 960), ssrc: 9, payloadType: 111, payloadSize: 60),
+                timestampNanos: Self.t0 + 100 * Self.ms + Int64(i) * 20 * Self.ms)
         }
         // Consent checks 5 s and 11 s after the first check: the longest gap is 6 s.
         w.addUDP(from: a, 5000, to: b, 6000, payload: PcapPayloads.stunBinding(request: true, transaction: tx(3)), timestampNanos: Self.t0 + 5_010 * Self.ms)

@@ -42,11 +42,12 @@ struct TsharkOracle {
             let lost = Int(t[n - 8])!
             let packets = Int(t[n - 9])!
             let payload = t[7..<(n - 9)].joined(separator: " ")
-            streams.append(TsharkStream(
-                source: Endpoint(address: IPAddress(t[2])!, port: UInt16(t[3])!),
-                destination: Endpoint(address: IPAddress(t[4])!, port: UInt16(t[5])!),
-                ssrc: UInt32(t[6].dropFirst(2), radix: 16)!, payload: payload, packets: packets, lost: lost,
-                maxDeltaMs: numbers[2], meanJitterMs: numbers[4], maxJitterMs: numbers[5], minJitterMs: numbers[3]))
+            streams.append(
+                TsharkStream(
+                    source: Endpoint(address: IPAddress(t[2])!, port: UInt16(t[3])!),
+                    destination: Endpoint(address: IPAddress(t[4])!, port: UInt16(t[5])!),
+                    ssrc: UInt32(t[6].dropFirst(2), radix: 16)!, payload: payload, packets: packets, lost: lost,
+                    maxDeltaMs: numbers[2], meanJitterMs: numbers[4], maxJitterMs: numbers[5], minJitterMs: numbers[3]))
         }
         return TsharkOracle(streams: streams, command: command)
     }

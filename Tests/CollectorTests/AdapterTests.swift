@@ -25,8 +25,10 @@ final class AdapterTests: XCTestCase {
 
     /// Both sides of the recording as Kandy Mobile calls (one per side), sampled every second
     /// as recorded, through `agent`. Returns the reports as the SDK gave them, per call id.
-    static func recordThroughAgent(_ rec: ChromiumRecording, configuration: (inout CallStatsAgent.Configuration) -> Void = { _ in },
-                                   mapForm: Bool = false, dir: String) -> [String: [JSONValue]] {
+    static func recordThroughAgent(
+        _ rec: ChromiumRecording, configuration: (inout CallStatsAgent.Configuration) -> Void = { _ in },
+        mapForm: Bool = false, dir: String
+    ) -> [String: [JSONValue]] {
         let first = rec.snapshots.map(\.time).min()!
         let clock = ManualClock(start: first - 1_000)
         var config = Logs.configuration(dir)
@@ -51,8 +53,10 @@ final class AdapterTests: XCTestCase {
                 return JSONValue.object(o).serialized()
             }
             let script = Script(texts)
-            recorders.append(agent.attach(callID: "chromium-\(side)", info: info,
-                                          call: KandyMobileCall { done in done(script.next()) }))
+            recorders.append(
+                agent.attach(
+                    callID: "chromium-\(side)", info: info,
+                    call: KandyMobileCall { done in done(script.next()) }))
         }
         clock.advance(by: Int64(rec.snapshots.filter { $0.side == "a" }.count) * 1_000)
         for r in recorders { r.end(CallEnd(reason: .terminatedLocally, statusCode: 9901, statusText: "Ended by local user")) }
@@ -107,8 +111,9 @@ final class AdapterTests: XCTestCase {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else { throw XCTSkip("../shared/reference is absent") }
         let lines = text.components(separatedBy: "\n")
         guard let start = lines.firstIndex(where: { $0.hasPrefix("Example (Sample) statistic data for an audio call") }),
-              let video = lines.firstIndex(where: { $0.hasPrefix("Example (Sample) statistic data for a video call") }),
-              let end = lines.firstIndex(where: { $0.hasPrefix("## 3.") }) else { throw XCTSkip("Appendix E not found") }
+            let video = lines.firstIndex(where: { $0.hasPrefix("Example (Sample) statistic data for a video call") }),
+            let end = lines.firstIndex(where: { $0.hasPrefix("## 3.") })
+        else { throw XCTSkip("Appendix E not found") }
         return [parse(lines[start..<video]), parse(lines[video..<end])]
     }
 
@@ -123,8 +128,9 @@ final class AdapterTests: XCTestCase {
             let values = String(m.output[4].substring!).matches(of: pair).map {
                 (name: String($0.output[1].substring!), value: String($0.output[2].substring!))
             }
-            return LegacyStatistic(id: String(m.output[1].substring!), type: String(m.output[2].substring!),
-                                   timestamp: Double(m.output[3].substring!)!, values: values)
+            return LegacyStatistic(
+                id: String(m.output[1].substring!), type: String(m.output[2].substring!),
+                timestamp: Double(m.output[3].substring!)!, values: values)
         }
     }
 
@@ -141,8 +147,9 @@ final class AdapterTests: XCTestCase {
         config.pseudonymizer = Pseudonymizer(method: .keyedHash(SipHashKey(k0: 1, k1: 2)))
         let agent = CallStatsAgent(configuration: config, clock: clock, storage: FileStorage())
         let script = Script(samples)
-        let r = agent.attach(callID: "anon-1", info: CallInfo(direction: .outgoing, sdk: "kandy-anonymous", sdkVersion: "4.0"),
-                             call: KandyAnonymousCall { done in done(script.next()) })
+        let r = agent.attach(
+            callID: "anon-1", info: CallInfo(direction: .outgoing, sdk: "kandy-anonymous", sdkVersion: "4.0"),
+            call: KandyAnonymousCall { done in done(script.next()) })
         clock.advance(by: 10_000)
         r.end(KandyEndStatus.end(statusCode: "9900", reason: "Reason not provided"))
         agent.flush()
@@ -192,8 +199,10 @@ final class AdapterTests: XCTestCase {
 
     func testAdditionalInfoMapsOfEveryActionAndType() throws {
         // The guide's example, verbatim.
-        let example: [String: Any] = ["action": "callMetric", "type": "callRestSent",
-                                      "callId": "7E60066C-C7F3-438A-95B1-DDE8634E1072", "time": "1455701052999"]
+        let example: [String: Any] = [
+            "action": "callMetric", "type": "callRestSent",
+            "callId": "7E60066C-C7F3-438A-95B1-DDE8634E1072", "time": "1455701052999",
+        ]
         let parsed = try XCTUnwrap(AdditionalInfo.event(from: example))
         XCTAssertEqual(parsed.callID, "7E60066C-C7F3-438A-95B1-DDE8634E1072")
         XCTAssertEqual(parsed.event, SDKEvent(action: "callMetric", type: "callRestSent", time: 1_455_701_052_999))
@@ -205,8 +214,10 @@ final class AdapterTests: XCTestCase {
         let r = agent.attach(callID: parsed.callID!, info: Self.info)
         var expected = [(String, String)]()
         var t: Int64 = 1_455_701_052_999
-        for (action, types) in [(EventName.callMetric, EventName.callMetricTypes), (EventName.iceTimeout, EventName.iceTimeoutTypes),
-                                (EventName.iceState, EventName.iceStateTypes), (EventName.ipChange, EventName.ipChangeTypes)] {
+        for (action, types) in [
+            (EventName.callMetric, EventName.callMetricTypes), (EventName.iceTimeout, EventName.iceTimeoutTypes),
+            (EventName.iceState, EventName.iceStateTypes), (EventName.ipChange, EventName.ipChangeTypes),
+        ] {
             for type in types {
                 t += 10
                 let map: [String: Any] = ["action": action, "type": type, "callId": parsed.callID!, "time": t, "extra": 3]
@@ -226,17 +237,21 @@ final class AdapterTests: XCTestCase {
     }
 
     func testAudioCodesTerminationAndSessionFlags() throws {
-        let info = AudioCodesTermination(reason: .rejected, sipStatusCode: 486, sipStatusText: "Busy Here",
-                                         sipReasonHeaderValue: "Q.850;cause=17",
-                                         sipMessage: "SIP/2.0 486 Busy Here\r\nVia: SIP/2.0/UDP 192.0.2.44:5060\r\nFrom: <sip:alice@example.com>")
-        XCTAssertEqual(info.callEnd(duration: 12.5),
-                       CallEnd(reason: .rejected, statusText: "Busy Here", sipStatus: 486, sipReason: "Q.850;cause=17", durationMs: 12_500))
+        let info = AudioCodesTermination(
+            reason: .rejected, sipStatusCode: 486, sipStatusText: "Busy Here",
+            sipReasonHeaderValue: "Q.850;cause=17",
+            sipMessage: "SIP/2.0 486 Busy Here\r\nVia: SIP/2.0/UDP 192.0.2.44:5060\r\nFrom: <sip:alice@example.com>")
+        XCTAssertEqual(
+            info.callEnd(duration: 12.5),
+            CallEnd(reason: .rejected, statusText: "Busy Here", sipStatus: 486, sipReason: "Q.850;cause=17", durationMs: 12_500))
         XCTAssertEqual(AudioCodesTermination(reason: .undefined).callEnd(), CallEnd(reason: .undefined))
 
         var flags = AudioCodesSessionFlags()
         var changes = [CallStateChange]()
-        for next in [AudioCodesSessionFlags(isLocallyHeld: true), AudioCodesSessionFlags(isLocallyHeld: true, isAudioMuted: true),
-                     AudioCodesSessionFlags(isRemotelyHeld: true, isVideoMuted: true), AudioCodesSessionFlags()] {
+        for next in [
+            AudioCodesSessionFlags(isLocallyHeld: true), AudioCodesSessionFlags(isLocallyHeld: true, isAudioMuted: true),
+            AudioCodesSessionFlags(isRemotelyHeld: true, isVideoMuted: true), AudioCodesSessionFlags(),
+        ] {
             changes += next.changes(from: flags)
             flags = next
         }
@@ -290,8 +305,9 @@ final class AdapterTests: XCTestCase {
         let retries = records.filter { $0["type"] == "reconnecting" }
         XCTAssertEqual(retries.compactMap { $0["detail"]?["attempt"]?.int64Value }, [1, 2, 3, 4, 5, 6])
         XCTAssertEqual(retries.compactMap { $0["detail"]?["delayMs"]?.int64Value }, [500, 1000, 2000, 4000, 4000, 4000])
-        XCTAssertEqual(records.filter { $0.kind == .event }.compactMap { $0["type"]?.stringValue }.filter { $0 != "reconnecting" },
-                       ["networkUnavailable", "connectionLost"])
+        XCTAssertEqual(
+            records.filter { $0.kind == .event }.compactMap { $0["type"]?.stringValue }.filter { $0 != "reconnecting" },
+            ["networkUnavailable", "connectionLost"])
         let analysis = try XCTUnwrap(try Logs.analyze(dir)["rem-1"])
         XCTAssertEqual(analysis.events.filter { $0.kind == "quality" }.map(\.type), ["100", "72", "100"])
         agent.shutdown()

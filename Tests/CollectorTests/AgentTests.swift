@@ -7,8 +7,9 @@ import XCTest
 /// or silent SDKs, on a manual clock (and once on the real one).
 final class AgentTests: XCTestCase {
     static func snapshot(_ n: Int) -> StatsSnapshot {
-        .report([["id": "IT01A", "type": "inbound-rtp", "timestamp": .number(Double(n)), "packetsReceived": .number(Double(50 * n))]],
-                format: .w3c)
+        .report(
+            [["id": "IT01A", "type": "inbound-rtp", "timestamp": .number(Double(n)), "packetsReceived": .number(Double(50 * n))]],
+            format: .w3c)
     }
 
     func testSamplesEveryIntervalThenLastSampleEndAndFsync() throws {
@@ -18,8 +19,9 @@ final class AgentTests: XCTestCase {
         let storage = FaultyStorage()
         let agent = CallStatsAgent(configuration: Logs.configuration(dir), clock: clock, storage: storage)
         let n = Counter()
-        let recorder = agent.attach(callID: "c-1", info: CallInfo(direction: .outgoing, sdk: "kandy-mobile", sdkVersion: "5.14.0", media: ["audio", "video"]),
-                                    call: FakeCall { Self.snapshot(n.next()) })
+        let recorder = agent.attach(
+            callID: "c-1", info: CallInfo(direction: .outgoing, sdk: "kandy-mobile", sdkVersion: "5.14.0", media: ["audio", "video"]),
+            call: FakeCall { Self.snapshot(n.next()) })
         clock.advance(by: 35_000)
         XCTAssertEqual(n.value, 3, "one sample per 10 s, the first one interval after attach")
         recorder.event(SDKEvent(action: "callMetric", type: "callAnswerReceived", time: t0 + 1_500))

@@ -280,12 +280,14 @@ enum Logs {
         var failures: [String] = []
         let all = files(dir)
         for f in all {
-            LogLineReader(path: f).forEachLine({ line, n in
-                if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("\(f):\(n): \(message)") }
-            }, issue: { issue in
-                // The newest file may still be open (it ends after its last flush).
-                if !(f == all.last && issue.category == .truncatedFile) { failures.append(issue.description) }
-            })
+            LogLineReader(path: f).forEachLine(
+                { line, n in
+                    if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("\(f):\(n): \(message)") }
+                },
+                issue: { issue in
+                    // The newest file may still be open (it ends after its last flush).
+                    if !(f == all.last && issue.category == .truncatedFile) { failures.append(issue.description) }
+                })
         }
         if let first = failures.first { XCTFail(first) }
         var out: [String: CallAnalysis] = [:]
@@ -298,8 +300,10 @@ enum Logs {
     }
 
     /// Fails unless the logs in `dir` analyse to exactly what those in `reference` do.
-    static func assertSameAnalysis(_ dir: String, as reference: String, calls: Set<String>,
-                                   file: StaticString = #filePath, line: UInt = #line) throws {
+    static func assertSameAnalysis(
+        _ dir: String, as reference: String, calls: Set<String>,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let expected = try analyze(reference), got = try analyze(dir)
         XCTAssertEqual(Set(expected.keys), calls, file: file, line: line)
         for (call, e) in expected {

@@ -14,7 +14,9 @@ final class OverloadTests: XCTestCase {
     static func json(call: Int, tick: Int) -> String {
         var parts = [String]()
         for i in 0..<12 {
-            parts.append(#"{"id":"IT\#(i)A\#(call)","timestamp":\#(1_795_349_930_000 + tick * 1000),"type":"inbound-rtp","kind":"audio","ssrc":\#(3_000_000 + call * 31 + i),"packetsReceived":\#(tick * 50 + i),"packetsLost":\#(tick % 7),"jitter":0.00\#(i % 10),"bytesReceived":\#(tick * 4000 + call),"tick":\#(tick)}"#)
+            parts.append(
+                #"{"id":"IT\#(i)A\#(call)","timestamp":\#(1_795_349_930_000 + tick * 1000),"type":"inbound-rtp","kind":"audio","ssrc":\#(3_000_000 + call * 31 + i),"packetsReceived":\#(tick * 50 + i),"packetsLost":\#(tick % 7),"jitter":0.00\#(i % 10),"bytesReceived":\#(tick * 4000 + call),"tick":\#(tick)}"#
+            )
         }
         return "[" + parts.joined(separator: ",") + "]"
     }
@@ -35,8 +37,10 @@ final class OverloadTests: XCTestCase {
         var recorders = [CallRecorder]()
         for c in 0..<Self.calls {
             let tick = Counter()
-            recorders.append(agent.attach(callID: "call-\(c)", info: CallInfo(direction: .outgoing, sdk: "kandy-mobile", sdkVersion: "5.14.0"),
-                                          call: KandyMobileCall { done in done(Self.json(call: c, tick: tick.next() + 1)) }))
+            recorders.append(
+                agent.attach(
+                    callID: "call-\(c)", info: CallInfo(direction: .outgoing, sdk: "kandy-mobile", sdkVersion: "5.14.0"),
+                    call: KandyMobileCall { done in done(Self.json(call: c, tick: tick.next() + 1)) }))
         }
         // The disk stops taking data; the writer takes the call records and waits in its flush.
         storage.hold()

@@ -102,17 +102,24 @@ final class PseudonymizerTests: XCTestCase {
         for k in ["id", "type", "port", "relatedPort", "candidateType", "networkType", "foundation"] { XCTAssertEqual(v[k], candidate[k], k) }
 
         let sdp = "candidate:842163049 1 udp 1677729535 203.0.113.5 54321 typ srflx raddr 192.168.1.20 rport 40000 generation 0 ufrag EsAw network-cost 999"
-        XCTAssertEqual(p.scrub(sdp), "candidate:842163049 1 udp 1677729535 \(pseudo("203.0.113.5")) 54321 typ srflx raddr \(pseudo("192.168.1.20")) rport 40000 generation 0 ufrag EsAw network-cost 999")
-        XCTAssertEqual(p.scrub("a=candidate:1 1 UDP 2122260223 2001:db8::9 5000 typ host"), "a=candidate:1 1 UDP 2122260223 \(pseudo("2001:db8::9")) 5000 typ host")
+        XCTAssertEqual(
+            p.scrub(sdp),
+            "candidate:842163049 1 udp 1677729535 \(pseudo("203.0.113.5")) 54321 typ srflx raddr \(pseudo("192.168.1.20")) rport 40000 generation 0 ufrag EsAw network-cost 999"
+        )
+        XCTAssertEqual(
+            p.scrub("a=candidate:1 1 UDP 2122260223 2001:db8::9 5000 typ host"), "a=candidate:1 1 UDP 2122260223 \(pseudo("2001:db8::9")) 5000 typ host")
         XCTAssertEqual(p.scrub("10.254.20.195:61074"), "\(pseudo("10.254.20.195")):61074", "legacy googLocalAddress")
         XCTAssertEqual(p.scrub("[2001:db8::9]:5000"), "[\(pseudo("2001:db8::9"))]:5000")
 
-        let untouched = ["0F:8E:C3:61:33:36:2E:79:E8:64:05:3F:C2:6C:5A:51:DF:C3:F0:61:8C:CA:82:51:35:9A:4A:7A:B2:50:E0:17",
-                         "6adfc0a7-8ad6-47a0-b523-f62a59edf961", "abcd1234-5678.local", "turn:turn.example.com:3478", "12:30:45",
-                         "1795349931321.24", "audio/opus"]
+        let untouched = [
+            "0F:8E:C3:61:33:36:2E:79:E8:64:05:3F:C2:6C:5A:51:DF:C3:F0:61:8C:CA:82:51:35:9A:4A:7A:B2:50:E0:17",
+            "6adfc0a7-8ad6-47a0-b523-f62a59edf961", "abcd1234-5678.local", "turn:turn.example.com:3478", "12:30:45",
+            "1795349931321.24", "audio/opus",
+        ]
         for s in untouched { XCTAssertEqual(p.scrub(s), s) }
-        let call = LogRecord.callInfo(call: "c", ts: 1, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.14.0.1", app: "a",
-                                      appVersion: "3.2.1.4", platform: "ios", network: "wifi", media: ["audio"])
+        let call = LogRecord.callInfo(
+            call: "c", ts: 1, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.14.0.1", app: "a",
+            appVersion: "3.2.1.4", platform: "ios", network: "wifi", media: ["audio"])
         XCTAssertEqual(p.scrub(call), call, "four-part versions are not addresses")
     }
 

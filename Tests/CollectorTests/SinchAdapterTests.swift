@@ -41,8 +41,9 @@ final class SinchAdapterTests: XCTestCase {
         steps.append(d)
         let (records, analysis) = try record(steps, hungUpLocally: true, id: "sinch-out", dir: Logs.directory())
 
-        XCTAssertEqual(records.filter { $0.kind == .event }.map { $0["type"]?.stringValue ?? "" },
-                       ["callCreate", "callRinging", "callAnswerReceived"], "each once, in order")
+        XCTAssertEqual(
+            records.filter { $0.kind == .event }.map { $0["type"]?.stringValue ?? "" },
+            ["callCreate", "callRinging", "callAnswerReceived"], "each once, in order")
         XCTAssertEqual(records.filter { $0.kind == .event }.map(\.ts), [t0, t0 + 1_350, t0 + 7_200], "the SDK's times")
         XCTAssertFalse(records.contains { $0.kind == .stats }, "Sinch gives the app no statistics")
         XCTAssertEqual(records.filter { $0.kind == .end }.count, 1)
@@ -78,8 +79,9 @@ final class SinchAdapterTests: XCTestCase {
 
     func testIncomingCallAcceptedAndFailedWithTheSDKsError() throws {
         let t0: Int64 = 1_795_349_930_000
-        let d = SinchCallDetails(direction: .incoming, startedTime: t0, establishedTime: t0 + 3_000, endedTime: t0 + 9_000,
-                                 endCause: .failure, error: .init(code: 2004, message: "Network connection lost"))
+        let d = SinchCallDetails(
+            direction: .incoming, startedTime: t0, establishedTime: t0 + 3_000, endedTime: t0 + 9_000,
+            endCause: .failure, error: .init(code: 2004, message: "Network connection lost"))
         let (records, analysis) = try record([d], hungUpLocally: nil, id: "sinch-fail", dir: Logs.directory())
         XCTAssertEqual(records.filter { $0.kind == .event }.map { $0["type"]?.stringValue ?? "" }, ["incomingCall", "callCreate"])
         XCTAssertEqual(records.filter { $0.kind == .event }.map(\.ts), [t0, t0 + 3_000])

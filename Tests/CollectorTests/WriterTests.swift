@@ -56,8 +56,9 @@ final class WriterTests: XCTestCase {
         }
         let stats = Logs.records(dir).filter { $0.kind == .stats }
         XCTAssertEqual(stats.count, 301)
-        XCTAssertEqual(stats.map { $0["report"]!.arrayValue![0]["timestamp"]!.doubleValue! }, (0...300).map(Double.init),
-                       "every snapshot once, in order")
+        XCTAssertEqual(
+            stats.map { $0["report"]!.arrayValue![0]["timestamp"]!.doubleValue! }, (0...300).map(Double.init),
+            "every snapshot once, in order")
         XCTAssertEqual(agent.counters.droppedTotal, 0)
     }
 

@@ -49,8 +49,9 @@ final class BadInputTests: XCTestCase {
             let db = dir.appendingPathComponent("good.sqlite").path
             try analyzeInProcess([logs.path], db: db)
             let ids = Set(try CallStore(path: db, forWriting: false).db.rows("SELECT call_id FROM calls").compactMap { $0[0].string })
-            good = Good(dir: dir, compressed: URL(fileURLWithPath: file), lines: lines, fullRecords: records, callIDs: ids,
-                        dump: try dumpDatabase(db), dumpOfGoodCalls: try dumpDatabase(db, calls: ids))
+            good = Good(
+                dir: dir, compressed: URL(fileURLWithPath: file), lines: lines, fullRecords: records, callIDs: ids,
+                dump: try dumpDatabase(db), dumpOfGoodCalls: try dumpDatabase(db, calls: ids))
         } catch {
             fatalError("good corpus: \(error)")
         }
@@ -132,40 +133,65 @@ final class BadInputTests: XCTestCase {
             ("report not an array", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":{"a":1}}"#),
             ("report objects not objects", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":[1,"x",null]}"#),
             ("newer major version", #"{"v":2,"kind":"event","call":"\#(c)","ts":\#(ts),"action":"a","type":"b"}"#),
-            ("deeply nested event", #"{"v":1,"kind":"event","call":"\#(c)","ts":\#(ts),"detail":"# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "}"),
-            ("deeply nested stats", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":[{"id":"X","type":"inbound-rtp","x":"# + String(repeating: "{\"a\":", count: 50_000) + "1" + String(repeating: "}", count: 50_000) + "}]}"),
+            (
+                "deeply nested event",
+                #"{"v":1,"kind":"event","call":"\#(c)","ts":\#(ts),"detail":"# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+                    + "}"
+            ),
+            (
+                "deeply nested stats",
+                #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":[{"id":"X","type":"inbound-rtp","x":"#
+                    + String(repeating: "{\"a\":", count: 50_000) + "1" + String(repeating: "}", count: 50_000) + "}]}"
+            ),
             ("unterminated string", #"{"v":1,"kind":"event","call":"\#(c)","ts":\#(ts),"action":"a"#),
-            ("truncated stats", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":[{"id":"IT9","type":"inbound-rtp","packetsRec"#),
+            (
+                "truncated stats",
+                #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","report":[{"id":"IT9","type":"inbound-rtp","packetsRec"#
+            ),
         ]
         let deltaCases: [(String, String)] = [
             // A base that is not a number is no base: the delta cannot apply.
-            ("base NaN as string (delta)", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","seq":1,"base":"NaN","delta":{"t":1}}"#),
-            ("delta of a chain never started", #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","seq":8,"base":7,"delta":{"t":1}}"#),
+            (
+                "base NaN as string (delta)",
+                #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","seq":1,"base":"NaN","delta":{"t":1}}"#
+            ),
+            (
+                "delta of a chain never started",
+                #"{"v":1,"kind":"stats","call":"\#(c)","ts":\#(ts),"format":"w3c","pc":"bad","seq":8,"base":7,"delta":{"t":1}}"#
+            ),
         ]
         return cases.map { name, line in
             Row(name: name, files: [("case.ndjson", withLines([line]))], issues: [("case.ndjson", 5, .invalidRecord)], expect: .same)
-        } + deltaCases.map { name, line in
-            Row(name: name, files: [("case.ndjson", withLines([line]))], issues: [("case.ndjson", 5, .missingDeltaBase)], expect: .same)
         }
+            + deltaCases.map { name, line in
+                Row(name: name, files: [("case.ndjson", withLines([line]))], issues: [("case.ndjson", 5, .missingDeltaBase)], expect: .same)
+            }
     }
 
     /// A complete call of three 10-second snapshots whose inbound audio carries `fields`.
-    static func call(_ id: String, start: Int64 = 1_795_300_000_000, inbound fields: JSONObject, tsJumps: [Int64] = [0, 0, 0],
-                     end: JSONObject = [:], quality: Double? = nil) -> [LogRecord] {
+    static func call(
+        _ id: String, start: Int64 = 1_795_300_000_000, inbound fields: JSONObject, tsJumps: [Int64] = [0, 0, 0],
+        end: JSONObject = [:], quality: Double? = nil
+    ) -> [LogRecord] {
         var records: [LogRecord] = [
-            .callInfo(call: id, ts: start, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "test", appVersion: "1",
-                      platform: "linux", network: "wifi", media: ["audio", "video"]),
+            .callInfo(
+                call: id, ts: start, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "test", appVersion: "1",
+                platform: "linux", network: "wifi", media: ["audio", "video"])
         ]
         for i in 0..<3 {
             let t = start + 1_000 + Int64(i) * 10_000 + tsJumps[i]
-            var inbound: JSONObject = ["id": "IT1", "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "audio",
-                                       "ssrc": 7, "codecId": "C1", "packetsReceived": .number(Double(500 * (i + 1))),
-                                       "packetsLost": .number(Double(i)), "jitter": 0.01,
-                                       "concealedSamples": 0, "totalSamplesReceived": .number(Double(480_000 * (i + 1)))]
+            var inbound: JSONObject = [
+                "id": "IT1", "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "audio",
+                "ssrc": 7, "codecId": "C1", "packetsReceived": .number(Double(500 * (i + 1))),
+                "packetsLost": .number(Double(i)), "jitter": 0.01,
+                "concealedSamples": 0, "totalSamplesReceived": .number(Double(480_000 * (i + 1))),
+            ]
             for (k, v) in fields.entries { inbound[k] = i == 0 ? inbound[k] ?? v : v }
-            let video: JSONObject = ["id": "IT2", "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "video", "ssrc": 8,
-                                     "framesDecoded": .number(Double(300 * (i + 1))), "frameWidth": 1280, "frameHeight": 720,
-                                     "freezeCount": 0, "totalFreezesDuration": 0]
+            let video: JSONObject = [
+                "id": "IT2", "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "video", "ssrc": 8,
+                "framesDecoded": .number(Double(300 * (i + 1))), "frameWidth": 1280, "frameHeight": 720,
+                "freezeCount": 0, "totalFreezesDuration": 0,
+            ]
             let codec: JSONObject = ["id": "C1", "timestamp": .number(Double(t)), "type": "codec", "mimeType": "audio/opus", "clockRate": 48000]
             records.append(.stats(call: id, ts: t, format: .w3c, report: [.object(inbound), .object(video), .object(codec)]))
         }
@@ -181,11 +207,22 @@ final class BadInputTests: XCTestCase {
         let cases: [(String, [LogRecord])] = [
             ("negative counters", call("absurd-negative", inbound: ["packetsReceived": -100, "packetsLost": -5, "totalSamplesReceived": -1, "jitter": -0.5])),
             ("NaN as strings", call("absurd-nan", inbound: ["packetsLost": "NaN", "jitter": "NaN", "packetsReceived": "Infinity", "ssrc": "NaN"])),
-            ("1e308 everywhere", call("absurd-huge", inbound: ["packetsReceived": 1e308, "packetsLost": 1e308, "bytesReceived": 1e308, "jitter": 1e308,
-                                                               "ssrc": 1e308, "concealedSamples": 1e308, "jitterBufferDelay": 1e308],
-                                      end: ["statusCode": 1e308, "sipStatus": -1e308, "durationMs": 1e308], quality: 1e308)),
-            ("-1e308 everywhere", call("absurd-tiny", inbound: ["packetsReceived": -1e308, "packetsLost": -1e308, "jitter": -1e308, "ssrc": -1e308],
-                                       end: ["statusCode": -1e308, "sipStatus": 1e308], quality: -1e308)),
+            (
+                "1e308 everywhere",
+                call(
+                    "absurd-huge",
+                    inbound: [
+                        "packetsReceived": 1e308, "packetsLost": 1e308, "bytesReceived": 1e308, "jitter": 1e308,
+                        "ssrc": 1e308, "concealedSamples": 1e308, "jitterBufferDelay": 1e308,
+                    ],
+                    end: ["statusCode": 1e308, "sipStatus": -1e308, "durationMs": 1e308], quality: 1e308)
+            ),
+            (
+                "-1e308 everywhere",
+                call(
+                    "absurd-tiny", inbound: ["packetsReceived": -1e308, "packetsLost": -1e308, "jitter": -1e308, "ssrc": -1e308],
+                    end: ["statusCode": -1e308, "sipStatus": 1e308], quality: -1e308)
+            ),
             ("jitter of an hour", call("absurd-jitter", inbound: ["jitter": 3600])),
             ("clock rate and frame size 1e308", call("absurd-codec", inbound: ["clockRate": 1e308, "frameWidth": 1e308, "framesDecoded": 1e308])),
             ("clock jumps back an hour", call("clock-back", inbound: [:], tsJumps: [0, -3_600_000, 0])),
@@ -194,7 +231,8 @@ final class BadInputTests: XCTestCase {
             ("clock before 1970", call("clock-negative", start: -999_999_999_000_000, inbound: [:], tsJumps: [0, 0, 0])),
         ]
         return cases.map { name, records in
-            Row(name: name, files: [("case.ndjson", Array((good.lines.joined(separator: "\n") + "\n").utf8) + text(records))],
+            Row(
+                name: name, files: [("case.ndjson", Array((good.lines.joined(separator: "\n") + "\n").utf8) + text(records))],
                 issues: [], expect: .sameGoodCalls(extra: [records[0].call]))
         }
     }
@@ -215,11 +253,16 @@ final class BadInputTests: XCTestCase {
             splitShuffled.append(("mixed-\(i).ndjson", text(shuffled.enumerated().filter { $0.offset % 7 == i }.map(\.element))))
         }
         return [
-            Row(name: "every line twice (deltas too)", files: [("twice.ndjson", Array(good.lines.flatMap { [$0, $0] }.joined(separator: "\n").utf8) + [0x0A])],
+            Row(
+                name: "every line twice (deltas too)", files: [("twice.ndjson", Array(good.lines.flatMap { [$0, $0] }.joined(separator: "\n").utf8) + [0x0A])],
                 issues: [], expect: .same),
             Row(name: "every record twice, full snapshots", files: [("twice.ndjson", text(full.flatMap { [$0, $0] }))], issues: [], expect: .same),
-            Row(name: "duplicated files (renamed copy and a plain copy)",
-                files: [("a.ndjson.zst", compressed), ("b-copy.ndjson.zst", compressed), ("c-plain.ndjson", Array((good.lines.joined(separator: "\n") + "\n").utf8))],
+            Row(
+                name: "duplicated files (renamed copy and a plain copy)",
+                files: [
+                    ("a.ndjson.zst", compressed), ("b-copy.ndjson.zst", compressed),
+                    ("c-plain.ndjson", Array((good.lines.joined(separator: "\n") + "\n").utf8)),
+                ],
                 issues: [], expect: .same),
             Row(name: "records out of order", files: [("shuffled.ndjson", text(shuffled))], issues: [], expect: .same),
             Row(name: "calls split over ten files", files: split, issues: [], expect: .same),
@@ -239,17 +282,22 @@ final class BadInputTests: XCTestCase {
         let half = segmented.count / 2
         let boundary = ZstdFrames.boundaries(segmented).first { $0 >= half } ?? half
         return [
-            Row(name: "truncated zstd file", files: [("cut.ndjson.zst", Array(compressed.prefix(compressed.count * 3 / 5)))],
+            Row(
+                name: "truncated zstd file", files: [("cut.ndjson.zst", Array(compressed.prefix(compressed.count * 3 / 5)))],
                 issues: [("cut.ndjson.zst", nil, .truncatedFile)], expect: .recovered, alsoAllowed: [.partialLine]),
-            Row(name: "bit flips inside frames", files: [("flipped.ndjson.zst", flipped)],
+            Row(
+                name: "bit flips inside frames", files: [("flipped.ndjson.zst", flipped)],
                 // Altered lines never reach the analysis: zstd or a checkpoint stops them first.
                 issues: [("flipped.ndjson.zst", nil, .damagedFrame)], expect: .recovered, alsoAllowed: [.failedCheckpoint, .missingDeltaBase]),
-            Row(name: "a frame of garbage between frames",
+            Row(
+                name: "a frame of garbage between frames",
                 files: [("garbage.ndjson.zst", Array(segmented[..<boundary]) + [0x28, 0xB5, 0x2F, 0xFD] + garbage + Array(segmented[boundary...]))],
                 issues: [("garbage.ndjson.zst", nil, .damagedFrame)], expect: .recovered, alsoAllowed: [.invalidRecord]),
-            Row(name: "a file of garbage beside the good one", files: [("good.ndjson.zst", compressed), ("junk.ndjson.zst", garbage)],
+            Row(
+                name: "a file of garbage beside the good one", files: [("good.ndjson.zst", compressed), ("junk.ndjson.zst", garbage)],
                 issues: [("junk.ndjson.zst", nil, .damagedFrame)], expect: .same),
-            Row(name: "plain file cut mid-line", files: [("cut.ndjson", Array((good.lines.joined(separator: "\n")).utf8.dropLast(40)))],
+            Row(
+                name: "plain file cut mid-line", files: [("cut.ndjson", Array((good.lines.joined(separator: "\n")).utf8.dropLast(40)))],
                 issues: [("cut.ndjson", good.lines.count, .partialLine)], expect: .recovered),
         ]
     }
@@ -284,7 +332,8 @@ final class BadInputTests: XCTestCase {
         for want in row.issues {
             let path = caseDir.appendingPathComponent(want.file).path
             let found = issues.first { $0.file == path && $0.category == want.category && (want.line == nil || $0.line == want.line) }
-            XCTAssertNotNil(found, "\(row.name): expected \(want.file):\(want.line.map(String.init) ?? "?"): \(want.category.rawValue); got \(issues.map(\.description))")
+            XCTAssertNotNil(
+                found, "\(row.name): expected \(want.file):\(want.line.map(String.init) ?? "?"): \(want.category.rawValue); got \(issues.map(\.description))")
             if let found, let line = found.line {
                 XCTAssertTrue(found.description.hasPrefix("\(path):\(line): \(want.category.rawValue): "), found.description)
             }

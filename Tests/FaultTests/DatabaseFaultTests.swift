@@ -59,8 +59,10 @@ final class DatabaseFaultTests: XCTestCase {
             XCTAssertTrue(r.err.contains(message), "expected “\(message)” in: \(r.err)")
         }
 
-        for (version, message) in [(99, "has schema version 99, newer than this callstats understands (\(Schema.version)); upgrade callstats"),
-                                   (0, "has schema version 0, older than this callstats writes (\(Schema.version)) and it cannot be upgraded")] {
+        for (version, message) in [
+            (99, "has schema version 99, newer than this callstats understands (\(Schema.version)); upgrade callstats"),
+            (0, "has schema version 0, older than this callstats writes (\(Schema.version)) and it cannot be upgraded"),
+        ] {
             let db = dir.appendingPathComponent("v\(version).sqlite").path
             try analyzeInProcess([logs.path], db: db)
             try Database(path: db).run("UPDATE meta SET value = ? WHERE key = 'schema_version'", [.text(String(version))])

@@ -131,7 +131,8 @@ extension XCTestCase {
         let a = actual.split(separator: "\n", omittingEmptySubsequences: false)
         let e = expected.split(separator: "\n", omittingEmptySubsequences: false)
         let i = (0..<min(a.count, e.count)).first { a[$0] != e[$0] } ?? min(a.count, e.count)
-        XCTFail("\(message): results differ at line \(i + 1):\n  got      \(i < a.count ? String(a[i]) : "<end>")\n  expected \(i < e.count ? String(e[i]) : "<end>")",
-                file: file, line: line)
+        XCTFail(
+            "\(message): results differ at line \(i + 1):\n  got      \(i < a.count ? String(a[i]) : "<end>")\n  expected \(i < e.count ? String(e[i]) : "<end>")",
+            file: file, line: line)
     }
 }

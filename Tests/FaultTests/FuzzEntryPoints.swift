@@ -110,10 +110,11 @@ enum FuzzEntryPoints {
         var chunker = LineChunker(path: "fuzz", chunkBytes: 1 + Int(first) * 8, maximumLineBytes: 1 << 16)
         var lines = 0, ends = 0  // each line's first and last byte read: a range past the chunk is caught
         let handOut = { (c: inout LineChunk) in
-            c.forEachLine({ line, _ in
-                lines += 1
-                ends &+= Int(line.first ?? 0) &+ Int(line.last ?? 0)
-            }, issue: { _ in })
+            c.forEachLine(
+                { line, _ in
+                    lines += 1
+                    ends &+= Int(line.first ?? 0) &+ Int(line.last ?? 0)
+                }, issue: { _ in })
         }
         var offset = 0
         while offset < file.count {

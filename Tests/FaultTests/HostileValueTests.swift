@@ -36,16 +36,19 @@ final class HostileValueTests: XCTestCase {
     func records(_ id: String, index: Int) -> [LogRecord] {
         let start = Int64(1_795_300_000_000 + index * 60_000)
         var r: [LogRecord] = [
-            .callInfo(call: id, ts: start, direction: "outgoing", sdk: id, sdkVersion: id, app: id, appVersion: id,
-                      platform: id, network: id, media: ["audio"], labels: ["region": .string(id), "tenant": .string(id)],
-                      extra: ["file": .string(id), "path": .string(id)]),
+            .callInfo(
+                call: id, ts: start, direction: "outgoing", sdk: id, sdkVersion: id, app: id, appVersion: id,
+                platform: id, network: id, media: ["audio"], labels: ["region": .string(id), "tenant": .string(id)],
+                extra: ["file": .string(id), "path": .string(id)]),
             .event(call: id, ts: start + 100, action: "callState", type: id, detail: ["note": .string(id)]),
         ]
         for i in 0..<3 {
             let t = start + 1_000 + Int64(i) * 10_000
             let report: [JSONValue] = [
-                ["id": .string(id), "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "audio", "ssrc": 5,
-                 "codecId": .string(id + "-codec"), "packetsReceived": .number(Double(500 * (i + 1))), "packetsLost": 0, "jitter": 0.01],
+                [
+                    "id": .string(id), "timestamp": .number(Double(t)), "type": "inbound-rtp", "kind": "audio", "ssrc": 5,
+                    "codecId": .string(id + "-codec"), "packetsReceived": .number(Double(500 * (i + 1))), "packetsLost": 0, "jitter": 0.01,
+                ],
                 ["id": .string(id + "-codec"), "timestamp": .number(Double(t)), "type": "codec", "mimeType": .string(id), "clockRate": 48000],
             ]
             r.append(.stats(call: id, ts: t, format: .w3c, report: report, peerConnection: id))
@@ -71,18 +74,22 @@ final class HostileValueTests: XCTestCase {
         let store = try CallStore(path: db, forWriting: false)
         // Every table is still there, and every call, under exactly its name.
         let tables = try store.db.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap { $0[0].string }
-        XCTAssertEqual(tables, ["call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta", "rollup_pending", "rollups", "streams"])
+        XCTAssertEqual(
+            tables, ["call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta", "rollup_pending", "rollups", "streams"])
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1)
         for id in Self.hostile {
-            let row = try store.db.rows("SELECT call_id, app, sdk_version, network, labels, end_reason, end_status_text, sip_reason FROM calls WHERE call_id = ?",
-                                        [.text(id)]).first
+            let row = try store.db.rows(
+                "SELECT call_id, app, sdk_version, network, labels, end_reason, end_status_text, sip_reason FROM calls WHERE call_id = ?",
+                [.text(id)]
+            ).first
             XCTAssertEqual(row?[0].string, id, "call \(id.debugDescription) stored under its exact name")
             for (i, column) in ["app", "sdk_version", "network"].enumerated() { XCTAssertEqual(row?[i + 1].string, id, column) }
             for (i, column) in ["end_reason", "end_status_text", "sip_reason"].enumerated() { XCTAssertEqual(row?[i + 5].string, id, column) }
             let labels = try row?[4].string.map { text in try Array(text.utf8).withUnsafeBufferPointer { try JSONValue.parse($0) } }
             XCTAssertEqual(labels?["region"]?.stringValue, id)
             XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM streams WHERE call_id = ?", [.text(id)])?.int64, 1)
-            XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM events WHERE call_id = ? AND kind = 'event' AND type = ?", [.text(id), .text(id)])?.int64, 1)
+            XCTAssertEqual(
+                try store.db.scalar("SELECT count(*) FROM events WHERE call_id = ? AND kind = 'event' AND type = ?", [.text(id), .text(id)])?.int64, 1)
         }
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, Int64(Self.hostile.count))
 

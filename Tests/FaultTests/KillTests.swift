@@ -26,8 +26,10 @@ final class KillTests: XCTestCase {
         var flushed: [Int: Int] = [:]  // run → highest record number reported flushed
         var killed = 0
         for run in 0..<kills {
-            let writer = try Binary.start(["internal", "write-forever", "--out", logs.path, "--run", "\(run)",
-                                           "--seed", "\(rng.next() % 1000)"])
+            let writer = try Binary.start([
+                "internal", "write-forever", "--out", logs.path, "--run", "\(run)",
+                "--seed", "\(rng.next() % 1000)",
+            ])
             let lines = PipeLines(writer.stdout)
             // Kill after 1…400 flush reports: early in a file, across rotations, deep in a frame.
             let target = 1 + Int(rng.next() % 400)
@@ -49,19 +51,20 @@ final class KillTests: XCTestCase {
         var issues: [LogIssue] = []
         var records = 0
         for file in Corpus.files(in: logs) {
-            LogReader(path: file).forEachRecord({ r, line in
-                records += 1
-                guard let n = r["n"]?.int64Value.map(Int.init), let run = Int(r.call.dropFirst().prefix { $0 != "-" }) else {
-                    return XCTFail("\(file):\(line): a record the writer never wrote: \(r.jsonLine.prefix(200))")
-                }
-                XCTAssertTrue(seen[run, default: []].insert(n).inserted, "\(file):\(line): record \(n) of run \(run) read twice")
-                if r.kind == .stats {
-                    // The restored snapshot is the one written (deltas applied correctly after a kill).
-                    guard case .array(let report)? = r["report"] else { return XCTFail("\(file):\(line): no report") }
-                    let received = report.first?["packetsReceived"]?.doubleValue
-                    XCTAssertEqual(received, Double(50 * n), "\(file):\(line): snapshot \(n) restored wrongly")
-                }
-            }, issue: { issues.append($0) })
+            LogReader(path: file).forEachRecord(
+                { r, line in
+                    records += 1
+                    guard let n = r["n"]?.int64Value.map(Int.init), let run = Int(r.call.dropFirst().prefix { $0 != "-" }) else {
+                        return XCTFail("\(file):\(line): a record the writer never wrote: \(r.jsonLine.prefix(200))")
+                    }
+                    XCTAssertTrue(seen[run, default: []].insert(n).inserted, "\(file):\(line): record \(n) of run \(run) read twice")
+                    if r.kind == .stats {
+                        // The restored snapshot is the one written (deltas applied correctly after a kill).
+                        guard case .array(let report)? = r["report"] else { return XCTFail("\(file):\(line): no report") }
+                        let received = report.first?["packetsReceived"]?.doubleValue
+                        XCTAssertEqual(received, Double(50 * n), "\(file):\(line): snapshot \(n) restored wrongly")
+                    }
+                }, issue: { issues.append($0) })
         }
         var lost = 0
         for (run, last) in flushed where last >= 0 {

@@ -49,9 +49,10 @@ final class DumpImportTests: XCTestCase {
     func analyze(_ path: String) throws -> CallAnalysis {
         var ingestor = RecordIngestor()
         var failures: [String] = []
-        LogLineReader(path: path).forEachLine({ line, n in
-            if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
-        }, issue: { failures.append($0.description) })
+        LogLineReader(path: path).forEachLine(
+            { line, n in
+                if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
+            }, issue: { failures.append($0.description) })
         XCTAssertEqual(failures, [])
         var all = ingestor.takeAll()
         var m = try XCTUnwrap(all.popLast())
@@ -69,8 +70,10 @@ final class DumpImportTests: XCTestCase {
     }
 
     /// Per stream (named by side, direction, kind and SSRC) and per call: the same figures.
-    func assertSameFigures(_ imported: CallAnalysis, _ recorded: CallAnalysis, sides: [String: String],
-                           file: StaticString = #filePath, line: UInt = #line) {
+    func assertSameFigures(
+        _ imported: CallAnalysis, _ recorded: CallAnalysis, sides: [String: String],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         func key(_ s: StreamSummary, renaming: [String: String]) -> String {
             var id = s.streamID
             for (from, to) in renaming where id.hasPrefix(from + ":") { id = to + id.dropFirst(from.count) }
@@ -224,8 +227,10 @@ final class DumpImportTests: XCTestCase {
     func testLegacyGoogDump() throws {
         let t0 = 1_445_079_500_000.0
         func series(_ values: [JSONValue]) -> JSONValue {
-            ["startTime": .string(DumpLayouts.isoDate(t0)), "endTime": .string(DumpLayouts.isoDate(t0 + 1000 * Double(values.count - 1))),
-             "values": .string(JSONValue.array(values).serialized())]
+            [
+                "startTime": .string(DumpLayouts.isoDate(t0)), "endTime": .string(DumpLayouts.isoDate(t0 + 1000 * Double(values.count - 1))),
+                "values": .string(JSONValue.array(values).serialized()),
+            ]
         }
         let n = 12
         func counter(_ step: Double) -> [JSONValue] { (0..<n).map { JSONValue.number(step * Double($0 + 1)) } }
@@ -234,39 +239,41 @@ final class DumpImportTests: XCTestCase {
         // As the page kept the legacy API's text: numbers became numbers, the rest stayed text.
         let dump: JSONValue = [
             "getUserMedia": [],
-            "PeerConnections": ["1234-1": [
-                "constraints": "", "rtcConfiguration": "{ iceServers: [] }",
-                "stats": [
-                    "ssrc_2707401590_recv-audioOutputLevel": series(same(2000)),
-                    "ssrc_2707401590_recv-bytesReceived": series(counter(8000)),
-                    "ssrc_2707401590_recv-packetsLost": series(lost),
-                    "ssrc_2707401590_recv-packetsReceived": series(counter(100)),
-                    "ssrc_2707401590_recv-ssrc": series(same(2_707_401_590)),
-                    "ssrc_2707401590_recv-googCodecName": series(same("opus")),
-                    "ssrc_2707401590_recv-googJitterReceived": series(same(31)),
-                    "ssrc_2707401590_recv-googJitterBufferMs": series(same(60)),
-                    "ssrc_2707401590_recv-mediaType": series(same("audio")),
-                    "ssrc_2707401590_recv-bitsReceivedPerSecond": series(same(64000)),
-                    "ssrc_3551301520_send-audioInputLevel": series(same(1500)),
-                    "ssrc_3551301520_send-bytesSent": series(counter(8000)),
-                    "ssrc_3551301520_send-packetsLost": series(same(0)),
-                    "ssrc_3551301520_send-packetsSent": series(counter(100)),
-                    "ssrc_3551301520_send-ssrc": series(same(3_551_301_520)),
-                    "ssrc_3551301520_send-googCodecName": series(same("opus")),
-                    "ssrc_3551301520_send-googRtt": series(same(38)),
-                    "ssrc_3551301520_send-mediaType": series(same("audio")),
-                    "Conn-audio-1-0-googRtt": series(same(40)),
-                    "Conn-audio-1-0-googActiveConnection": series(same("true")),
-                    "Conn-audio-1-0-googLocalCandidateType": series(same("local")),
-                ],
-                "updateLog": [
-                    ["time": "10/17/2015, 10:58:19 AM", "type": "createOffer", "value": ""],
-                    ["time": "10/17/2015, 10:58:19 AM", "type": "setLocalDescription", "value": "type: offer, sdp: v=0\r\n"],
-                    ["time": "10/17/2015, 10:58:20 AM", "type": "setRemoteDescription", "value": "type: answer, sdp: v=0\r\n"],
-                    ["time": "10/17/2015, 10:58:20 AM", "type": "iceConnectionStateChange", "value": "connected"],
-                ],
-                "url": "https://legacy.example.test/",
-            ]],
+            "PeerConnections": [
+                "1234-1": [
+                    "constraints": "", "rtcConfiguration": "{ iceServers: [] }",
+                    "stats": [
+                        "ssrc_2707401590_recv-audioOutputLevel": series(same(2000)),
+                        "ssrc_2707401590_recv-bytesReceived": series(counter(8000)),
+                        "ssrc_2707401590_recv-packetsLost": series(lost),
+                        "ssrc_2707401590_recv-packetsReceived": series(counter(100)),
+                        "ssrc_2707401590_recv-ssrc": series(same(2_707_401_590)),
+                        "ssrc_2707401590_recv-googCodecName": series(same("opus")),
+                        "ssrc_2707401590_recv-googJitterReceived": series(same(31)),
+                        "ssrc_2707401590_recv-googJitterBufferMs": series(same(60)),
+                        "ssrc_2707401590_recv-mediaType": series(same("audio")),
+                        "ssrc_2707401590_recv-bitsReceivedPerSecond": series(same(64000)),
+                        "ssrc_3551301520_send-audioInputLevel": series(same(1500)),
+                        "ssrc_3551301520_send-bytesSent": series(counter(8000)),
+                        "ssrc_3551301520_send-packetsLost": series(same(0)),
+                        "ssrc_3551301520_send-packetsSent": series(counter(100)),
+                        "ssrc_3551301520_send-ssrc": series(same(3_551_301_520)),
+                        "ssrc_3551301520_send-googCodecName": series(same("opus")),
+                        "ssrc_3551301520_send-googRtt": series(same(38)),
+                        "ssrc_3551301520_send-mediaType": series(same("audio")),
+                        "Conn-audio-1-0-googRtt": series(same(40)),
+                        "Conn-audio-1-0-googActiveConnection": series(same("true")),
+                        "Conn-audio-1-0-googLocalCandidateType": series(same("local")),
+                    ],
+                    "updateLog": [
+                        ["time": "10/17/2015, 10:58:19 AM", "type": "createOffer", "value": ""],
+                        ["time": "10/17/2015, 10:58:19 AM", "type": "setLocalDescription", "value": "type: offer, sdp: v=0\r\n"],
+                        ["time": "10/17/2015, 10:58:20 AM", "type": "setRemoteDescription", "value": "type: answer, sdp: v=0\r\n"],
+                        ["time": "10/17/2015, 10:58:20 AM", "type": "iceConnectionStateChange", "value": "connected"],
+                    ],
+                    "url": "https://legacy.example.test/",
+                ]
+            ],
             "UserAgent": "Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/46.0.2490.71 Safari/537.36",
         ]
         let path = try file("legacy.txt", dump.serialized())
@@ -279,10 +286,14 @@ final class DumpImportTests: XCTestCase {
         let ssrc = try XCTUnwrap(stats[3]["report"]?.arrayValue?.first { $0["id"] == "ssrc_2707401590_recv" })
         XCTAssertEqual(ssrc["type"], "ssrc")
         XCTAssertEqual(ssrc["timestamp"], .number(t0 + 3000))
-        XCTAssertEqual(ssrc["values"], ["audioOutputLevel": "2000", "bytesReceived": "32000", "packetsLost": "6", "packetsReceived": "400",
-                                        "ssrc": "2707401590", "googCodecName": "opus", "googJitterReceived": "31",
-                                        "googJitterBufferMs": "60", "mediaType": "audio"],
-                       "values as text, the page's per-second conversion left out")
+        XCTAssertEqual(
+            ssrc["values"],
+            [
+                "audioOutputLevel": "2000", "bytesReceived": "32000", "packetsLost": "6", "packetsReceived": "400",
+                "ssrc": "2707401590", "googCodecName": "opus", "googJitterReceived": "31",
+                "googJitterBufferMs": "60", "mediaType": "audio",
+            ],
+            "values as text, the page's per-second conversion left out")
         XCTAssertEqual(stats[3]["report"]?.arrayValue?.first { $0["id"] == "Conn-audio-1-0" }?["type"], "googCandidatePair")
         XCTAssertEqual(records.first { $0.kind == .call }?["sdkVersion"], "46.0.2490.71")
         let analysis = try analyze(out)
@@ -297,7 +308,9 @@ final class DumpImportTests: XCTestCase {
     func testRTCStatsDumpOfLegacyReports() throws {
         let t0 = 1_445_079_500_000.0
         var previous: [String: JSONObject] = [:]
-        var lines = [#"{"path":"/","origin":"https://legacy.example.test","url":"https://legacy.example.test/","userAgent":"Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/46.0.2490.71 Safari/537.36","time":1445079499000,"fileFormat":2}"#]
+        var lines = [
+            #"{"path":"/","origin":"https://legacy.example.test","url":"https://legacy.example.test/","userAgent":"Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/46.0.2490.71 Safari/537.36","time":1445079499000,"fileFormat":2}"#
+        ]
         lines.append(#"["create","PC_0",{"iceServers":[],"browserType":"webkit"},1445079499100]"#)
         lines.append(#"["createOffer","PC_0",null,1445079499200]"#)
         lines.append(#"["setLocalDescription","PC_0",{"type":"offer","sdp":"v=0"},1445079499210]"#)
@@ -305,13 +318,17 @@ final class DumpImportTests: XCTestCase {
         lines.append(#"["oniceconnectionstatechange","PC_0","connected",1445079499800]"#)
         for k in 0..<10 {
             let t = t0 + 1000 * Double(k)
-            let recv: JSONObject = ["id": "ssrc_2707401590_recv", "timestamp": .number(t), "type": "ssrc", "ssrc": "2707401590",
-                                    "packetsReceived": .string("\(50 * (k + 1))"), "packetsLost": .string("\(k)"),
-                                    "bytesReceived": .string("\(4000 * (k + 1))"), "googCodecName": "opus", "mediaType": "audio",
-                                    "audioOutputLevel": "1200", "googJitterReceived": "12"]
-            let send: JSONObject = ["id": "ssrc_3551301520_send", "timestamp": .number(t), "type": "ssrc", "ssrc": "3551301520",
-                                    "packetsSent": .string("\(50 * (k + 1))"), "bytesSent": .string("\(4000 * (k + 1))"),
-                                    "packetsLost": "0", "googRtt": "45", "googCodecName": "opus", "mediaType": "audio", "audioInputLevel": "900"]
+            let recv: JSONObject = [
+                "id": "ssrc_2707401590_recv", "timestamp": .number(t), "type": "ssrc", "ssrc": "2707401590",
+                "packetsReceived": .string("\(50 * (k + 1))"), "packetsLost": .string("\(k)"),
+                "bytesReceived": .string("\(4000 * (k + 1))"), "googCodecName": "opus", "mediaType": "audio",
+                "audioOutputLevel": "1200", "googJitterReceived": "12",
+            ]
+            let send: JSONObject = [
+                "id": "ssrc_3551301520_send", "timestamp": .number(t), "type": "ssrc", "ssrc": "3551301520",
+                "packetsSent": .string("\(50 * (k + 1))"), "bytesSent": .string("\(4000 * (k + 1))"),
+                "packetsLost": "0", "googRtt": "45", "googCodecName": "opus", "mediaType": "audio", "audioInputLevel": "900",
+            ]
             let report = [(id: "ssrc_2707401590_recv", stats: recv), (id: "ssrc_3551301520_send", stats: send)]
             lines.append(JSONValue.array(["getstats", "PC_0", .object(DumpLayouts.deltaCompression(previous, report)), .number(t + 5)]).serialized())
             previous = Dictionary(report.map { ($0.id, $0.stats) }, uniquingKeysWith: { $1 })
@@ -361,19 +378,21 @@ final class DumpImportTests: XCTestCase {
     func testACallThatNeverConnectedAndADumpWithoutStatistics() throws {
         let dump: JSONValue = [
             "getUserMedia": [["rid": 1, "pid": 2, "request_type": "getUserMedia", "audio": "", "timestamp": 1_700_000_000_000]],
-            "PeerConnections": ["1-1": [
-                "stats": [:],
-                "updateLog": [
-                    ["type": "createOffer", "value": "", "timestamp": 1_700_000_000_100],
-                    ["type": "setLocalDescription", "value": "{\"type\":\"offer\",\"sdp\":\"v=0\"}", "timestamp": 1_700_000_000_120],
-                    ["type": "setRemoteDescription", "value": "{\"type\":\"answer\",\"sdp\":\"v=0\"}", "timestamp": 1_700_000_001_000],
-                    ["type": "iceconnectionstatechange", "value": "\"checking\"", "timestamp": 1_700_000_001_100],
-                    ["type": "icecandidateerror", "value": "url: turn:turn.example.test:3478, errorCode: 701", "timestamp": 1_700_000_002_000],
-                    ["type": "iceconnectionstatechange", "value": "\"failed\"", "timestamp": 1_700_000_031_000],
-                    ["type": "connectionstatechange", "value": "\"failed\"", "timestamp": 1_700_000_031_001],
-                ],
-                "url": "https://x.example.test/",
-            ]],
+            "PeerConnections": [
+                "1-1": [
+                    "stats": [:],
+                    "updateLog": [
+                        ["type": "createOffer", "value": "", "timestamp": 1_700_000_000_100],
+                        ["type": "setLocalDescription", "value": "{\"type\":\"offer\",\"sdp\":\"v=0\"}", "timestamp": 1_700_000_000_120],
+                        ["type": "setRemoteDescription", "value": "{\"type\":\"answer\",\"sdp\":\"v=0\"}", "timestamp": 1_700_000_001_000],
+                        ["type": "iceconnectionstatechange", "value": "\"checking\"", "timestamp": 1_700_000_001_100],
+                        ["type": "icecandidateerror", "value": "url: turn:turn.example.test:3478, errorCode: 701", "timestamp": 1_700_000_002_000],
+                        ["type": "iceconnectionstatechange", "value": "\"failed\"", "timestamp": 1_700_000_031_000],
+                        ["type": "connectionstatechange", "value": "\"failed\"", "timestamp": 1_700_000_031_001],
+                    ],
+                    "url": "https://x.example.test/",
+                ]
+            ],
         ]
         let path = try file("failed.txt", DumpLayouts.pretty(dump, indent: 0))
         let (result, records, out) = try importDump(path)

@@ -49,8 +49,10 @@ enum DumpLayouts {
         for e in ev where e.side == "b" {
             if e.type.hasPrefix("ice:") { b.append((e.time, "iceconnectionstatechange", .string(String(e.type.dropFirst(4))))) }
         }
-        return ["a": a.sorted { $0.0 < $1.0 }.map { (time: $0.0, type: $0.1, value: $0.2) },
-                "b": b.sorted { $0.0 < $1.0 }.map { (time: $0.0, type: $0.1, value: $0.2) }]
+        return [
+            "a": a.sorted { $0.0 < $1.0 }.map { (time: $0.0, type: $0.1, value: $0.2) },
+            "b": b.sorted { $0.0 < $1.0 }.map { (time: $0.0, type: $0.1, value: $0.2) },
+        ]
     }
 
     // MARK: - webrtc-internals
@@ -89,12 +91,14 @@ enum DumpLayouts {
             for snap in rec.snapshots where snap.side == side {
                 for stat in snap.stats {
                     guard case .object(let o) = stat, let id = o["id"]?.stringValue, let type = o["type"]?.stringValue,
-                          let t = o["timestamp"]?.doubleValue else { continue }
+                        let t = o["timestamp"]?.doubleValue
+                    else { continue }
                     for e in o.entries where !["id", "type", "timestamp"].contains(e.key) {
                         add("\(id)-\(e.key)", type, t, pageValue(e.value))
                         // The page's rates after their counters, as stats_rates_calculator adds them.
                         if e.key == "bytesReceived" || e.key == "bytesSent", let p = previous[id], let old = p[e.key]?.doubleValue,
-                           let now = e.value.doubleValue, let t0 = p["timestamp"]?.doubleValue, t > t0 {
+                            let now = e.value.doubleValue, let t0 = p["timestamp"]?.doubleValue, t > t0
+                        {
                             add("\(id)-[\(e.key)_in_bits/s]", type, t, .number((now - old) * 8 * 1000 / (t - t0)))
                         }
                         if e.key == "codecId" { add("\(id)-[codec]", type, t, "opus (111)") }
@@ -106,8 +110,10 @@ enum DumpLayouts {
             var stats = JSONObject()
             for k in keys {
                 let s = series[k]!
-                stats[k] = ["startTime": .string(isoDate(s.times.first!)), "endTime": .string(isoDate(s.times.last!)),
-                            "statsType": .string(s.type), "values": .string(JSONValue.array(s.values).serialized())]
+                stats[k] = [
+                    "startTime": .string(isoDate(s.times.first!)), "endTime": .string(isoDate(s.times.last!)),
+                    "statsType": .string(s.type), "values": .string(JSONValue.array(s.values).serialized()),
+                ]
             }
             var log: [JSONValue] = []
             for e in traces[side]! {
@@ -117,21 +123,28 @@ enum DumpLayouts {
                     f.locale = Locale(identifier: "en_US")
                     f.timeZone = zone
                     f.dateFormat = "M/d/yyyy, h:mm:ss a"
-                    log.append(["time": .string(f.string(from: Date(timeIntervalSince1970: Double(e.time) / 1000))),
-                                "type": .string(e.type), "value": value])
+                    log.append([
+                        "time": .string(f.string(from: Date(timeIntervalSince1970: Double(e.time) / 1000))),
+                        "type": .string(e.type), "value": value,
+                    ])
                 } else {
                     log.append(["type": .string(e.type), "value": value, "timestamp": .number(Double(e.time))])
                 }
             }
             pcs[internalsIDs[side]!] = .object([
-                "pid": 4242, "constraints": "", "rtcConfiguration": "{ iceServers: [], iceTransportPolicy: all, bundlePolicy: balanced, rtcpMuxPolicy: require, iceCandidatePoolSize: 0 }",
+                "pid": 4242, "constraints": "",
+                "rtcConfiguration": "{ iceServers: [], iceTransportPolicy: all, bundlePolicy: balanced, rtcpMuxPolicy: require, iceCandidatePoolSize: 0 }",
                 "stats": .object(stats), "updateLog": .array(log), "url": .string(url),
             ])
         }
         let firstEvent = rec.events.map(\.time).min()!
         let dump: JSONValue = [
-            "getUserMedia": [["rid": 7, "pid": 4242, "request_id": 0, "request_type": "getUserMedia", "origin": "https://meet.example.test",
-                              "audio": "", "video": "", "timestamp": .number(Double(firstEvent - 300))]],
+            "getUserMedia": [
+                [
+                    "rid": 7, "pid": 4242, "request_id": 0, "request_type": "getUserMedia", "origin": "https://meet.example.test",
+                    "audio": "", "video": "", "timestamp": .number(Double(firstEvent - 300)),
+                ]
+            ],
             "PeerConnections": .object(pcs),
             "UserAgent": .string(userAgent),
             "UserAgentData": [["brand": "Chromium", "version": "156"]],
@@ -145,7 +158,8 @@ enum DumpLayouts {
         switch v {
         case .object(let o):
             if o.isEmpty { return "{}" }
-            return "{\n" + o.entries.map { pad + JSONValue.string($0.key).serialized() + ": " + pretty($0.value, indent: indent + 1) }
+            return "{\n"
+                + o.entries.map { pad + JSONValue.string($0.key).serialized() + ": " + pretty($0.value, indent: indent + 1) }
                 .joined(separator: ",\n") + "\n" + close + "}"
         case .array(let a):
             if a.isEmpty { return "[]" }
@@ -229,8 +243,10 @@ enum DumpLayouts {
                 previous = Dictionary(report.map { ($0.id, $0.stats) }, uniquingKeysWith: { $1 })
             }
         }
-        let meta: JSONValue = ["path": "/room", "origin": "https://meet.example.test", "url": .string(url),
-                               "userAgent": .string(userAgent), "time": .number(Double(start)), "fileFormat": 2]
+        let meta: JSONValue = [
+            "path": "/room", "origin": "https://meet.example.test", "url": .string(url),
+            "userAgent": .string(userAgent), "time": .number(Double(start)), "fileFormat": 2,
+        ]
         var text = meta.serialized() + "\n" + JSONValue.array(["publicIP", .null, ["203.0.113.7"], .number(Double(start))]).serialized() + "\n"
         for l in lines.sorted(by: { ($0.time, $0.order) < ($1.time, $1.order) }) { text += l.text + "\n" }
         let end = rec.snapshots.map(\.time).max()! + 50

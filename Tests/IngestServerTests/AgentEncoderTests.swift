@@ -17,40 +17,40 @@ final class AgentEncoderTests: XCTestCase {
     /// ones, fractional timestamps, nested objects, objects added and removed, reordered
     /// objects, members dropped, an object without a common timestamp, and a renegotiation.
     static let script = #"""
-    const agent = require(process.argv[2]);
-    const enc = new agent.DeltaEncoder();
-    let seed = 7;
-    function rnd() { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; }
-    const full = [], sent = [];
-    let base = 1795349931321.24;
-    for (let i = 0; i < 60; i++) {
-      const t = base + i * 1000.13 + (i % 7 === 3 ? 0.5 : 0);
-      const report = [
-        {id: "T01", timestamp: t, type: "transport", bytesSent: 1000 * i, dtlsState: i < 2 ? "connecting" : "connected",
-         selectedCandidatePairId: i < 30 ? "CP1" : "CP2"},
-        {id: "IT01", timestamp: t, type: "inbound-rtp", kind: "audio", ssrc: 3142301049, packetsReceived: 50 * i + Math.floor(rnd() * 3),
-         packetsLost: Math.floor(i / 10), jitter: Math.round(rnd() * 1000) / 100000, totalSamplesReceived: 48000 * i,
-         totalAudioEnergy: i * 0.123456789, audioLevel: rnd(), codecId: "CIT01_111"},
-        {id: "CIT01_111", timestamp: t, type: "codec", mimeType: "audio/opus", clockRate: 48000, payloadType: 111,
-         sdpFmtpLine: "minptime=10;useinbandfec=1"},
-        {id: "RIA1", timestamp: t - 120.5 * (i % 3), type: "remote-inbound-rtp", roundTripTime: 0.071 + (i % 5) / 1000,
-         fractionLost: 0, nested: {a: i % 4, b: {c: "x", d: i > 40 ? 1 : 2}}},
-      ];
-      if (i >= 10 && i < 50) report.push({id: "OV01", timestamp: t, type: "outbound-rtp", kind: "video", framesEncoded: 30 * (i - 10),
-        qualityLimitationDurations: {none: i * 1.0, bandwidth: 0.25 * i, cpu: 0}, encoderImplementation: "libvpx"});
-      if (i % 11 === 5) delete report[1].audioLevel;
-      if (i === 20) report.reverse();
-      if (i >= 45) for (let k = 0; k < 6; k++) report.push({id: "CAND" + k + "-" + Math.floor(i / 5), timestamp: t, type: "local-candidate",
-        address: "10.0.0." + k, port: 50000 + k, candidateType: "host"});
-      const record = {v: 1, kind: "stats", call: "c-js", ts: Math.floor(t), format: "w3c", pc: "pc-1", report};
-      full.push(record);
-      sent.push(enc.encode(record));
-      if (i === 33) enc.restart(record);
-    }
-    const fs = require("fs");
-    fs.writeFileSync(process.argv[3], full.map(r => JSON.stringify(r)).join("\n") + "\n");
-    fs.writeFileSync(process.argv[4], sent.map(r => JSON.stringify(r)).join("\n") + "\n");
-    """#
+        const agent = require(process.argv[2]);
+        const enc = new agent.DeltaEncoder();
+        let seed = 7;
+        function rnd() { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; }
+        const full = [], sent = [];
+        let base = 1795349931321.24;
+        for (let i = 0; i < 60; i++) {
+          const t = base + i * 1000.13 + (i % 7 === 3 ? 0.5 : 0);
+          const report = [
+            {id: "T01", timestamp: t, type: "transport", bytesSent: 1000 * i, dtlsState: i < 2 ? "connecting" : "connected",
+             selectedCandidatePairId: i < 30 ? "CP1" : "CP2"},
+            {id: "IT01", timestamp: t, type: "inbound-rtp", kind: "audio", ssrc: 3142301049, packetsReceived: 50 * i + Math.floor(rnd() * 3),
+             packetsLost: Math.floor(i / 10), jitter: Math.round(rnd() * 1000) / 100000, totalSamplesReceived: 48000 * i,
+             totalAudioEnergy: i * 0.123456789, audioLevel: rnd(), codecId: "CIT01_111"},
+            {id: "CIT01_111", timestamp: t, type: "codec", mimeType: "audio/opus", clockRate: 48000, payloadType: 111,
+             sdpFmtpLine: "minptime=10;useinbandfec=1"},
+            {id: "RIA1", timestamp: t - 120.5 * (i % 3), type: "remote-inbound-rtp", roundTripTime: 0.071 + (i % 5) / 1000,
+             fractionLost: 0, nested: {a: i % 4, b: {c: "x", d: i > 40 ? 1 : 2}}},
+          ];
+          if (i >= 10 && i < 50) report.push({id: "OV01", timestamp: t, type: "outbound-rtp", kind: "video", framesEncoded: 30 * (i - 10),
+            qualityLimitationDurations: {none: i * 1.0, bandwidth: 0.25 * i, cpu: 0}, encoderImplementation: "libvpx"});
+          if (i % 11 === 5) delete report[1].audioLevel;
+          if (i === 20) report.reverse();
+          if (i >= 45) for (let k = 0; k < 6; k++) report.push({id: "CAND" + k + "-" + Math.floor(i / 5), timestamp: t, type: "local-candidate",
+            address: "10.0.0." + k, port: 50000 + k, candidateType: "host"});
+          const record = {v: 1, kind: "stats", call: "c-js", ts: Math.floor(t), format: "w3c", pc: "pc-1", report};
+          full.push(record);
+          sent.push(enc.encode(record));
+          if (i === 33) enc.restart(record);
+        }
+        const fs = require("fs");
+        fs.writeFileSync(process.argv[3], full.map(r => JSON.stringify(r)).join("\n") + "\n");
+        fs.writeFileSync(process.argv[4], sent.map(r => JSON.stringify(r)).join("\n") + "\n");
+        """#
 
     func encode() throws -> (full: [LogRecord], sent: [String]) {
         guard let node = AgentEncoderTests.node else { throw XCTSkip("node is not installed: the agent's encoder is checked by the Chromium test only") }
@@ -77,8 +77,9 @@ final class AgentEncoderTests: XCTestCase {
             let record = try LogRecord(parsing: line)
             if record["delta"] != nil { deltas += 1 }
             let restored = try decoder.decode(record)
-            XCTAssertTrue(JSONValue.array(restored["report"]?.arrayValue ?? []).isEquivalent(to: full[i]["report"]!),
-                          "snapshot \(i) restored as taken")
+            XCTAssertTrue(
+                JSONValue.array(restored["report"]?.arrayValue ?? []).isEquivalent(to: full[i]["report"]!),
+                "snapshot \(i) restored as taken")
         }
         XCTAssertGreaterThan(deltas, 50, "most snapshots went as deltas")
         let fullBytes = full.reduce(0) { $0 + $1.jsonLine.utf8.count }, sentBytes = sent.reduce(0) { $0 + $1.utf8.count }

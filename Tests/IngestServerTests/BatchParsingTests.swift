@@ -18,11 +18,11 @@ final class BatchParsingTests: XCTestCase {
 
     func testInvalidUTF8IsFoundWhereverItIs() {
         let cases: [[UInt8]] = [
-            [0xC0, 0x80],              // overlong NUL
-            [0xED, 0xA0, 0x80],        // a UTF-16 surrogate
+            [0xC0, 0x80],  // overlong NUL
+            [0xED, 0xA0, 0x80],  // a UTF-16 surrogate
             [0xF4, 0x90, 0x80, 0x80],  // past U+10FFFF
-            [0xE2, 0x82],              // cut short
-            [0x80],                    // a lone continuation byte
+            [0xE2, 0x82],  // cut short
+            [0x80],  // a lone continuation byte
         ]
         for bad in cases {
             let line = Array(#"{"v":1,"kind":"call","call":"x"#.utf8) + bad + Array(#"","ts":1}"#.utf8)
@@ -58,7 +58,8 @@ final class BatchParsingTests: XCTestCase {
         for id in ["c-1", "7E60066C-C7F3-438A-95B1-DDE8634E1072", "alice@example.com"] {
             XCTAssertEqual(door.identifier(id), analysis.identifier(id))
         }
-        let call = try LogRecord(parsing: #"{"v":1,"kind":"call","call":"c-1","ts":1,"phone":"+4412345","labels":{"user":"bob","room":"r"},"sdkVersion":"10.1.2.3"}"#)
+        let call = try LogRecord(
+            parsing: #"{"v":1,"kind":"call","call":"c-1","ts":1,"phone":"+4412345","labels":{"user":"bob","room":"r"},"sdkVersion":"10.1.2.3"}"#)
         let out = door.apply(to: call)
         XCTAssertEqual(out.call, analysis.identifier("c-1"))
         XCTAssertEqual(out["phone"]?.stringValue, analysis.identifier("+4412345"))

@@ -101,10 +101,13 @@ final class BrowserCallTests: XCTestCase {
         let db = dir.appendingPathComponent("calls.sqlite").path
         let analyzed = try Binary.run(["analyze", logs.path, "--db", db, "--quiet"])
         XCTAssertEqual(analyzed.status, 0, analyzed.err)
-        let q = try Binary.run(["query", "--db", db, "--format", "csv", """
+        let q = try Binary.run([
+            "query", "--db", db, "--format", "csv",
+            """
             SELECT call_id, direction, platform, media, media_ms IS NOT NULL, round(mos_cq, 2), round(loss_pct, 2),
                    round(rtt_ms), audio_codec, video_codec, end_reason, grade FROM calls ORDER BY call_id
-            """])
+            """,
+        ])
         XCTAssertEqual(q.status, 0, q.err)
         let rows = q.out.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         print("browser-call\n" + q.out)

@@ -13,16 +13,17 @@ final class EndpointTests: XCTestCase {
 
     func testBatchRepliesWithLineNumbersAndWritesOnlyValidRecords() throws {
         let server = try ServeProcess(directory: logs)
-        let body = [
-            Records.call("c-1"),
-            "{not json",
-            #"{"v":2,"kind":"stats","call":"c-1","ts":1}"#,
-            "[1,2]",
-            #"{"kind":"event","call":"c-1","ts":1}"#,
-            #"{"v":1,"kind":"event","call":"","ts":1}"#,
-            #"{"v":1,"kind":"event","call":"c-1","ts":"soon"}"#,
-            Records.event("c-1", ts: Records.baseTs + 5),
-        ].joined(separator: "\n") + "\n"
+        let body =
+            [
+                Records.call("c-1"),
+                "{not json",
+                #"{"v":2,"kind":"stats","call":"c-1","ts":1}"#,
+                "[1,2]",
+                #"{"kind":"event","call":"c-1","ts":1}"#,
+                #"{"v":1,"kind":"event","call":"","ts":1}"#,
+                #"{"v":1,"kind":"event","call":"c-1","ts":"soon"}"#,
+                Records.event("c-1", ts: Records.baseTs + 5),
+            ].joined(separator: "\n") + "\n"
         var bytes = Array(body.utf8)
         bytes += Array(#"{"v":1,"kind":"event","call":"c-"#.utf8) + [0xFF, 0xFE] + Array(#"","ts":1}"#.utf8) + [0x0A]
         let r = try RawHTTP.request(port: server.port, body: bytes)
@@ -32,8 +33,12 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(json["rejected"] as? Int, 7)
         let rejections = try XCTUnwrap(json["rejections"] as? [[String: Any]])
         let byLine = Dictionary(uniqueKeysWithValues: rejections.map { ($0["line"] as! Int, $0["code"] as! String) })
-        XCTAssertEqual(byLine, [2: "invalid-json", 3: "newer-version", 4: "not-an-object", 5: "missing-field",
-                                6: "invalid-field", 7: "invalid-field", 9: "invalid-utf8"])
+        XCTAssertEqual(
+            byLine,
+            [
+                2: "invalid-json", 3: "newer-version", 4: "not-an-object", 5: "missing-field",
+                6: "invalid-field", 7: "invalid-field", 9: "invalid-utf8",
+            ])
         XCTAssertTrue(rejections.allSatisfy { !($0["reason"] as! String).isEmpty })
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0, "SIGTERM stops the server cleanly")
@@ -81,8 +86,12 @@ final class EndpointTests: XCTestCase {
     }
 
     func testOversizedTruncatedAndBombBodiesGetTheirErrors() throws {
-        let server = try ServeProcess(directory: logs, arguments: ["--max-body", "8192", "--max-decoded-body", "65536",
-                                                                   "--max-line", "1000"])
+        let server = try ServeProcess(
+            directory: logs,
+            arguments: [
+                "--max-body", "8192", "--max-decoded-body", "65536",
+                "--max-line", "1000",
+            ])
         // Declared too large: refused before the body is read.
         let big = try RawHTTP.post(port: server.port, String(repeating: Records.call("c-big") + "\n", count: 100))
         XCTAssertEqual(big.status, 413)
@@ -154,8 +163,10 @@ final class EndpointTests: XCTestCase {
 
     func testRetriedBatchIsAnsweredAgainAndWrittenOnce() throws {
         let server = try ServeProcess(directory: logs)
-        let body = [Records.call("c-r"), Records.stats("c-r", ts: Records.baseTs + 1000, seq: 0),
-                    Records.stats("c-r", ts: Records.baseTs + 2000, seq: 1)].joined(separator: "\n")
+        let body = [
+            Records.call("c-r"), Records.stats("c-r", ts: Records.baseTs + 1000, seq: 0),
+            Records.stats("c-r", ts: Records.baseTs + 2000, seq: 1),
+        ].joined(separator: "\n")
         let first = try RawHTTP.post(port: server.port, body, headers: ["Callstats-Batch": "b-1"])
         let again = try RawHTTP.post(port: server.port, body, headers: ["Callstats-Batch": "b-1"])
         XCTAssertEqual(first.status, 200)
@@ -178,16 +189,19 @@ final class EndpointTests: XCTestCase {
         let more = try RawHTTP.post(port: server.port, Records.call("c-4"))
         XCTAssertEqual(more.status, 429)
         XCTAssertNotNil(more.headers["retry-after"])
-        XCTAssertEqual(try RawHTTP.post(port: server.port, Records.event("c-2", ts: Records.baseTs + 9)).status, 200,
-                       "calls already admitted go on")
+        XCTAssertEqual(
+            try RawHTTP.post(port: server.port, Records.event("c-2", ts: Records.baseTs + 9)).status, 200,
+            "calls already admitted go on")
     }
 
     func testCORSPreflightHealthMetricsAndAgent() throws {
         let server = try ServeProcess(directory: logs, arguments: ["--allow-origin", "https://app.example"])
-        let pre = try RawHTTP.request(port: server.port, method: "OPTIONS", headers: [
-            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization, content-type",
-        ])
+        let pre = try RawHTTP.request(
+            port: server.port, method: "OPTIONS",
+            headers: [
+                "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type",
+            ])
         XCTAssertEqual(pre.status, 204)
         XCTAssertEqual(pre.headers["access-control-allow-origin"], "https://app.example")
         XCTAssertTrue(pre.headers["access-control-allow-headers"]?.contains("Authorization") ?? false)
@@ -215,7 +229,8 @@ final class EndpointTests: XCTestCase {
         let key = "000102030405060708090a0b0c0d0e0f"
         let server = try ServeProcess(directory: logs, arguments: ["--pseudonymize-key", key, "--keep-address", "203.0.113.0/24"])
         let call = #"{"v":1,"kind":"call","call":"alice-call","ts":1795349930000,"user":"alice@example.com","platform":"web"}"#
-        let ice = #"{"v":1,"kind":"event","call":"alice-call","ts":1795349930001,"action":"ipChange","type":"ipChangeStarted","detail":{"from":"198.51.100.7","relay":"203.0.113.9"}}"#
+        let ice =
+            #"{"v":1,"kind":"event","call":"alice-call","ts":1795349930001,"action":"ipChange","type":"ipChangeStarted","detail":{"from":"198.51.100.7","relay":"203.0.113.9"}}"#
         XCTAssertEqual(try RawHTTP.post(port: server.port, call + "\n" + ice).status, 200)
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0)

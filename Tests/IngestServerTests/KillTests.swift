@@ -62,7 +62,8 @@ final class KillTests: XCTestCase {
                     for _ in 0..<2000 where !done {
                         let p = port.get()
                         if p != 0, let r = try? RawHTTP.post(port: p, body, headers: ["Callstats-Batch": "\(call)-\(b)"]),
-                           r.status == 200 {
+                            r.status == 200
+                        {
                             acknowledged.add(lines)
                             done = true
                         } else {
@@ -95,15 +96,18 @@ final class KillTests: XCTestCase {
         XCTAssertEqual(acknowledged.count, clients * batches * perBatch, "every batch was acknowledged in the end")
         XCTAssertGreaterThan(acknowledged.failedAttempts, 0, "some posts failed while the server was down")
         let onDisk = try Binary.cat(logs)
-        XCTAssertTrue(Set(acknowledged.lines.map(KillTests.identity)).isSubset(of: Set(onDisk.map(KillTests.identity))),
-                      "every record is in the log")
+        XCTAssertTrue(
+            Set(acknowledged.lines.map(KillTests.identity)).isSubset(of: Set(onDisk.map(KillTests.identity))),
+            "every record is in the log")
 
         // analyze counts each event once, however often a retry wrote it.
         let db = dir.appendingPathComponent("calls.sqlite").path
         let analyzed = try Binary.run(["analyze", logs.path, "--db", db, "--quiet"])
         XCTAssertTrue([0, 3].contains(analyzed.status), analyzed.err)
-        let q = try Binary.run(["query", "--db", db, "--format", "csv",
-                                "SELECT call_id, count(*) FROM events WHERE action = 'callState' GROUP BY call_id ORDER BY call_id"])
+        let q = try Binary.run([
+            "query", "--db", db, "--format", "csv",
+            "SELECT call_id, count(*) FROM events WHERE action = 'callState' GROUP BY call_id ORDER BY call_id",
+        ])
         let expectedEvents = (0..<(batches * perBatch - 1)).filter { $0 % 3 == 2 }.count
         let rows = q.out.split(separator: "\n").dropFirst().map(String.init)
         XCTAssertEqual(rows, (0..<clients).map { "kill-\($0),\(expectedEvents)" }, q.out + q.err)

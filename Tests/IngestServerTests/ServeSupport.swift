@@ -179,8 +179,10 @@ final class RawHTTP {
     }
 
     /// One request on a new connection.
-    static func request(port: Int, method: String = "POST", path: String = "/v1/records", headers: [String: String] = [:],
-                        body: [UInt8] = []) throws -> Response {
+    static func request(
+        port: Int, method: String = "POST", path: String = "/v1/records", headers: [String: String] = [:],
+        body: [UInt8] = []
+    ) throws -> Response {
         let c = try RawHTTP(port: port)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
         for (k, v) in headers { text += "\(k): \(v)\r\n" }

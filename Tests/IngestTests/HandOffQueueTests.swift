@@ -11,8 +11,10 @@ import XCTest
 /// the readers' end, and readers waiting for room are woken: nothing is lost and nothing hangs.
 final class HandOffQueueTests: XCTestCase {
     private static func call(_ id: String) -> HandOffQueue.Item {
-        .call(PendingCall(material: CallMaterial(callID: id), config: AnalysisConfig(), pseudonymizer: nil,
-                          compressor: ZstdCompressor(level: CallMaterial.compressionLevel)))
+        .call(
+            PendingCall(
+                material: CallMaterial(callID: id), config: AnalysisConfig(), pseudonymizer: nil,
+                compressor: ZstdCompressor(level: CallMaterial.compressionLevel)))
     }
 
     private func callIDs(_ items: [HandOffQueue.Item]) -> [String] {
@@ -44,8 +46,11 @@ final class HandOffQueueTests: XCTestCase {
         XCTAssertEqual(first?.count, 2)
         XCTAssertEqual(first.map(callIDs), ["a"])
 
-        queue.put(.fileDone(FileDone(entry: .init(path: "f", fingerprint: "x", size: 1, mtime: 0, records: 1, skipped: 0, calls: 1),
-                                     textBytes: 1)))
+        queue.put(
+            .fileDone(
+                FileDone(
+                    entry: .init(path: "f", fingerprint: "x", size: 1, mtime: 0, records: 1, skipped: 0, calls: 1),
+                    textBytes: 1)))
         XCTAssertEqual(take(queue, readers: 1)?.count, 1)
     }
 

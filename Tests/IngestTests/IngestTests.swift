@@ -77,7 +77,8 @@ final class IngestTests: XCTestCase {
         let db = try Database(path: target)
         try db.execute(addedSince2.map { "ALTER TABLE calls DROP COLUMN \($0);" }.joined())
         let expected = try dump(target)  // before it becomes version 1
-        try db.execute("""
+        try db.execute(
+            """
             PRAGMA journal_mode = DELETE;
             CREATE TABLE v1_intervals AS SELECT * FROM intervals;
             CREATE TABLE v1_events AS SELECT * FROM events;
@@ -99,7 +100,9 @@ final class IngestTests: XCTestCase {
         try Database(path: old).execute("CREATE TABLE event_rows (x INTEGER)")  // not the upgrade's shape
 
         XCTAssertThrowsError(try analyze([logs.path], db: old)) { error in
-            XCTAssertTrue("\(error)".hasPrefix("\(old) has schema version 1; upgrading it to \(Schema.version) failed (step v2-call-keys) and changed nothing ("), "\(error)")
+            XCTAssertTrue(
+                "\(error)".hasPrefix("\(old) has schema version 1; upgrading it to \(Schema.version) failed (step v2-call-keys) and changed nothing ("),
+                "\(error)")
         }
         let db = try Database(path: old, readOnly: true)
         XCTAssertEqual(try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "1")
@@ -140,10 +143,12 @@ final class IngestTests: XCTestCase {
         let steps = try store.db.rows("SELECT key FROM meta WHERE key LIKE 'migration.%' ORDER BY key").compactMap { $0[0].string }
         XCTAssertEqual(steps, Schema.migrations.map { "migration." + $0.name }, "each step is recorded")
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_key IS NULL")?.int64, 0)
-        XCTAssertEqual(try store.db.scalar("""
-            SELECT (SELECT count(*) FROM interval_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
-                 + (SELECT count(*) FROM event_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
-            """)?.int64, 0)
+        XCTAssertEqual(
+            try store.db.scalar(
+                """
+                SELECT (SELECT count(*) FROM interval_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
+                     + (SELECT count(*) FROM event_rows WHERE call_key NOT IN (SELECT call_key FROM calls))
+                """)?.int64, 0)
         XCTAssertEqual(try store.db.scalar("PRAGMA integrity_check")?.string, "ok")
         XCTAssertEqual(try dump(old), expectedUpgraded)
 
@@ -155,8 +160,9 @@ final class IngestTests: XCTestCase {
         XCTAssertNil(try again.run().upgradedFrom, "upgraded once")
         XCTAssertEqual(announced, [1], "no upgrade announced for a current database")
         XCTAssertEqual(try dump(old), try dump(current))
-        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
-                       try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
+        XCTAssertEqual(
+            try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
+            try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
     }
 
     /// Files analysed one run at a time (calls continuing across files and runs) end in the
@@ -167,7 +173,8 @@ final class IngestTests: XCTestCase {
         let logs = try simulate(calls: 12, files: 1, seed: 31)
         let db = dir.appendingPathComponent("jitter-buffer.sqlite").path
         _ = try analyze([logs.path], db: db)
-        let rows = try StoreReader(path: db).connection.rows("""
+        let rows = try StoreReader(path: db).connection.rows(
+            """
             SELECT c.call_id, c.jitter_buffer_ms,
                    (SELECT sum(i.jitter_buffer_ms * (i.end_ts - i.start_ts)) / sum(i.end_ts - i.start_ts)
                     FROM intervals i JOIN streams s ON s.call_id = i.call_id AND s.stream_id = i.stream_id
@@ -212,7 +219,6 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(try dump(resumed), try dump(clean))
     }
 
-
     /// Rollups are rebuilt once, at the end of a run, from the buckets marked pending as calls
     /// were committed. A run that stopped after committing calls leaves marks, and the next run
     /// rebuilds those buckets even when it has no new file to read.
@@ -253,7 +259,8 @@ final class IngestTests: XCTestCase {
             XCTAssertThrowsError(try analyze([files[1]], db: db), damage) { error in
                 guard let e = error as? StoredCallError else { return XCTFail("\(error)") }
                 XCTAssertTrue(e.description.contains(e.callID))
-                XCTAssertEqual(try? CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(e.callID)])?.int64, 1)
+                XCTAssertEqual(
+                    try? CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(e.callID)])?.int64, 1)
             }
             XCTAssertEqual(try dump(db), before, damage)
             XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1, damage)
@@ -338,8 +345,9 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(shared.progress.records, whole.progress.records)
         XCTAssertEqual(shared.progress.textBytes, whole.progress.textBytes)
         XCTAssertEqual(sharedDump, wholeDump)
-        XCTAssertEqual(Set(shared.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }),
-                       Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
+        XCTAssertEqual(
+            Set(shared.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }),
+            Set(whole.firstIssues.map { "\($0.file):\($0.line ?? -1):\($0.category)" }))
     }
 
     /// A run over one file shows what has been read of it so far, whether one reader reads it
@@ -361,8 +369,9 @@ final class IngestTests: XCTestCase {
             let during = seen.all.filter { $0.filesDone == 0 }
             XCTAssertTrue(during.contains { $0.records > 0 && $0.textBytes > 0 && $0.bytesRead > 0 }, "readers \(readers)")
             XCTAssertTrue(during.allSatisfy { $0.bytesToRead == size && $0.bytesRead <= size }, "readers \(readers)")
-            XCTAssertTrue(during.allSatisfy { $0.records <= report.progress.records && $0.textBytes <= report.progress.textBytes },
-                          "readers \(readers)")
+            XCTAssertTrue(
+                during.allSatisfy { $0.records <= report.progress.records && $0.textBytes <= report.progress.textBytes },
+                "readers \(readers)")
             let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT records FROM ingested_files")
             XCTAssertEqual(ledger.map { $0[0].int64 }, [Int64(report.progress.records)])
             XCTAssertEqual(report.progress.bytesRead, size)
@@ -379,8 +388,9 @@ final class IngestTests: XCTestCase {
         for run in 1...2 {
             let report = try analyze([logs.path, gz], db: db)
             XCTAssertEqual(report.issueCounts, ["unreadable file": 1], "run \(run)")
-            XCTAssertEqual(report.alreadyIngested.map(\.file), run == 1 ? [] : [try XCTUnwrap(LogFiles.find([logs.path]).files.first)],
-                           "run \(run)")
+            XCTAssertEqual(
+                report.alreadyIngested.map(\.file), run == 1 ? [] : [try XCTUnwrap(LogFiles.find([logs.path]).files.first)],
+                "run \(run)")
         }
         let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT path FROM ingested_files").compactMap { $0[0].string }
         XCTAssertFalse(ledger.contains(gz))
@@ -398,9 +408,10 @@ final class IngestTests: XCTestCase {
         for row in ledger {
             let path = try XCTUnwrap(row[0].string)
             var calls = Set<String>()
-            LogLineReader(path: path).forEachLine({ line, _ in
-                if let r = try? LogRecord(parsing: line), r.kind != .agent { calls.insert(r.call) }
-            }, issue: { _ in })
+            LogLineReader(path: path).forEachLine(
+                { line, _ in
+                    if let r = try? LogRecord(parsing: line), r.kind != .agent { calls.insert(r.call) }
+                }, issue: { _ in })
             XCTAssertGreaterThan(calls.count, 0, path)
             XCTAssertEqual(row[1].int64, Int64(calls.count), path)
         }
@@ -445,8 +456,9 @@ final class IngestTests: XCTestCase {
     func testAgentRecordsAreReadButMakeNoCall() throws {
         let logs = try simulate(calls: 3, files: 1, seed: 5)
         let extra = logs.appendingPathComponent("agent.ndjson").path
-        let note = LogRecord(kind: .agent, call: "-", ts: 1_700_000_000_000,
-                             body: ["dropped": ["stats": 12, "diskFull": 3], "files": ["deleted": 1]])
+        let note = LogRecord(
+            kind: .agent, call: "-", ts: 1_700_000_000_000,
+            body: ["dropped": ["stats": 12, "diskFull": 3], "files": ["deleted": 1]])
         try (note.jsonLine + "\n").write(toFile: extra, atomically: true, encoding: .utf8)
         let db = dir.appendingPathComponent("agent.sqlite").path
         let report = try analyze([logs.path], db: db)
@@ -461,13 +473,18 @@ final class IngestTests: XCTestCase {
         let logs = try simulate(calls: 8, files: 2, seed: 21)  // calls continue across the two files
         let extra = logs.appendingPathComponent("people.ndjson").path
         let lines = [
-            LogRecord(kind: .call, call: "alice-bob-1", ts: 1_700_000_000_000,
-                      body: ["direction": "outgoing", "user": "alice@example.com", "callee": "+15551234567",
-                             "sdkVersion": "1.2.3.4", "labels": ["userId": "u-991", "region": "eu"]]),
-            LogRecord(kind: .event, call: "alice-bob-1", ts: 1_700_000_001_000,
-                      body: ["action": "ipChange", "type": "ipChangeStarted", "detail": ["from": "192.0.2.77", "to": "2001:db8::5"]]),
-            LogRecord(kind: .end, call: "alice-bob-1", ts: 1_700_000_009_000,
-                      body: ["reason": "failed", "sipReason": "Q.850;cause=16 from 198.51.100.9"]),
+            LogRecord(
+                kind: .call, call: "alice-bob-1", ts: 1_700_000_000_000,
+                body: [
+                    "direction": "outgoing", "user": "alice@example.com", "callee": "+15551234567",
+                    "sdkVersion": "1.2.3.4", "labels": ["userId": "u-991", "region": "eu"],
+                ]),
+            LogRecord(
+                kind: .event, call: "alice-bob-1", ts: 1_700_000_001_000,
+                body: ["action": "ipChange", "type": "ipChangeStarted", "detail": ["from": "192.0.2.77", "to": "2001:db8::5"]]),
+            LogRecord(
+                kind: .end, call: "alice-bob-1", ts: 1_700_000_009_000,
+                body: ["reason": "failed", "sipReason": "Q.850;cause=16 from 198.51.100.9"]),
         ]
         try (lines.map(\.jsonLine).joined(separator: "\n") + "\n").write(toFile: extra, atomically: true, encoding: .utf8)
         let key = try XCTUnwrap(SipHashKey(hex: "000102030405060708090a0b0c0d0e0f"))

@@ -27,11 +27,15 @@ final class LedgerKeyTests: XCTestCase {
                 ts += 1
             }
         }
-        append(.callInfo(call: "padding", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
-                         appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
+        append(
+            .callInfo(
+                call: "padding", ts: 1_000, direction: "outgoing", sdk: "s", sdkVersion: "1", app: "a",
+                appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
         padding(from: 2_000)
-        append(.callInfo(call: middle, ts: 5_000, direction: "incoming", sdk: "s", sdkVersion: "1", app: "a",
-                         appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
+        append(
+            .callInfo(
+                call: middle, ts: 5_000, direction: "incoming", sdk: "s", sdkVersion: "1", app: "a",
+                appVersion: "1", platform: "ios", network: "wifi", media: ["audio"]))
         append(.end(call: middle, ts: 6_000, reason: "terminatedLocally"))
         padding(from: 500_000)
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -13,16 +13,19 @@ final class ReadProgressTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("events.ndjson").path
         let lines = (0..<10_000).map { n in
-            LogRecord(kind: .event, call: "call-\(n % 10)", ts: 1_700_000_000_000 + Int64(n),
-                      body: ["action": "callMetric", "type": "callCreate"]).jsonLine
+            LogRecord(
+                kind: .event, call: "call-\(n % 10)", ts: 1_700_000_000_000 + Int64(n),
+                body: ["action": "callMetric", "type": "callCreate"]
+            ).jsonLine
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
 
         let progress = ReadProgress()
         let queue = HandOffQueue(capacity: 2_048)
-        FileReading.read(path: path, fingerprint: try XCTUnwrap(FileFingerprint.of(path: path)), config: AnalysisConfig(),
-                         pseudonymizer: nil, progress: progress, into: queue)
+        FileReading.read(
+            path: path, fingerprint: try XCTUnwrap(FileFingerprint.of(path: path)), config: AnalysisConfig(),
+            pseudonymizer: nil, progress: progress, into: queue)
         // `batchBytes` of text at a time (the lines are of one length), and the rest at the end.
         let line = lines[0].utf8.count + 1
         let perBatch = (ReadProgress.batchBytes + line - 1) / line

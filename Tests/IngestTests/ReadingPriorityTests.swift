@@ -17,11 +17,14 @@ final class ReadingPriorityTests: XCTestCase {
         // each): while the writer is held in its first progress call, a reader cannot finish.
         for file in 0..<2 {
             let lines = (0..<2_500).map { n in
-                LogRecord(kind: .event, call: "call-\(file)-\(n)", ts: 1_700_000_000_000 + Int64(n),
-                          body: ["action": "callMetric", "type": "callCreate"]).jsonLine
+                LogRecord(
+                    kind: .event, call: "call-\(file)-\(n)", ts: 1_700_000_000_000 + Int64(n),
+                    body: ["action": "callMetric", "type": "callCreate"]
+                ).jsonLine
             }
-            try (lines.joined(separator: "\n") + "\n").write(to: logs.appendingPathComponent("part-\(file).ndjson"),
-                                                             atomically: true, encoding: .utf8)
+            try (lines.joined(separator: "\n") + "\n").write(
+                to: logs.appendingPathComponent("part-\(file).ndjson"),
+                atomically: true, encoding: .utf8)
         }
         var o = AnalyzeRun.Options(paths: [logs.path], database: dir.appendingPathComponent("p.sqlite").path)
         o.readers = 2
@@ -46,8 +49,9 @@ final class ReadingPriorityTests: XCTestCase {
         XCTAssertEqual(report.callsInRun, 5_000)
         let writerNice = try XCTUnwrap(seen.writer.flatMap { seen.all[$0] })
         XCTAssertEqual(writerNice, before)
-        XCTAssertTrue(seen.all.values.contains(writerNice + ReadingPriority.niceSteps),
-                      "no thread runs \(ReadingPriority.niceSteps) below the writer: \(seen.all)")
+        XCTAssertTrue(
+            seen.all.values.contains(writerNice + ReadingPriority.niceSteps),
+            "no thread runs \(ReadingPriority.niceSteps) below the writer: \(seen.all)")
     }
 
     /// Each thread's nice value, by thread id (`/proc/self/task/*/stat`, field 19).
@@ -55,7 +59,8 @@ final class ReadingPriorityTests: XCTestCase {
         var values: [Int: Int32] = [:]
         for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
             guard let id = Int(task), let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
+                let close = stat.lastIndex(of: ")")
+            else { continue }
             // After the command name: state is field 3, so nice (19) is the 17th.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             if fields.count > 16, let nice = Int32(fields[16]) { values[id] = nice }

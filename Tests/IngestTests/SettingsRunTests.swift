@@ -18,9 +18,11 @@ final class SettingsRunTests: XCTestCase {
     /// Stricter than the defaults on every kind of finding the simulated calls have.
     let strict: AnalysisConfig = {
         var c = AnalysisConfig()
-        try! c.apply(assignments: ["jitter_warn_ms=12", "loss_warn_pct=0.3", "loss_poor_pct=2", "rtt_warn_ms=150", "rtt_poor_ms=250",
-                                   "freeze_warn_pct=3", "freeze_poor_pct=8", "concealment_warn_pct=2", "low_fps=20",
-                                   "mos_fair=4.1", "mos_poor=3.9", "persistence_count=2"])
+        try! c.apply(assignments: [
+            "jitter_warn_ms=12", "loss_warn_pct=0.3", "loss_poor_pct=2", "rtt_warn_ms=150", "rtt_poor_ms=250",
+            "freeze_warn_pct=3", "freeze_poor_pct=8", "concealment_warn_pct=2", "low_fps=20",
+            "mos_fair=4.1", "mos_poor=3.9", "persistence_count=2",
+        ])
         return c
     }()
 
@@ -102,7 +104,8 @@ final class SettingsRunTests: XCTestCase {
         XCTAssertThrowsError(try analyze([files[2]], db: db, config: AnalysisConfig())) { error in
             guard case StoreError.otherSettings(let path, let differences) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(path, db)
-            XCTAssertTrue(differences.hasPrefix("loss_warn_pct 1 (database: 0.3), loss_poor_pct 5 (database: 2), jitter_warn_ms 30 (database: 12)"), differences)
+            XCTAssertTrue(
+                differences.hasPrefix("loss_warn_pct 1 (database: 0.3), loss_poor_pct 5 (database: 2), jitter_warn_ms 30 (database: 12)"), differences)
         }
         XCTAssertEqual(try dump(db), before)
 
@@ -126,7 +129,9 @@ final class SettingsRunTests: XCTestCase {
         // Settings that cannot be read are an error, not the defaults.
         try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter\": 1}' WHERE key = 'analysis_config'")
         XCTAssertThrowsError(try analyze(files, db: db)) {
-            XCTAssertTrue("\($0)".contains("the analysis settings it records (meta.analysis_config) cannot be read: meta.analysis_config: line 1: unknown setting jitter"), "\($0)")
+            XCTAssertTrue(
+                "\($0)".contains(
+                    "the analysis settings it records (meta.analysis_config) cannot be read: meta.analysis_config: line 1: unknown setting jitter"), "\($0)")
         }
     }
 
@@ -136,7 +141,8 @@ final class SettingsRunTests: XCTestCase {
         try analyze(files, db: db)
         // The store is let go after each change: it holds the database's write lock.
         func change(_ sql: String, _ values: [SQLValue] = []) throws { try CallStore(path: db).db.run(sql, values) }
-        let victim = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
+        let victim = try XCTUnwrap(
+            CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
         let material = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
         try change("UPDATE call_material SET material = x'00010203' WHERE call_id = ?", [.text(victim)])
         let before = try dump(db)
@@ -150,7 +156,8 @@ final class SettingsRunTests: XCTestCase {
         // A write that fails half-way (here a trigger refuses one call, in the second batch of
         // 16 while the third is analysed) leaves the database as it was, too.
         try change("UPDATE call_material SET material = ? WHERE call_id = ?", [material, .text(victim)])
-        let refused = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 20")?.string)
+        let refused = try XCTUnwrap(
+            CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 20")?.string)
         try change("CREATE TRIGGER refuse BEFORE INSERT ON calls WHEN NEW.call_id = '\(refused)' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
         let beforeWrite = try dump(db)
         XCTAssertThrowsError(try regrade(db, config: strict)) { XCTAssertTrue("\($0)".contains("refused by the test"), "\($0)") }

@@ -45,26 +45,30 @@ final class SharedLinesTests: XCTestCase {
     /// What one reader of the whole file sees: lines and issues in order.
     func events(readingWhole path: String, maximumLineBytes: Int) -> [Event] {
         var seen: [Event] = []
-        LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachLine({ line, n in
-            seen.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
-        }, issue: { seen.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+        LogLineReader(path: path, maximumLineBytes: maximumLineBytes).forEachLine(
+            { line, n in
+                seen.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
+            }, issue: { seen.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
         return seen
     }
 
     /// One reader's events, read on the calling thread; `pause` runs after each of its lines.
     static func events(of shared: SharedLines, reader: Int, pause: (_ line: Int) -> Void = { _ in }) -> [Event] {
         var mine: [Event] = []
-        shared.forEachLine(reader: reader, { line, n in
-            mine.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
-            pause(n)
-        }, issue: { mine.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
+        shared.forEachLine(
+            reader: reader,
+            { line, n in
+                mine.append(Event(line: n, isLine: true, text: String(decoding: line, as: UTF8.self)))
+                pause(n)
+            }, issue: { mine.append(Event(line: $0.line ?? .max, isLine: false, text: "\($0)")) })
         return mine
     }
 
     /// Each reader's events when `readers` threads read `shared` together; `pause` runs after each
     /// of a reader's lines (to make one slow).
     func read(_ shared: SharedLines, readers: Int, pause: @escaping @Sendable (_ reader: Int, _ line: Int) -> Void = { _, _ in })
-        -> [[Event]] {
+        -> [[Event]]
+    {
         final class Seen: @unchecked Sendable {
             let lock = NSLock()
             var byReader: [[Event]]

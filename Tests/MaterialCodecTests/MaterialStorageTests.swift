@@ -32,23 +32,26 @@ final class MaterialStorageTests: XCTestCase {
     /// streams that come and go, two peer connections, strings of any length.
     func testLayout3KeepsEveryValueExactly() throws {
         var m = CallMaterial(callID: "exact")
-        let specials: [Double] = [0, -0.0, 1, -1, 2, 9_007_199_254_740_991, 9_007_199_254_740_992, 9_007_199_254_740_994,
-                                  -9_007_199_254_740_992, 0.1, 1e-300, 1e300, -1e300, .infinity, -.infinity, 123_456_789_012,
-                                  4_294_967_295, 0.5, -0.5, 1.5e15, .leastNonzeroMagnitude, .greatestFiniteMagnitude]
+        let specials: [Double] = [
+            0, -0.0, 1, -1, 2, 9_007_199_254_740_991, 9_007_199_254_740_992, 9_007_199_254_740_994,
+            -9_007_199_254_740_992, 0.1, 1e-300, 1e300, -1e300, .infinity, -.infinity, 123_456_789_012,
+            4_294_967_295, 0.5, -0.5, 1.5e15, .leastNonzeroMagnitude, .greatestFiniteMagnitude,
+        ]
         var rng = SystemRandomNumberGenerator()
         let long = String(repeating: "é", count: 40_000)
         for k in 0..<60 {
             var streams: [StreamReading] = []
             for s in 0..<(1 + k % 4) {
-                var r = StreamReading(streamID: s == 3 ? long : "pc\(k % 2):stream:\(s)", direction: s % 2 == 0 ? .inbound : .outbound,
-                                      kind: s < 2 ? .audio : .video, ssrc: s == 1 ? .max : UInt32(s * 1000 + k % 3))
+                var r = StreamReading(
+                    streamID: s == 3 ? long : "pc\(k % 2):stream:\(s)", direction: s % 2 == 0 ? .inbound : .outbound,
+                    kind: s < 2 ? .audio : .video, ssrc: s == 1 ? .max : UInt32(s * 1000 + k % 3))
                 r.codec = k % 5 == 0 ? nil : k % 4 < 2 ? "opus" : "PCMU"  // same length, different string at one place
                 r.qualityLimitation = s == 2 ? ["none", "cpu", "bandwidth"][k % 3] : nil
                 for (i, path) in StreamReading.numbers.enumerated() where (i + k + s) % 4 != 0 {
                     switch (i + k) % 3 {
                     case 0: r[keyPath: path] = Double(k * 1000 + i)  // a counter
                     case 1: r[keyPath: path] = specials[(i * 7 + k + s) % specials.count]
-                    default: r[keyPath: path] = Double(Int64.random(in: -1 << 40 ... 1 << 40, using: &rng)) / (k % 2 == 0 ? 1 : 8)
+                    default: r[keyPath: path] = Double(Int64.random(in: -1 << 40...1 << 40, using: &rng)) / (k % 2 == 0 ? 1 : 8)
                     }
                 }
                 streams.append(r)
@@ -61,11 +64,15 @@ final class MaterialStorageTests: XCTestCase {
                 pair = p
             }
             let ts = t0 + Int64(k) * (k % 7 == 0 ? -1_000 : 1_000)
-            m.snapshots.append(Snapshot(ts: ts, statsTs: k % 4 == 0 ? .nan : specials[(k * 3) % specials.count],
-                                        peerConnection: "pc\(k % 2)", source: k % 2 == 0 ? "w3c" : "goog", streams: streams, pair: pair))
+            m.snapshots.append(
+                Snapshot(
+                    ts: ts, statsTs: k % 4 == 0 ? .nan : specials[(k * 3) % specials.count],
+                    peerConnection: "pc\(k % 2)", source: k % 2 == 0 ? "w3c" : "goog", streams: streams, pair: pair))
         }
-        m.events = [CallEvent(callID: "exact", ts: t0 + 5, kind: "event", action: "iceState", type: "connected", detailJSON: long),
-                    CallEvent(callID: "exact", ts: t0 - 7_000, kind: "quality", action: "quality", type: "", detailJSON: "{}")]
+        m.events = [
+            CallEvent(callID: "exact", ts: t0 + 5, kind: "event", action: "iceState", type: "connected", detailJSON: long),
+            CallEvent(callID: "exact", ts: t0 - 7_000, kind: "quality", action: "quality", type: "", detailJSON: "{}"),
+        ]
         let restored = try CallMaterial(decoding: m.encoded())
         XCTAssertEqual(restored.events, m.events)
         XCTAssertEqual(restored.snapshots.count, m.snapshots.count)
@@ -91,8 +98,11 @@ final class MaterialStorageTests: XCTestCase {
 
     /// Stored material restores exactly, and merging it with itself changes nothing.
     func testMaterialRoundTripAndIdempotentMerge() throws {
-        var records: [LogRecord] = [.callInfo(call: "c5", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
-                                              app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])]
+        var records: [LogRecord] = [
+            .callInfo(
+                call: "c5", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
+                app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])
+        ]
         var s = W3CSnapshot(t: Double(t0))
         for k in 0..<4 {
             s.t = Double(t0 + Int64(k) * 10_000); s.received += 500
@@ -169,8 +179,11 @@ final class MaterialStorageTests: XCTestCase {
     }
 
     static func fixtureRecords(_ t0: Int64) -> [LogRecord] {
-        var records: [LogRecord] = [.callInfo(call: "m1", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
-                                              app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])]
+        var records: [LogRecord] = [
+            .callInfo(
+                call: "m1", ts: t0 - 1000, direction: "outgoing", sdk: "s", sdkVersion: "1",
+                app: "a", appVersion: "2", platform: "ios", network: "wifi", media: ["audio"])
+        ]
         var s = W3CSnapshot(t: Double(t0))
         for k in 0..<5 {
             s.t = Double(t0 + Int64(k) * 10_000) + 0.25
@@ -180,8 +193,10 @@ final class MaterialStorageTests: XCTestCase {
             records.append(Harness.stats("m1", s, ts: t0 + Int64(k) * 10_000))
         }
         records.append(.quality(call: "m1", ts: t0 + 5_000, score: 80, source: "cisco-rem"))
-        records.append(LogRecord(kind: .event, call: "m1", ts: t0 + 1_000,
-                                 body: ["action": "iceState", "type": "connected", "note": "say \"hi\"\n", "ms": 12.5]))
+        records.append(
+            LogRecord(
+                kind: .event, call: "m1", ts: t0 + 1_000,
+                body: ["action": "iceState", "type": "connected", "note": "say \"hi\"\n", "ms": 12.5]))
         records.append(LogRecord(kind: .end, call: "m1", ts: t0 + 50_000, body: ["reason": "hangup", "statusCode": 200]))
         return records
     }
@@ -208,4 +223,3 @@ final class MaterialStorageTests: XCTestCase {
         "6742c2a394c11a446336f91d3f08ab908b7d4c8b37b3f7b10194bf46579d153dc812ca2cdd570123959dbd",
     ]
 }
-

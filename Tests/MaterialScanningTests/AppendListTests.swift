@@ -56,7 +56,8 @@ final class AppendListTests: XCTestCase {
     func testReadingAReportLeavesTheSharedEmptyListsEmpty() throws {
         var scanner = StatsScanner()
         for seq in 0..<3 {
-            let line = #"{"v":1,"kind":"stats","call":"x","ts":\#(1_700_000_000_000 + seq * 1000),"format":"w3c","pc":"a","report":[{"id":"IN1","timestamp":\#(seq),"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":\#(100 * seq)}]}"#
+            let line =
+                #"{"v":1,"kind":"stats","call":"x","ts":\#(1_700_000_000_000 + seq * 1000),"format":"w3c","pc":"a","report":[{"id":"IN1","timestamp":\#(seq),"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":\#(100 * seq)}]}"#
             var bytes = Array(line.utf8)
             _ = try bytes.withUnsafeMutableBufferPointer { try scanner.scan(UnsafeBufferPointer($0)) }
         }

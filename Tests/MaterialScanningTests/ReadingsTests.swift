@@ -5,7 +5,8 @@ import XCTest
 /// What a stats record becomes as stream readings: each figure under the name of what it is.
 final class ReadingsTests: XCTestCase {
     func readings(_ format: String, _ objects: [String]) throws -> [StreamReading] {
-        let text = #"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":""# + format + #"","pc":"a","report":["#
+        let text =
+            #"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":""# + format + #"","pc":"a","report":["#
             + objects.joined(separator: ",") + "]}"
         var ingestor = RecordIngestor()
         let outcome = Array(text.utf8).withUnsafeBufferPointer { ingestor.ingest($0) }
@@ -19,11 +20,13 @@ final class ReadingsTests: XCTestCase {
     /// An inbound stream's jitter is what this end measured; an outbound stream's is what the far
     /// end reported about it (W3C remote-inbound-rtp); neither is taken for the other.
     func testW3CJitterIsNamedByWhoMeasuredIt() throws {
-        let streams = try readings("w3c", [
-            #"{"id":"IN","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100,"jitter":0.012}"#,
-            #"{"id":"OUT","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":6,"packetsSent":100}"#,
-            #"{"id":"RI","timestamp":1,"type":"remote-inbound-rtp","kind":"audio","ssrc":6,"packetsLost":1,"jitter":0.034}"#,
-        ])
+        let streams = try readings(
+            "w3c",
+            [
+                #"{"id":"IN","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100,"jitter":0.012}"#,
+                #"{"id":"OUT","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":6,"packetsSent":100}"#,
+                #"{"id":"RI","timestamp":1,"type":"remote-inbound-rtp","kind":"audio","ssrc":6,"packetsLost":1,"jitter":0.034}"#,
+            ])
         let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
         let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
         XCTAssertEqual(inbound.inboundJitterMs, 12, accuracy: 1e-9)
@@ -35,10 +38,12 @@ final class ReadingsTests: XCTestCase {
     /// goog's `googJitterReceived` is the receiving end's measurement: this end's on `_recv`
     /// objects, the far end's report on `_send` ones.
     func testGoogJitterIsNamedByWhoMeasuredIt() throws {
-        let streams = try readings("goog", [
-            #"{"id":"ssrc_5_recv","type":"ssrc","timestamp":1,"values":{"ssrc":"5","packetsReceived":"100","googJitterReceived":"12"}}"#,
-            #"{"id":"ssrc_6_send","type":"ssrc","timestamp":1,"values":{"ssrc":"6","packetsSent":"100","googJitterReceived":"34"}}"#,
-        ])
+        let streams = try readings(
+            "goog",
+            [
+                #"{"id":"ssrc_5_recv","type":"ssrc","timestamp":1,"values":{"ssrc":"5","packetsReceived":"100","googJitterReceived":"12"}}"#,
+                #"{"id":"ssrc_6_send","type":"ssrc","timestamp":1,"values":{"ssrc":"6","packetsSent":"100","googJitterReceived":"34"}}"#,
+            ])
         let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
         let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
         XCTAssertEqual(inbound.inboundJitterMs, 12)

@@ -45,8 +45,12 @@ final class ScannerTests: XCTestCase {
     func testADeltaThatMakesALegacyObjectAnotherTypeIsApplied() throws {
         var scanner = StatsScanner()
         let envelope = #""v":1,"kind":"stats","call":"c","format":"goog""#
-        _ = try scan(&scanner, "{" + envelope + #","ts":1000,"seq":0,"report":[{"id":"ssrc_1_recv","type":"ssrc","timestamp":1000,"values":{"ssrc":"1","bytesReceived":"10"}}]}"#)
-        let state = try scan(&scanner, "{" + envelope + #","ts":2000,"seq":1,"base":0,"delta":{"t":2000,"set":{"ssrc_1_recv":{"values":{"bytesReceived":"20","type":"inbound-rtp"}}}}}"#)
+        _ = try scan(
+            &scanner,
+            "{" + envelope + #","ts":1000,"seq":0,"report":[{"id":"ssrc_1_recv","type":"ssrc","timestamp":1000,"values":{"ssrc":"1","bytesReceived":"10"}}]}"#)
+        let state = try scan(
+            &scanner,
+            "{" + envelope + #","ts":2000,"seq":1,"base":0,"delta":{"t":2000,"set":{"ssrc_1_recv":{"values":{"bytesReceived":"20","type":"inbound-rtp"}}}}}"#)
         XCTAssertEqual(state.t, 2000)
         _ = try scan(&scanner, "{" + envelope + #","ts":3000,"seq":2,"base":1,"delta":{"t":3000,"set":{"ssrc_1_recv":{"values":{"bytesReceived":"30"}}}}}"#)
     }
@@ -79,8 +83,12 @@ final class ScannerTests: XCTestCase {
         func bytes(_ text: String) -> [UInt8] {
             Array(text.utf8).map { $0 == UInt8(ascii: "~") ? 0xFF : $0 }  // "~" stands for a byte that is not UTF-8
         }
-        let full = bytes(#"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN~1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100}]}"#)
-        let delta = bytes(#"{"v":1,"kind":"stats","call":"c","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN~1":{"packetsReceived":150}}}}"#)
+        let full = bytes(
+            #"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN~1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"packetsReceived":100}]}"#
+        )
+        let delta = bytes(
+            #"{"v":1,"kind":"stats","call":"c","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN~1":{"packetsReceived":150}}}}"#
+        )
         var scanner = StatsScanner()
         _ = try full.withUnsafeBufferPointer { try scanner.scan($0) }
         let scanned = try delta.withUnsafeBufferPointer { try scanner.scan($0) }
@@ -150,8 +158,10 @@ final class ScannerTests: XCTestCase {
     /// recycled object's storage is the fresh copy `StatObject()` and `assign` make.
     func testRecycledStatesAndObjectsEqualFreshOnes() throws {
         var scanner = StatsScanner()
-        let full = #"{"v":1,"kind":"stats","call":"x","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"codecId":"CO1","packetsReceived":100}]}"#
-        let delta = #"{"v":1,"kind":"stats","call":"x","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN1":{"packetsReceived":150}}}}"#
+        let full =
+            #"{"v":1,"kind":"stats","call":"x","ts":1700000000000,"format":"w3c","pc":"a","seq":0,"report":[{"id":"IN1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":5,"codecId":"CO1","packetsReceived":100}]}"#
+        let delta =
+            #"{"v":1,"kind":"stats","call":"x","ts":1700000001000,"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"t":2,"set":{"IN1":{"packetsReceived":150}}}}"#
         _ = try scan(&scanner, full)
         var state = try scan(&scanner, delta)
         XCTAssertNotEqual(fields(state), fields(ChainState()))
@@ -189,8 +199,9 @@ final class ScannerTests: XCTestCase {
             let chain = Int(generator.next() % 4), pc = ["a", "b", "pc"][Int(generator.next() % 3)]
             let inbound = generator.next() % 2 == 0, kind: MediaKind = generator.next() % 2 == 0 ? .audio : .video
             let ssrc = UInt32(generator.next() % 24)
-            XCTAssertEqual(names.id(chain: chain, pc: pc, inbound: inbound, kind: kind, ssrc: ssrc),
-                           byKey.id(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc), "step \(step)")
+            XCTAssertEqual(
+                names.id(chain: chain, pc: pc, inbound: inbound, kind: kind, ssrc: ssrc),
+                byKey.id(pc: pc, inbound: inbound, kind: kind, ssrc: ssrc), "step \(step)")
         }
     }
 
@@ -218,36 +229,85 @@ final class ScannerTests: XCTestCase {
             // Only the timestamps change, one to a longer number: every object is kept as it is.
             ("timestamps only", report("10000", [candidate, certificate, inbound, untimed])),
             // A number of the same length, a string of another length, a fractional timestamp.
-            ("same-length change", report("10500.5", [candidate.replacingOccurrences(of: "host", with: "srflx"), certificate,
-                                                      inbound.replacingOccurrences(of: "100", with: "200"), untimed])),
+            (
+                "same-length change",
+                report(
+                    "10500.5",
+                    [
+                        candidate.replacingOccurrences(of: "host", with: "srflx"), certificate,
+                        inbound.replacingOccurrences(of: "100", with: "200"), untimed,
+                    ])
+            ),
             // A field added at the end, and one dropped.
-            ("field added", report("11000", [candidate, certificate,
-                                             inbound.replacingOccurrences(of: #""jitter":0.01}"#, with: #""jitter":0.01,"packetsLost":3}"#),
-                                             untimed.replacingOccurrences(of: #","selectedCandidatePairId":"P1""#, with: "")])),
+            (
+                "field added",
+                report(
+                    "11000",
+                    [
+                        candidate, certificate,
+                        inbound.replacingOccurrences(of: #""jitter":0.01}"#, with: #""jitter":0.01,"packetsLost":3}"#),
+                        untimed.replacingOccurrences(of: #","selectedCandidatePairId":"P1""#, with: ""),
+                    ])
+            ),
             // Objects reordered: positions no longer match, every object is read again.
             ("reordered", report("12000", [inbound, candidate, untimed, certificate])),
             // The same id twice: the last one wins, as in a fresh read, also when only the first
             // changed since the previous report.
-            ("duplicate id", report("12500", [inbound, candidate, untimed, certificate,
-                                              inbound.replacingOccurrences(of: "100", with: "300")])),
-            ("duplicate id, first changed", report("12600", [inbound.replacingOccurrences(of: "100", with: "200"), candidate,
-                                                             untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
+            (
+                "duplicate id",
+                report(
+                    "12500",
+                    [
+                        inbound, candidate, untimed, certificate,
+                        inbound.replacingOccurrences(of: "100", with: "300"),
+                    ])
+            ),
+            (
+                "duplicate id, first changed",
+                report(
+                    "12600",
+                    [
+                        inbound.replacingOccurrences(of: "100", with: "200"), candidate,
+                        untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300"),
+                    ])
+            ),
             // The first copy again, unchanged but for the timestamp: the state held the second
             // copy, so it must be read, not skipped.
-            ("after a duplicate, first unchanged", report("12650", [inbound.replacingOccurrences(of: "100", with: "200"), candidate,
-                                                                    untimed, certificate])),
+            (
+                "after a duplicate, first unchanged",
+                report(
+                    "12650",
+                    [
+                        inbound.replacingOccurrences(of: "100", with: "200"), candidate,
+                        untimed, certificate,
+                    ])
+            ),
             // An id twice, the first copy of a type the metrics ignore (which drops the object),
             // the second unchanged since the last report: it must be read again, not skipped.
-            ("ignored duplicate, then unchanged", report("12700", [candidate.replacingOccurrences(of: "local-candidate", with: "local-`andidate"),
-                                                                   candidate, untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300")])),
+            (
+                "ignored duplicate, then unchanged",
+                report(
+                    "12700",
+                    [
+                        candidate.replacingOccurrences(of: "local-candidate", with: "local-`andidate"),
+                        candidate, untimed, certificate, inbound.replacingOccurrences(of: "100", with: "300"),
+                    ])
+            ),
             ("dropped", report("13000", [inbound, untimed])),
             ("timestamps only again", report("14000", [inbound, untimed])),
             ("certificate back", report("15000", [inbound, untimed, certificate])),
             // An object the chain did not hold (the certificate), unchanged, after this report
             // added a held object under its id: it must be read (the last one wins), not kept.
-            ("unheld id taken by an added object", report("16000", [inbound, untimed,
-                                                                    #"{"id":"CERT","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":9,"packetsReceived":1}"#,
-                                                                    certificate])),
+            (
+                "unheld id taken by an added object",
+                report(
+                    "16000",
+                    [
+                        inbound, untimed,
+                        #"{"id":"CERT","timestamp":TS,"type":"inbound-rtp","kind":"audio","ssrc":9,"packetsReceived":1}"#,
+                        certificate,
+                    ])
+            ),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
@@ -260,18 +320,26 @@ final class ScannerTests: XCTestCase {
     /// differs is read. Whatever differs (a longer number, other keys, fewer or more members, a
     /// field written twice, nested durations), the state must equal a fresh read.
     func testChangedObjectsReadMemberByMemberEqualAFreshRead() throws {
-        let video = #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"codecId":"CO2","framesDecoded":300,"frameWidth":640,"framesPerSecond":30,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}}"#
-        let pair = #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#
+        let video =
+            #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"codecId":"CO2","framesDecoded":300,"frameWidth":640,"framesPerSecond":30,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}}"#
+        let pair =
+            #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#
         func with(_ object: String, _ pairs: [(String, String)]) -> String {
             pairs.reduce(object) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
         }
         let steps: [(String, String)] = [
             ("first", report("1000", [inbound, video, pair, untimed])),
-            ("counters grow", report("2000", [with(inbound, [("100", "150"), ("0.01", "0.02")]), with(video, [("300", "330")]), with(pair, [("10,", "11,")]), untimed])),
+            (
+                "counters grow",
+                report("2000", [with(inbound, [("100", "150"), ("0.01", "0.02")]), with(video, [("300", "330")]), with(pair, [("10,", "11,")]), untimed])
+            ),
             // 150 → 1500: the old bytes are a prefix of the new; the delimiter after them differs.
             ("longer number", report("3000", [with(inbound, [("100", "1500")]), video, pair, untimed])),
             ("shorter number", report("4000", [with(inbound, [("100", "9")]), video, pair, untimed])),
-            ("string changes", report("5000", [with(inbound, [("\"audio\"", "\"video\""), ("100", "9")]), video, with(pair, [("succeeded", "failed")]), untimed])),
+            (
+                "string changes",
+                report("5000", [with(inbound, [("\"audio\"", "\"video\""), ("100", "9")]), video, with(pair, [("succeeded", "failed")]), untimed])
+            ),
             ("a key renamed", report("6000", [with(inbound, [("packetsReceived", "packetsSent"), ("100", "9")]), video, pair, untimed])),
             ("member dropped", report("7000", [with(inbound, [(#","jitter":0.01"#, ""), ("100", "8")]), video, pair, untimed])),
             ("member added", report("8000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsLost":2"#), ("100", "7")]), video, pair, untimed])),
@@ -282,7 +350,10 @@ final class ScannerTests: XCTestCase {
             ("nested member back", report("10000", [inbound, with(video, [("300", "390")]), pair, untimed])),
             // A field written twice: the later one wins; then only the earlier one changes.
             ("field twice", report("11000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsReceived":5"#)]), video, pair, untimed])),
-            ("field twice, first changes", report("12000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsReceived":5"#), ("100", "120")]), video, pair, untimed])),
+            (
+                "field twice, first changes",
+                report("12000", [with(inbound, [(#""jitter":0.01"#, #""jitter":0.01,"packetsReceived":5"#), ("100", "120")]), video, pair, untimed])
+            ),
             ("type changes", report("13000", [with(inbound, [("inbound-rtp", "outbound-rtp"), ("100", "130")]), video, pair, untimed])),
             ("type unknown", report("14000", [with(inbound, [("inbound-rtp", "media-playout"), ("100", "140")]), video, pair, untimed])),
             ("type back", report("15000", [with(inbound, [("100", "150")]), video, pair, untimed])),
@@ -302,27 +373,62 @@ final class ScannerTests: XCTestCase {
             ("changed again", report("1951", [with(inbound, [("100", "197"), ("0.01", "0.04")]), video, pair, untimed])),
             // Members left out and back while others change (browsers omit a value they have no
             // measurement for): the missing ones read as absent, the rest are compared in place.
-            ("a string and a number gone", report("1960", [with(inbound, [(#","codecId":"CO1""#, ""), (#","jitter":0.01"#, ""), ("100", "198")]),
-                                                             with(video, [(#","framesDecoded":300"#, ""), ("30,", "29,")]),
-                                                             with(pair, [(#""state":"succeeded","#, ""), ("10}", "12}")]), untimed])),
+            (
+                "a string and a number gone",
+                report(
+                    "1960",
+                    [
+                        with(inbound, [(#","codecId":"CO1""#, ""), (#","jitter":0.01"#, ""), ("100", "198")]),
+                        with(video, [(#","framesDecoded":300"#, ""), ("30,", "29,")]),
+                        with(pair, [(#""state":"succeeded","#, ""), ("10}", "12}")]), untimed,
+                    ])
+            ),
             ("and back", report("1970", [with(inbound, [("100", "199")]), with(video, [("30,", "28,")]), with(pair, [("10}", "13}")]), untimed])),
-            ("durations gone", report("1980", [inbound, with(video, [(#","qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}"#, ""), ("300", "310")]), pair, untimed])),
+            (
+                "durations gone",
+                report(
+                    "1980",
+                    [inbound, with(video, [(#","qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0}"#, ""), ("300", "310")]), pair, untimed])
+            ),
             ("durations back", report("1990", [inbound, with(video, [("300", "320")]), pair, untimed])),
-            ("an unknown member before a known one", report("2000", [with(inbound, [(#""ssrc""#, #""extra":[1,{"a":2}],"ssrc""#), ("100", "201")]), video, pair, untimed])),
-            ("a new field twice", report("2010", [with(inbound, [(#""ssrc""#, #""packetsLost":4,"packetsLost":6,"ssrc""#), ("100", "202")]), video, pair, untimed])),
+            (
+                "an unknown member before a known one",
+                report("2000", [with(inbound, [(#""ssrc""#, #""extra":[1,{"a":2}],"ssrc""#), ("100", "201")]), video, pair, untimed])
+            ),
+            (
+                "a new field twice",
+                report("2010", [with(inbound, [(#""ssrc""#, #""packetsLost":4,"packetsLost":6,"ssrc""#), ("100", "202")]), video, pair, untimed])
+            ),
             ("its second copy gone", report("2015", [with(inbound, [(#""ssrc""#, #""packetsLost":4,"ssrc""#), ("100", "203")]), video, pair, untimed])),
-            ("members swapped", report("2020", [with(inbound, [(#""packetsReceived":100,"jitter":0.01"#, #""jitter":0.02,"packetsReceived":203"#)]), video, pair, untimed])),
+            (
+                "members swapped",
+                report("2020", [with(inbound, [(#""packetsReceived":100,"jitter":0.01"#, #""jitter":0.02,"packetsReceived":203"#)]), video, pair, untimed])
+            ),
             ("timestamp gone", report("2030", [with(inbound, [(#""timestamp":2030,"#, ""), ("100", "204")]), video, pair, untimed])),
             ("everything back", report("2040", [with(inbound, [("100", "205")]), video, pair, untimed])),
             ("last member gone", report("2050", [with(inbound, [(#","jitter":0.01"#, ""), ("100", "206")]), video, pair, untimed])),
             // Timestamps that differ between changed objects: one that starts with the bytes of the
             // one before (2060 and 20601), one written as a string, one equal to the first again.
-            ("timestamps differ", report("2060", [with(inbound, [("100", "207")]),
-                                                  with(video, [("300", "301"), (#""timestamp":TS"#, #""timestamp":20601"#)]),
-                                                  with(pair, [("10}", "14}"), (#""timestamp":TS"#, #""timestamp":"2060""#)]), untimed])),
-            ("and again", report("2070", [with(inbound, [("100", "208")]),
-                                          with(video, [("300", "302"), (#""timestamp":TS"#, #""timestamp":2070.5"#)]),
-                                          with(pair, [("10}", "15}")]), untimed])),
+            (
+                "timestamps differ",
+                report(
+                    "2060",
+                    [
+                        with(inbound, [("100", "207")]),
+                        with(video, [("300", "301"), (#""timestamp":TS"#, #""timestamp":20601"#)]),
+                        with(pair, [("10}", "14}"), (#""timestamp":TS"#, #""timestamp":"2060""#)]), untimed,
+                    ])
+            ),
+            (
+                "and again",
+                report(
+                    "2070",
+                    [
+                        with(inbound, [("100", "208")]),
+                        with(video, [("300", "302"), (#""timestamp":TS"#, #""timestamp":2070.5"#)]),
+                        with(pair, [("10}", "15}")]), untimed,
+                    ])
+            ),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
@@ -335,7 +441,8 @@ final class ScannerTests: XCTestCase {
     /// skipped). When an object's type changes, numbers whose bytes did not change but that the
     /// old type skipped must be read: the state equals a fresh read at every step.
     func testNumbersSkippedForOneTypeAreReadWhenTheTypeChanges() throws {
-        let pair = #"{"id":"P2","timestamp":TS,"type":"candidate-pair","packetsReceived":40,"bytesSent":900,"currentRoundTripTime":0.05,"responsesReceived":10}"#
+        let pair =
+            #"{"id":"P2","timestamp":TS,"type":"candidate-pair","packetsReceived":40,"bytesSent":900,"currentRoundTripTime":0.05,"responsesReceived":10}"#
         func with(_ pairs: [(String, String)]) -> String { pairs.reduce(pair) { $0.replacingOccurrences(of: $1.0, with: $1.1) } }
         let steps: [(String, String)] = [
             ("a pair", report("1000", [pair])),
@@ -364,8 +471,10 @@ final class ScannerTests: XCTestCase {
     /// twice, an id or timestamp among them, spaces, the object empty or not an object), the
     /// state must equal a fresh read.
     func testLegacyValuesComparedMemberByMemberEqualAFreshRead() throws {
-        let send = #"{"id":"ssrc_1_send","type":"ssrc","timestamp":TS,"values":{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}}"#
-        let recv = #"{"id":"ssrc_2_recv","type":"ssrc","timestamp":TS,"values":{"bytesReceived":"2000","packetsReceived":"20","ssrc":"2","googCodecName":"VP8","googFrameRateReceived":"30","googFrameWidthReceived":"640","packetsLost":"1"}}"#
+        let send =
+            #"{"id":"ssrc_1_send","type":"ssrc","timestamp":TS,"values":{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}}"#
+        let recv =
+            #"{"id":"ssrc_2_recv","type":"ssrc","timestamp":TS,"values":{"bytesReceived":"2000","packetsReceived":"20","ssrc":"2","googCodecName":"VP8","googFrameRateReceived":"30","googFrameWidthReceived":"640","packetsLost":"1"}}"#
         let pair = #"{"id":"Conn-1","type":"googCandidatePair","timestamp":TS,"values":{"googActiveConnection":"true","googRtt":"40","bytesSent":"500"}}"#
         let track = #"{"id":"googTrack_1","type":"googTrack","timestamp":TS,"values":{"googTrackId":"a"}}"#
         func with(_ object: String, _ pairs: [(String, String)]) -> String {
@@ -373,32 +482,82 @@ final class ScannerTests: XCTestCase {
         }
         let steps: [(String, String)] = [
             ("first", report("1000", [send, recv, pair, track])),
-            ("counters grow", report("2000", [with(send, [("1000", "1100"), (#""10""#, #""11""#)]),
-                                              with(recv, [("2000", "2200"), (#""20""#, #""22""#)]), with(pair, [("500", "550")]), track])),
+            (
+                "counters grow",
+                report(
+                    "2000",
+                    [
+                        with(send, [("1000", "1100"), (#""10""#, #""11""#)]),
+                        with(recv, [("2000", "2200"), (#""20""#, #""22""#)]), with(pair, [("500", "550")]), track,
+                    ])
+            ),
             ("a member gone", report("3000", [with(send, [(#","googRtt":"50""#, ""), ("1000", "1200")]), recv, pair, track])),
             ("and back", report("4000", [with(send, [("1000", "1300")]), recv, pair, track])),
-            ("members added first and last", report("5000", [with(send, [(#"{"bytesSent""#, #"{"googJitterReceived":"7","bytesSent""#),
-                                                                          (#""packetsLost":"0"}"#, #""packetsLost":"0","googRtt2":"1"}"#), ("1000", "1400")]),
-                                                             recv, pair, track])),
+            (
+                "members added first and last",
+                report(
+                    "5000",
+                    [
+                        with(
+                            send,
+                            [
+                                (#"{"bytesSent""#, #"{"googJitterReceived":"7","bytesSent""#),
+                                (#""packetsLost":"0"}"#, #""packetsLost":"0","googRtt2":"1"}"#), ("1000", "1400"),
+                            ]),
+                        recv, pair, track,
+                    ])
+            ),
             ("the last member gone", report("6000", [with(send, [(#","packetsLost":"0""#, ""), ("1000", "1500")]), recv, pair, track])),
-            ("values empty", report("7000", [with(send, [(#""bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0""#, "")]),
-                                             recv, pair, track])),
+            (
+                "values empty",
+                report(
+                    "7000",
+                    [
+                        with(send, [(#""bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0""#, "")]),
+                        recv, pair, track,
+                    ])
+            ),
             ("values back", report("8000", [with(send, [("1000", "1600")]), recv, pair, track])),
             ("a field twice", report("9000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","packetsSent":"99""#), ("1000", "1700")]), recv, pair, track])),
-            ("the second copy changes", report("10000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","packetsSent":"98""#), ("1000", "1800")]), recv, pair, track])),
+            (
+                "the second copy changes",
+                report("10000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","packetsSent":"98""#), ("1000", "1800")]), recv, pair, track])
+            ),
             ("single again", report("11000", [with(send, [("1000", "1900")]), recv, pair, track])),
-            ("a timestamp among the values", report("12000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","timestamp":5"#), ("1000", "2000")]), recv, pair, track])),
+            (
+                "a timestamp among the values",
+                report("12000", [with(send, [(#""ssrc":"1""#, #""ssrc":"1","timestamp":5"#), ("1000", "2000")]), recv, pair, track])
+            ),
             ("plain again", report("13000", [with(send, [("1000", "2100")]), recv, pair, track])),
-            ("values not an object", report("14000", [with(send, [(#"{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}"#, "null")]),
-                                                      recv, pair, track])),
+            (
+                "values not an object",
+                report(
+                    "14000",
+                    [
+                        with(send, [(#"{"bytesSent":"1000","packetsSent":"10","ssrc":"1","googCodecName":"opus","googRtt":"50","packetsLost":"0"}"#, "null")]),
+                        recv, pair, track,
+                    ])
+            ),
             ("an object again", report("15000", [with(send, [("1000", "2200")]), recv, pair, track])),
             ("changed again", report("16000", [with(send, [("1000", "2300")]), with(recv, [("2000", "2400")]), pair, track])),
-            ("a member after the values", report("17000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":1}"#), ("1000", "2400")]), recv, pair, track])),
-            ("and it changes", report("18000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":2}"#), ("1000", "2500")]), recv, pair, track])),
+            (
+                "a member after the values",
+                report("17000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":1}"#), ("1000", "2400")]), recv, pair, track])
+            ),
+            (
+                "and it changes",
+                report("18000", [with(send, [(#""packetsLost":"0"}}"#, #""packetsLost":"0"},"extra":2}"#), ("1000", "2500")]), recv, pair, track])
+            ),
             ("spaces inside", report("19000", [with(send, [(#"{"bytesSent""#, #"{ "bytesSent""#), (#":"1000","#, #" : "2600" , "#)]), recv, pair, track])),
-            ("spaces kept, a value changes", report("20000", [with(send, [(#"{"bytesSent""#, #"{ "bytesSent""#), (#":"1000","#, #" : "2700" , "#)]), recv, pair, track])),
+            (
+                "spaces kept, a value changes",
+                report("20000", [with(send, [(#"{"bytesSent""#, #"{ "bytesSent""#), (#":"1000","#, #" : "2700" , "#)]), recv, pair, track])
+            ),
             // Video becomes audio when the frame width goes (the legacy kind is inferred).
-            ("a video member gone", report("21000", [send, with(recv, [(#","googFrameRateReceived":"30","googFrameWidthReceived":"640""#, ""), ("2000", "2500")]), pair, track])),
+            (
+                "a video member gone",
+                report("21000", [send, with(recv, [(#","googFrameRateReceived":"30","googFrameWidthReceived":"640""#, ""), ("2000", "2500")]), pair, track])
+            ),
             ("numbers written as numbers", report("22000", [with(send, [(#""bytesSent":"1000""#, #""bytesSent":2800"#)]), recv, pair, track])),
             ("timestamps only", report("23000", [with(send, [(#""bytesSent":"1000""#, #""bytesSent":2800"#)]), recv, pair, track])),
             ("the ignored object changes", report("24000", [send, recv, pair, with(track, [(#""a""#, #""b""#)])])),
@@ -425,9 +584,16 @@ final class ScannerTests: XCTestCase {
             ("all changed", report("2000", [with(quoted, "101"), with(slash, "102"), with(unicode, "103"), with(spaced, "104"), with(plain, "105")])),
             ("again", report("3000", [with(quoted, "111"), with(slash, "112"), with(unicode, "113"), with(spaced, "114"), with(plain, "115")])),
             // "V1", decoded from its escaped form, is the next id: now written plainly.
-            ("the decoded id written plainly", report("4000", [with(quoted, "121"), with(slash, "122"),
-                                                               with(unicode.replacingOccurrences(of: #"\u0056"#, with: "V"), "123"),
-                                                               with(spaced, "124"), with(plain, "125")])),
+            (
+                "the decoded id written plainly",
+                report(
+                    "4000",
+                    [
+                        with(quoted, "121"), with(slash, "122"),
+                        with(unicode.replacingOccurrences(of: #"\u0056"#, with: "V"), "123"),
+                        with(spaced, "124"), with(plain, "125"),
+                    ])
+            ),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
@@ -455,9 +621,15 @@ final class ScannerTests: XCTestCase {
             ("one removed before", report("5000", [with(source, [("0.1", "0.5")]), with(inbound, [("100", "500")]), candidate, untimed])),
             ("swapped", report("6000", [with(inbound, [("100", "600")]), with(source, [("0.1", "0.6")]), untimed, candidate])),
             // The ignored object's type becomes one the metrics read: it is read whole.
-            ("ignored becomes read", report("7000", [with(inbound, [("100", "700")]), with(source, [("media-source", "inbound-rtp"), ("0.1", "0.7")]), untimed, candidate])),
+            (
+                "ignored becomes read",
+                report("7000", [with(inbound, [("100", "700")]), with(source, [("media-source", "inbound-rtp"), ("0.1", "0.7")]), untimed, candidate])
+            ),
             ("and back", report("8000", [with(inbound, [("100", "800")]), with(source, [("0.1", "0.8")]), untimed, candidate])),
-            ("ignored, unchanged type, new timestamp only", report("9000", [with(inbound, [("100", "800")]), with(source, [("0.1", "0.8")]), untimed, candidate])),
+            (
+                "ignored, unchanged type, new timestamp only",
+                report("9000", [with(inbound, [("100", "800")]), with(source, [("0.1", "0.8")]), untimed, candidate])
+            ),
         ]
         var kept = StatsScanner()
         for (name, text) in steps {
@@ -469,16 +641,19 @@ final class ScannerTests: XCTestCase {
     /// Random edits of a real-shaped report, one after another: after each, the kept state
     /// equals a fresh read of the same report.
     func testRandomEditsEqualAFreshRead() throws {
-        let objects = [candidate, certificate, inbound, untimed,
-                       #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0},"frameWidth":640}"#,
-                       #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#]
+        let objects = [
+            candidate, certificate, inbound, untimed,
+            #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"qualityLimitationDurations":{"bandwidth":1.5,"cpu":0,"other":0},"frameWidth":640}"#,
+            #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#,
+        ]
         let edits: [(String) -> String] = [
             { $0.replacingOccurrences(of: "100", with: "1000") }, { $0.replacingOccurrences(of: "1000", with: "100") },
             { $0.replacingOccurrences(of: "0.01", with: "0.015") }, { $0.replacingOccurrences(of: "0.015", with: "0.01") },
             { $0.replacingOccurrences(of: "succeeded", with: "failed") }, { $0.replacingOccurrences(of: "failed", with: "succeeded") },
             { $0.replacingOccurrences(of: #","cpu":0"#, with: "") }, { $0.replacingOccurrences(of: #""bandwidth":1.5}"#, with: #""bandwidth":1.5,"cpu":2}"#) },
             { $0.replacingOccurrences(of: #""ssrc":"#, with: #""ssrc":5,"ssrc":"#) }, { $0.replacingOccurrences(of: #""ssrc":5,"ssrc":"#, with: #""ssrc":"#) },
-            { $0.replacingOccurrences(of: #""kind":"audio""#, with: #""mediaType":"audio""#) }, { $0.replacingOccurrences(of: #""mediaType":"audio""#, with: #""kind":"audio""#) },
+            { $0.replacingOccurrences(of: #""kind":"audio""#, with: #""mediaType":"audio""#) },
+            { $0.replacingOccurrences(of: #""mediaType":"audio""#, with: #""kind":"audio""#) },
             { $0.replacingOccurrences(of: "300", with: "31") }, { $0.replacingOccurrences(of: "31,", with: "300,") },
             { $0.replacingOccurrences(of: ",\"frameWidth\":640", with: "") }, { $0.replacingOccurrences(of: "}", with: " }") },
         ]
@@ -502,10 +677,12 @@ final class ScannerTests: XCTestCase {
     /// dropped, added, reordered, changed in turn), the state after each must hold the numbers
     /// and strings of a fresh read of the full snapshot it stands for.
     func testDeltasNamingObjectsInAnyOrderEqualAFreshRead() throws {
-        let objects = [candidate, certificate, inbound, untimed,
-                       #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"frameWidth":640}"#,
-                       #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#,
-                       #"{"id":"RI1","timestamp":TS,"type":"remote-inbound-rtp","kind":"audio","ssrc":5,"packetsLost":1,"jitter":0.002,"roundTripTime":0.05}"#]
+        let objects = [
+            candidate, certificate, inbound, untimed,
+            #"{"id":"IN2","timestamp":TS,"type":"inbound-rtp","kind":"video","ssrc":7,"framesDecoded":300,"frameWidth":640}"#,
+            #"{"id":"P1","timestamp":TS,"type":"candidate-pair","state":"succeeded","nominated":true,"currentRoundTripTime":0.07,"responsesReceived":10}"#,
+            #"{"id":"RI1","timestamp":TS,"type":"remote-inbound-rtp","kind":"audio","ssrc":5,"packetsLost":1,"jitter":0.002,"roundTripTime":0.05}"#,
+        ]
         var rng = SplitMix64(seed: 11)
         var encoder = StatsDeltaEncoder()
         var kept = StatsScanner()
@@ -551,7 +728,8 @@ final class ScannerTests: XCTestCase {
     func testDamagedTimestampIsNotTakenForUnchanged() throws {
         var kept = StatsScanner()
         _ = try scan(&kept, report("1000", [candidate, inbound]))
-        let damaged = report("2000", [candidate, inbound]).replacingOccurrences(of: #""timestamp":2000,"type":"local"#, with: #""timestamp":2000 1,"type":"local"#)
+        let damaged = report("2000", [candidate, inbound]).replacingOccurrences(
+            of: #""timestamp":2000,"type":"local"#, with: #""timestamp":2000 1,"type":"local"#)
         XCTAssertThrowsError(try scan(&kept, damaged))
     }
 }

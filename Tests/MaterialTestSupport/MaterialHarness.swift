@@ -17,22 +17,33 @@ public struct W3CSnapshot {
 
     public var report: [JSONValue] {
         [
-            ["id": "IT01A", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": .number(inboundSSRC),
-             "codecId": "CIT01_111", "packetsReceived": .number(received), "packetsLost": .number(lost), "jitter": .number(jitter),
-             "concealedSamples": .number(concealed), "silentConcealedSamples": .number(silent), "concealmentEvents": .number(events),
-             "totalSamplesReceived": .number(samples), "jitterBufferDelay": .number(jbDelay), "jitterBufferEmittedCount": .number(jbEmitted),
-             "bytesReceived": .number(received * 80)],
-            ["id": "OT01A", "timestamp": .number(t), "type": "outbound-rtp", "kind": "audio", "ssrc": 2222, "codecId": "COT01_111",
-             "packetsSent": .number(sent), "bytesSent": .number(sent * 80)],
-            ["id": "RIA", "timestamp": .number(t - 300), "type": "remote-inbound-rtp", "kind": "audio", "ssrc": 2222, "localId": "OT01A",
-             "packetsLost": .number(remoteLost), "roundTripTime": .number(rtt), "totalRoundTripTime": .number(rttTotal),
-             "roundTripTimeMeasurements": .number(rttCount), "jitter": 0.004, "fractionLost": 0],
+            [
+                "id": "IT01A", "timestamp": .number(t), "type": "inbound-rtp", "kind": "audio", "ssrc": .number(inboundSSRC),
+                "codecId": "CIT01_111", "packetsReceived": .number(received), "packetsLost": .number(lost), "jitter": .number(jitter),
+                "concealedSamples": .number(concealed), "silentConcealedSamples": .number(silent), "concealmentEvents": .number(events),
+                "totalSamplesReceived": .number(samples), "jitterBufferDelay": .number(jbDelay), "jitterBufferEmittedCount": .number(jbEmitted),
+                "bytesReceived": .number(received * 80),
+            ],
+            [
+                "id": "OT01A", "timestamp": .number(t), "type": "outbound-rtp", "kind": "audio", "ssrc": 2222, "codecId": "COT01_111",
+                "packetsSent": .number(sent), "bytesSent": .number(sent * 80),
+            ],
+            [
+                "id": "RIA", "timestamp": .number(t - 300), "type": "remote-inbound-rtp", "kind": "audio", "ssrc": 2222, "localId": "OT01A",
+                "packetsLost": .number(remoteLost), "roundTripTime": .number(rtt), "totalRoundTripTime": .number(rttTotal),
+                "roundTripTimeMeasurements": .number(rttCount), "jitter": 0.004, "fractionLost": 0,
+            ],
             ["id": "CIT01_111", "timestamp": .number(t), "type": "codec", "mimeType": "audio/opus", "clockRate": 48000, "payloadType": 111],
             ["id": "COT01_111", "timestamp": .number(t), "type": "codec", "mimeType": "audio/opus", "clockRate": 48000, "payloadType": 111],
             ["id": "CF01", "timestamp": .number(t), "type": "certificate", "fingerprint": "AA:BB", "base64Certificate": "MIIB\\u0041x"],
-            ["id": "CP1", "timestamp": .number(t), "type": "candidate-pair", "state": "succeeded", "nominated": true,
-             "localCandidateId": "L1", "remoteCandidateId": "R1", "currentRoundTripTime": .number(pairRTT), "responsesReceived": 5],
-            ["id": "L1", "timestamp": .number(t), "type": "local-candidate", "candidateType": "srflx", "protocol": "udp", "address": "192.0.2.1", "networkType": "wifi"],
+            [
+                "id": "CP1", "timestamp": .number(t), "type": "candidate-pair", "state": "succeeded", "nominated": true,
+                "localCandidateId": "L1", "remoteCandidateId": "R1", "currentRoundTripTime": .number(pairRTT), "responsesReceived": 5,
+            ],
+            [
+                "id": "L1", "timestamp": .number(t), "type": "local-candidate", "candidateType": "srflx", "protocol": "udp", "address": "192.0.2.1",
+                "networkType": "wifi",
+            ],
             ["id": "R1", "timestamp": .number(t), "type": "remote-candidate", "candidateType": "host", "protocol": "udp", "address": "198.51.100.2"],
             ["id": "T01", "timestamp": .number(t), "type": "transport", "selectedCandidatePairId": "CP1"],
         ]
@@ -59,9 +70,10 @@ public enum Harness {
         }
         var ingestor = RecordIngestor()
         var failures: [String] = []
-        LogLineReader(path: path).forEachLine({ line, n in
-            if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
-        }, issue: { failures.append($0.description) })
+        LogLineReader(path: path).forEachLine(
+            { line, n in
+                if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
+            }, issue: { failures.append($0.description) })
         if let f = failures.first { throw NSError(domain: "analysis", code: 1, userInfo: [NSLocalizedDescriptionKey: f]) }
         var all = ingestor.takeAll()
         guard var m = all.popLast() else { throw NSError(domain: "analysis", code: 2) }

@@ -82,18 +82,21 @@ final class EModelTests: XCTestCase {
         // No loss: just Ie.
         XCTAssertEqual(effectiveEquipmentImpairment(.g729A, packetLossPercent: 0, burstRatio: 1), 11)
         // G.711+PLC, 1 % random: 95·1/(1 + 25.1).
-        XCTAssertEqual(effectiveEquipmentImpairment(.g711WithPLC, packetLossPercent: 1, burstRatio: 1),
-                       95.0 / 26.1, accuracy: 1e-12)
+        XCTAssertEqual(
+            effectiveEquipmentImpairment(.g711WithPLC, packetLossPercent: 1, burstRatio: 1),
+            95.0 / 26.1, accuracy: 1e-12)
         // G.729A, 2 % with BurstR 2: 11 + 84·2/(1 + 19).
-        XCTAssertEqual(effectiveEquipmentImpairment(.g729A, packetLossPercent: 2, burstRatio: 2),
-                       11 + 84 * 2.0 / 20, accuracy: 1e-12)
+        XCTAssertEqual(
+            effectiveEquipmentImpairment(.g729A, packetLossPercent: 2, burstRatio: 2),
+            11 + 84 * 2.0 / 20, accuracy: 1e-12)
         // Bursty loss hurts more than random loss of the same amount.
         XCTAssertGreaterThan(
             effectiveEquipmentImpairment(.opus, packetLossPercent: 5, burstRatio: 3),
             effectiveEquipmentImpairment(.opus, packetLossPercent: 5, burstRatio: 1))
         // 100 % loss of a codec with Bpl 25.1 and random loss: 95·100/125.1.
-        XCTAssertEqual(effectiveEquipmentImpairment(.opus, packetLossPercent: 100, burstRatio: 1),
-                       9500 / 125.1, accuracy: 1e-9)
+        XCTAssertEqual(
+            effectiveEquipmentImpairment(.opus, packetLossPercent: 100, burstRatio: 1),
+            9500 / 125.1, accuracy: 1e-9)
     }
 
     func testVoIPScoresWithoutImpairment() {

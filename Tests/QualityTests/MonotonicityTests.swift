@@ -39,8 +39,9 @@ final class MonotonicityTests: XCTestCase {
             XCTAssertLessThanOrEqual(heavier.conversationalMOS, lighter.conversationalMOS)
             XCTAssertLessThanOrEqual(heavier.listeningMOS, lighter.listeningMOS)
 
-            let moreBursty = EModel.voip(oneWayDelayMs: delay, packetLossPercent: a,
-                                         burstRatio: burst + Double.random(in: 0...4, using: &rng), codec: codec)
+            let moreBursty = EModel.voip(
+                oneWayDelayMs: delay, packetLossPercent: a,
+                burstRatio: burst + Double.random(in: 0...4, using: &rng), codec: codec)
             let random = EModel.voip(oneWayDelayMs: delay, packetLossPercent: a, burstRatio: burst, codec: codec)
             XCTAssertLessThanOrEqual(moreBursty.conversationalMOS, random.conversationalMOS)
         }
@@ -57,11 +58,12 @@ final class MonotonicityTests: XCTestCase {
 
         /// Frames follow from the frame rate while not frozen, so a longer freeze removes frames.
         func score() -> Double? {
-            VideoScore(VideoIntervalStats(
-                intervalSeconds: active, framesRendered: notFrozenFps * max(0, active - frozen),
-                freezeCount: freezeCount, freezesDurationSeconds: frozen,
-                receivedPixels: receivedPixels, expectedPixels: expectedPixels,
-                expectedFrameRate: expectedFps))?.score
+            VideoScore(
+                VideoIntervalStats(
+                    intervalSeconds: active, framesRendered: notFrozenFps * max(0, active - frozen),
+                    freezeCount: freezeCount, freezesDurationSeconds: frozen,
+                    receivedPixels: receivedPixels, expectedPixels: expectedPixels,
+                    expectedFrameRate: expectedFps))?.score
         }
     }
 

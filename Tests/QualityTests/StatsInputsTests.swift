@@ -4,18 +4,21 @@ import XCTest
 final class StatsInputsTests: XCTestCase {
     /// Reference §6, worked example I1: Opus 48 kHz, 20 ms, RTT 120 ms.
     func testWorkedExampleI1() throws {
-        let jitterBuffer = try XCTUnwrap(StatsInputs.averageJitterBufferDelayMs(
-            jitterBufferDelaySeconds: 28_800, jitterBufferEmittedCount: 480_000))
+        let jitterBuffer = try XCTUnwrap(
+            StatsInputs.averageJitterBufferDelayMs(
+                jitterBufferDelaySeconds: 28_800, jitterBufferEmittedCount: 480_000))
         XCTAssertEqual(jitterBuffer, 60, accuracy: 1e-12)
 
-        let loss = try XCTUnwrap(StatsInputs.effectiveLossPercent(
-            concealedSamples: 14_400, silentConcealedSamples: 0, totalSamplesReceived: 480_000))
+        let loss = try XCTUnwrap(
+            StatsInputs.effectiveLossPercent(
+                concealedSamples: 14_400, silentConcealedSamples: 0, totalSamplesReceived: 480_000))
         XCTAssertEqual(loss, 3, accuracy: 1e-12)
 
         let perPacket = StatsInputs.samplesPerPacket(clockRate: 48_000, packetTimeMs: 20)
         XCTAssertEqual(perPacket, 960)
-        let run = try XCTUnwrap(StatsInputs.meanLossRunPackets(
-            concealedSamples: 14_400, silentConcealedSamples: 0, concealmentEvents: 6, samplesPerPacket: perPacket))
+        let run = try XCTUnwrap(
+            StatsInputs.meanLossRunPackets(
+                concealedSamples: 14_400, silentConcealedSamples: 0, concealmentEvents: 6, samplesPerPacket: perPacket))
         XCTAssertEqual(run, 2.5, accuracy: 1e-12)
         let burst = StatsInputs.burstRatio(meanLossRunPackets: run, lossPercent: loss)
         XCTAssertEqual(burst, 2.425, accuracy: 1e-12)
@@ -34,21 +37,25 @@ final class StatsInputsTests: XCTestCase {
     }
 
     func testSilentConcealmentIsNotLoss() throws {
-        let loss = try XCTUnwrap(StatsInputs.effectiveLossPercent(
-            concealedSamples: 20_000, silentConcealedSamples: 15_200, totalSamplesReceived: 480_000))
+        let loss = try XCTUnwrap(
+            StatsInputs.effectiveLossPercent(
+                concealedSamples: 20_000, silentConcealedSamples: 15_200, totalSamplesReceived: 480_000))
         XCTAssertEqual(loss, 1, accuracy: 1e-12)
-        XCTAssertEqual(StatsInputs.effectiveLossPercent(
-            concealedSamples: 10, silentConcealedSamples: 20, totalSamplesReceived: 100), 0)
-        XCTAssertNil(StatsInputs.effectiveLossPercent(
-            concealedSamples: 0, silentConcealedSamples: 0, totalSamplesReceived: 0))
+        XCTAssertEqual(
+            StatsInputs.effectiveLossPercent(
+                concealedSamples: 10, silentConcealedSamples: 20, totalSamplesReceived: 100), 0)
+        XCTAssertNil(
+            StatsInputs.effectiveLossPercent(
+                concealedSamples: 0, silentConcealedSamples: 0, totalSamplesReceived: 0))
     }
 
     func testBurstRatioFloorAndMissingRuns() {
         XCTAssertEqual(StatsInputs.burstRatio(meanLossRunPackets: nil, lossPercent: 5), 1)
         XCTAssertEqual(StatsInputs.burstRatio(meanLossRunPackets: 1, lossPercent: 5), 1)
         XCTAssertEqual(StatsInputs.burstRatio(meanLossRunPackets: 4, lossPercent: 10), 3.6, accuracy: 1e-12)
-        XCTAssertNil(StatsInputs.meanLossRunPackets(
-            concealedSamples: 100, silentConcealedSamples: 0, concealmentEvents: 0, samplesPerPacket: 960))
+        XCTAssertNil(
+            StatsInputs.meanLossRunPackets(
+                concealedSamples: 100, silentConcealedSamples: 0, concealmentEvents: 0, samplesPerPacket: 960))
     }
 
     func testNetworkLoss() {
@@ -60,7 +67,8 @@ final class StatsInputsTests: XCTestCase {
 
     func testOneWayDelayUsesTheAllowance() {
         XCTAssertEqual(StatsInputs.defaultDeviceAllowanceMs, 20)
-        XCTAssertEqual(StatsInputs.oneWayDelayMs(
-            roundTripTimeMs: 100, jitterBufferDelayMs: 40, packetTimeMs: 20, deviceAllowanceMs: 30), 140)
+        XCTAssertEqual(
+            StatsInputs.oneWayDelayMs(
+                roundTripTimeMs: 100, jitterBufferDelayMs: 40, packetTimeMs: 20, deviceAllowanceMs: 30), 140)
     }
 }

@@ -58,11 +58,13 @@ final class GrafanaDashboardTests: XCTestCase {
         let store = try CallStore(path: ReportFixtures.sampleDatabase, forWriting: false)
         let from = try XCTUnwrap(store.db.scalar("SELECT min(start_ts) FROM calls")?.int64)
         let to = try XCTUnwrap(store.db.scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
-        let call = try XCTUnwrap(store.db.scalar("""
-            SELECT call_id FROM calls c WHERE grade = 'poor' AND EXISTS (SELECT 1 FROM findings f WHERE f.call_id = c.call_id)
-              AND EXISTS (SELECT 1 FROM streams s WHERE s.call_id = c.call_id AND s.kind = 'video')
-            ORDER BY mos_worst LIMIT 1
-            """)?.string)
+        let call = try XCTUnwrap(
+            store.db.scalar(
+                """
+                SELECT call_id FROM calls c WHERE grade = 'poor' AND EXISTS (SELECT 1 FROM findings f WHERE f.call_id = c.call_id)
+                  AND EXISTS (SELECT 1 FROM streams s WHERE s.call_id = c.call_id AND s.kind = 'video')
+                ORDER BY mos_worst LIMIT 1
+                """)?.string)
         var ran = 0
         for (file, dashboard) in try dashboards() {
             let all = queries(dashboard)
@@ -90,10 +92,12 @@ final class GrafanaDashboardTests: XCTestCase {
     func testPanelsCoverTheQuestionsAndTheDataSourceIsProvisioned() throws {
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         let titles = Set(queries(dashboard).map(\.panel))
-        for t in ["Share of answered calls by grade", "MOS-CQ per hour: median and tail", "MOS-CQ per call", "Loss (%) per call",
-                  "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
-                  "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
-                  "MOS-CQ", "Events and findings", "variable call_id"] {
+        for t in [
+            "Share of answered calls by grade", "MOS-CQ per hour: median and tail", "MOS-CQ per call", "Loss (%) per call",
+            "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
+            "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
+            "MOS-CQ", "Events and findings", "variable call_id",
+        ] {
             XCTAssertTrue(titles.contains(t), "panel '\(t)'")
         }
         // Every panel queries the provisioned data source by its uid.
@@ -104,7 +108,9 @@ final class GrafanaDashboardTests: XCTestCase {
             if let o = value as? [String: Any] {
                 if let ds = o["datasource"] as? [String: Any] { uids.insert("\(ds["type"] ?? "?") \(ds["uid"] ?? "?")") }
                 o.values.forEach(walk)
-            } else if let a = value as? [Any] { a.forEach(walk) }
+            } else if let a = value as? [Any] {
+                a.forEach(walk)
+            }
         }
         walk(dashboard)
         XCTAssertEqual(uids, ["frser-sqlite-datasource callstats"], "every panel and variable uses the provisioned data source")

@@ -28,8 +28,9 @@ enum ReportFixtures {
         let id = "call-" + hostile
         let t: Int64 = 1_795_000_000_000
         let records: [LogRecord] = [
-            .callInfo(call: id, ts: t, direction: "outgoing", sdk: hostile, sdkVersion: "1", app: hostile, appVersion: hostile,
-                      platform: hostile, network: hostile, media: ["audio"], labels: ["note": .string(hostile)]),
+            .callInfo(
+                call: id, ts: t, direction: "outgoing", sdk: hostile, sdkVersion: "1", app: hostile, appVersion: hostile,
+                platform: hostile, network: hostile, media: ["audio"], labels: ["note": .string(hostile)]),
             .event(call: id, ts: t + 100, action: "callMetric", type: "callCreate"),
             .event(call: id, ts: t + 900, action: "callMetric", type: "callAnswerReceived"),
             .end(call: id, ts: t + 40_000, reason: "failed", statusText: hostile),

@@ -50,19 +50,22 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(cells.filter { $0[1] == -1 }.reduce(0) { $0 + $1[4] }, try count("SELECT count(*) FROM calls WHERE mos_cq IS NOT NULL"))
         let networkIndex = try XCTUnwrap((data["dimensions"] as? [String])?.firstIndex(of: "network"))
         let wifi = try XCTUnwrap(((hist["values"] as? [String: [String]])?["network"])?.firstIndex(of: "wifi"))
-        XCTAssertEqual(cells.filter { $0[1] == networkIndex && $0[2] == wifi }.reduce(0) { $0 + $1[4] },
-                       try count("SELECT count(*) FROM calls WHERE mos_cq IS NOT NULL AND network = 'wifi'"))
+        XCTAssertEqual(
+            cells.filter { $0[1] == networkIndex && $0[2] == wifi }.reduce(0) { $0 + $1[4] },
+            try count("SELECT count(*) FROM calls WHERE mos_cq IS NOT NULL AND network = 'wifi'"))
 
         // Worst calls: poor first by sustained MOS, each with its findings and a drill-down.
         let worst = try XCTUnwrap(data["worst"] as? [[String: Any]])
         XCTAssertEqual(worst.count, min(200, try count("SELECT count(*) FROM calls WHERE grade IN ('poor', 'no_media')")))
         let firstID = try XCTUnwrap(worst.first?["id"] as? String)
         XCTAssertEqual(firstID, try store.db.scalar("SELECT call_id FROM calls WHERE grade = 'poor' ORDER BY mos_worst, call_id LIMIT 1")?.string)
-        XCTAssertEqual((worst.first?["findings"] as? [Any])?.count,
-                       try count("SELECT count(*) FROM findings WHERE severity != 'info' AND call_id = '\(firstID)'"))
+        XCTAssertEqual(
+            (worst.first?["findings"] as? [Any])?.count,
+            try count("SELECT count(*) FROM findings WHERE severity != 'info' AND call_id = '\(firstID)'"))
         let drill = try XCTUnwrap(data["drill"] as? [String: [String: Any]])
         XCTAssertEqual(drill.count, 50)
-        let intervals = try count("""
+        let intervals = try count(
+            """
             SELECT count(*) FROM intervals i JOIN streams s USING (call_id, stream_id)
             WHERE i.call_id = '\(firstID)' AND s.direction = 'inbound'
             """)

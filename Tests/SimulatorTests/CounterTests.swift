@@ -31,10 +31,11 @@ final class CounterTests: XCTestCase {
     func testW3CCountersAreCoherent() throws {
         // One clean W3C audio+video call, checked in detail.
         let sim = run.simulator
-        let index = try XCTUnwrap(run.calls.firstIndex {
-            $0.plan.profile == .good && $0.plan.format == .w3c && $0.plan.hasVideo && $0.plan.script.connectMs != nil
-                && $0.plan.script.episodes.isEmpty && $0.plan.audioCodec == .opus
-        })
+        let index = try XCTUnwrap(
+            run.calls.firstIndex {
+                $0.plan.profile == .good && $0.plan.format == .w3c && $0.plan.hasVideo && $0.plan.script.connectMs != nil
+                    && $0.plan.script.episodes.isEmpty && $0.plan.audioCodec == .opus
+            })
         let stats = sim.records(forCall: index).filter { $0.kind == .stats }
         let last = try XCTUnwrap(stats.last?["report"]?.arrayValue)
         func object(_ type: String, _ kind: String? = nil) -> JSONValue? {

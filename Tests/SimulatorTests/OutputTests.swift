@@ -84,14 +84,15 @@ final class OutputTests: XCTestCase {
         c.fullSnapshots = true
         _ = try Simulator(c).write(to: dir.path)
         var lines = 0
-        LogLineReader(path: dir.appendingPathComponent("calls-000.ndjson.zst").path).forEachLine({ bytes, _ in
-            let r = try! LogRecord(parsing: bytes)
-            if r.kind == .stats {
-                XCTAssertNil(r["delta"])
-                XCTAssertNotNil(r["report"])
-            }
-            lines += 1
-        }, issue: { XCTFail($0.description) })
+        LogLineReader(path: dir.appendingPathComponent("calls-000.ndjson.zst").path).forEachLine(
+            { bytes, _ in
+                let r = try! LogRecord(parsing: bytes)
+                if r.kind == .stats {
+                    XCTAssertNil(r["delta"])
+                    XCTAssertNotNil(r["report"])
+                }
+                lines += 1
+            }, issue: { XCTFail($0.description) })
         XCTAssertGreaterThan(lines, 20)
     }
 

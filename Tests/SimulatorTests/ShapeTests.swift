@@ -75,8 +75,12 @@ final class ShapeTests: XCTestCase {
 
     func testGoogObjectsHaveTheAppendixEValueNames() {
         let run = SimulatedRun.shared
-        XCTAssertEqual(run.googTypes, ["googTrack", "googLibjingleSession", "googComponent", "googCandidatePair",
-                                       "localcandidate", "remotecandidate", "ssrc", "VideoBwe"])
+        XCTAssertEqual(
+            run.googTypes,
+            [
+                "googTrack", "googLibjingleSession", "googComponent", "googCandidatePair",
+                "localcandidate", "remotecandidate", "ssrc", "VideoBwe",
+            ])
         XCTAssertEqual(Set(run.googFields.keys), Set(ShapeTests.appendixE.keys))
         for (key, names) in ShapeTests.appendixE {
             XCTAssertEqual(run.googFields[key], names, key)

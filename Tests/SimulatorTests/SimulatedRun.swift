@@ -94,8 +94,10 @@ final class SimulatedRun: @unchecked Sendable {
                         w3cFields[type, default: []].formUnion(o.keys)
                     } else {
                         googTypes.insert(type)
-                        let key = type == "ssrc" ? "ssrc" + (id.hasSuffix("_send") ? "_send" : "_recv")
-                            + (values["audioInputLevel"] != nil || values["audioOutputLevel"] != nil ? "_audio" : "_video") : type
+                        let key =
+                            type == "ssrc"
+                            ? "ssrc" + (id.hasSuffix("_send") ? "_send" : "_recv")
+                                + (values["audioInputLevel"] != nil || values["audioOutputLevel"] != nil ? "_audio" : "_video") : type
                         googFields[key, default: []].formUnion(values.keys)
                     }
                     // Counters never decrease within an object (the transport restarts at an IP change).
@@ -122,8 +124,10 @@ final class SimulatedRun: @unchecked Sendable {
         calls.append(call)
     }
 
-    private func facts(_ call: inout Call, format: String, id: String, type: String, o: JSONObject, values: JSONObject,
-                       report: [JSONValue]) {
+    private func facts(
+        _ call: inout Call, format: String, id: String, type: String, o: JSONObject, values: JSONObject,
+        report: [JSONValue]
+    ) {
         let kind = o["kind"]?.stringValue
         if type == "inbound-rtp" || type == "outbound-rtp" || type == "ssrc" { call.rtpObjects += 1 }
         let audioIn = (type == "inbound-rtp" && kind == "audio") || (type == "ssrc" && values["audioOutputLevel"] != nil)

@@ -25,8 +25,9 @@ final class StoreTests: XCTestCase {
         c.mediaMs = setup
         c.app = "demo"
         c.appVersion = "1.0"
-        var s = StreamSummary(callID: id, streamID: "a:inbound:audio:1", ssrc: 1, direction: .inbound, kind: .audio,
-                              source: "w3c", startTs: start, endTs: start + 60_000)
+        var s = StreamSummary(
+            callID: id, streamID: "a:inbound:audio:1", ssrc: 1, direction: .inbound, kind: .audio,
+            source: "w3c", startTs: start, endTs: start + 60_000)
         s.packets = 3000
         var i = IntervalMetrics(callID: id, streamID: s.streamID, startTs: start, endTs: start + 10_000)
         i.mosCQ = mos
@@ -34,9 +35,10 @@ final class StoreTests: XCTestCase {
         i.jitterMs = .infinity
         i.rttMs = -.infinity
         let f = Finding(callID: id, code: "high_loss", severity: .warn, startTs: start, durationMs: 30_000, value: 2.5, detail: "loss 2.5 %")
-        return CallAnalysis(call: c, streams: [s], intervals: [i],
-                            events: [CallEvent(callID: id, ts: start, kind: "event", action: "callMetric", type: "callCreate")],
-                            findings: [f])
+        return CallAnalysis(
+            call: c, streams: [s], intervals: [i],
+            events: [CallEvent(callID: id, ts: start, kind: "event", action: "callMetric", type: "callCreate")],
+            findings: [f])
     }
 
     func testEveryColumnIsDocumented() throws {
@@ -49,8 +51,9 @@ final class StoreTests: XCTestCase {
             for col in try store.db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap({ $0[0].string }) {
                 // Percentile columns are documented by pattern (mos_p5 … mos_p99).
                 let pattern = col.replacingOccurrences(of: #"_p(5|50|90|95|99)$"#, with: "_p5", options: .regularExpression)
-                XCTAssertTrue(doc.contains("`\(col)`") || doc.contains("`\(pattern)`"),
-                              "\(table).\(col) is not in SCHEMA.md")
+                XCTAssertTrue(
+                    doc.contains("`\(col)`") || doc.contains("`\(pattern)`"),
+                    "\(table).\(col) is not in SCHEMA.md")
             }
         }
     }
@@ -130,8 +133,10 @@ final class StoreTests: XCTestCase {
         }
         // A replaced call's keyed rows are deleted by its key.
         for table in ["interval_rows", "event_rows"] {
-            let plan = try store.db.rows("EXPLAIN QUERY PLAN DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)",
-                                         [.text("c1")]).compactMap { $0.last?.string }.joined(separator: "; ")
+            let plan = try store.db.rows(
+                "EXPLAIN QUERY PLAN DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)",
+                [.text("c1")]
+            ).compactMap { $0.last?.string }.joined(separator: "; ")
             XCTAssertTrue(!plan.contains("SCAN"), "\(table): \(plan)")
         }
     }
@@ -159,8 +164,9 @@ final class StoreTests: XCTestCase {
         for count in Array(0...40) + [63, 64, 65, 70, 127] {
             var a = call("n\(count)", start: Self.base, mos: 4, grade: .good)
             a.intervals = (0..<count).map { k in
-                var i = IntervalMetrics(callID: a.call.callID, streamID: "s\(k % 3)", startTs: Self.base + Int64(k) * 1000,
-                                        endTs: Self.base + Int64(k + 1) * 1000)
+                var i = IntervalMetrics(
+                    callID: a.call.callID, streamID: "s\(k % 3)", startTs: Self.base + Int64(k) * 1000,
+                    endTs: Self.base + Int64(k + 1) * 1000)
                 i.packets = Int64(k)
                 i.jitterMs = Double(k) / 4
                 i.mosCQ = k % 2 == 0 ? 4 - Double(k) / 100 : nil
@@ -254,8 +260,9 @@ final class StoreTests: XCTestCase {
             try store.db.execute("PRAGMA cache_size = 4")
             try store.db.execute("BEGIN IMMEDIATE")
             for n in 0..<200 {
-                try store.write(call("c\(n)", start: Self.base + Int64(n), mos: 3, grade: .fair), complete: true,
-                                material: [UInt8](repeating: 7, count: 3000), replacing: false)
+                try store.write(
+                    call("c\(n)", start: Self.base + Int64(n), mos: 3, grade: .fair), complete: true,
+                    material: [UInt8](repeating: 7, count: 3000), replacing: false)
             }
             // The files as a kill at this moment leaves them.
             try FileManager.default.copyItem(atPath: path, toPath: crashed)
@@ -281,8 +288,9 @@ final class StoreTests: XCTestCase {
             for n in 0..<300 {
                 var a = call(String(format: "%08x-call", (n &* 2_654_435_761) & 0xFFFF_FFFF), start: Self.base + Int64(n) * 1000, mos: 4, grade: .good)
                 a.intervals = (0..<240).map { k in
-                    var i = IntervalMetrics(callID: a.call.callID, streamID: "stream-\(k % 4)", startTs: Self.base + Int64(k) * 10_000,
-                                            endTs: Self.base + Int64(k + 1) * 10_000)
+                    var i = IntervalMetrics(
+                        callID: a.call.callID, streamID: "stream-\(k % 4)", startTs: Self.base + Int64(k) * 10_000,
+                        endTs: Self.base + Int64(k + 1) * 10_000)
                     i.packets = Int64(k * 50)
                     i.jitterMs = Double(k % 40)
                     i.mosCQ = 4.2 - Double(k % 7) / 10
@@ -311,21 +319,25 @@ final class StoreTests: XCTestCase {
         for n in 0..<300 {
             let start = Self.base + Int64.random(in: 0..<(40 * Self.hour), using: &rng)
             let mos: Double? = n % 7 == 0 ? nil : Double(Int.random(in: 10...45, using: &rng)) / 10  // ties
-            var c = call("c\(n)", start: start, mos: mos, grade: grades[n % grades.count],
-                         network: networks[Int.random(in: 0..<networks.count, using: &rng)],
-                         setup: n % 5 == 0 ? nil : Int64.random(in: 200...3000, using: &rng))
+            var c = call(
+                "c\(n)", start: start, mos: mos, grade: grades[n % grades.count],
+                network: networks[Int.random(in: 0..<networks.count, using: &rng)],
+                setup: n % 5 == 0 ? nil : Int64.random(in: 200...3000, using: &rng))
             c.call.jitterMs = n % 3 == 0 ? .nan : Double.random(in: 0...60, using: &rng)
             try store.write(c, complete: true, material: nil)
         }
         func check(_ label: String) throws {
-            let rows = try store.db.rows("SELECT period, bucket_ts, value, calls, poor, mos_n, mos_mean, mos_p5, mos_p50, mos_p99, jitter_n, jitter_p90, setup_p95 FROM rollups WHERE dimension = 'network'")
+            let rows = try store.db.rows(
+                "SELECT period, bucket_ts, value, calls, poor, mos_n, mos_mean, mos_p5, mos_p50, mos_p99, jitter_n, jitter_p90, setup_p95 FROM rollups WHERE dimension = 'network'"
+            )
             var seen = 0
             for period in [("hour", Self.hour), ("day", 24 * Self.hour)] {
                 let buckets = try store.db.rows("SELECT DISTINCT start_ts / ?1 * ?1 FROM calls", [.integer(period.1)]).compactMap { $0[0].int64 }
                 for bucket in buckets {
                     for network in networks {
-                        let calls = try store.db.rows("SELECT mos_cq, jitter_ms, media_ms, grade FROM calls WHERE start_ts >= ? AND start_ts < ? AND network = ?",
-                                                      [.integer(bucket), .integer(bucket + period.1), .text(network)])
+                        let calls = try store.db.rows(
+                            "SELECT mos_cq, jitter_ms, media_ms, grade FROM calls WHERE start_ts >= ? AND start_ts < ? AND network = ?",
+                            [.integer(bucket), .integer(bucket + period.1), .text(network)])
                         let row = rows.first { $0[0].string == period.0 && $0[1].int64 == bucket && $0[2].string == network }
                         guard !calls.isEmpty else { XCTAssertNil(row, "\(label) \(period.0) \(bucket) \(network)"); continue }
                         guard let row else { XCTFail("\(label): no row for \(period.0) \(bucket) \(network)"); continue }
@@ -355,7 +367,9 @@ final class StoreTests: XCTestCase {
         try store.db.execute("UPDATE rollups SET calls = -1")
         try store.markRollupsPending(forCallStarts: try store.db.rows("SELECT start_ts FROM calls").compactMap { $0[0].int64 })
         try store.db.execute("DELETE FROM rollup_pending WHERE period = 'day' AND bucket_ts = \(Self.base)")
-        try store.db.execute("UPDATE rollups SET calls = (SELECT count(*) FROM calls WHERE start_ts >= bucket_ts AND start_ts < bucket_ts + 86400000 AND coalesce(network, 'unknown') = value) WHERE period = 'day' AND bucket_ts = \(Self.base) AND dimension = 'network'")
+        try store.db.execute(
+            "UPDATE rollups SET calls = (SELECT count(*) FROM calls WHERE start_ts >= bucket_ts AND start_ts < bucket_ts + 86400000 AND coalesce(network, 'unknown') = value) WHERE period = 'day' AND bucket_ts = \(Self.base) AND dimension = 'network'"
+        )
         try store.refreshPendingRollups()
         try check("pending")
         // Every marked bucket was rebuilt; the unmarked day kept its rows.
@@ -369,17 +383,22 @@ final class StoreTests: XCTestCase {
         let moses = [4.3, 4.2, 4.1, 4.0, 3.9, 3.5, 3.0, 2.5, 1.8, 1.5]
         for (n, m) in moses.enumerated() {
             let g: Grade = m >= 4 ? .good : m >= 3.5 ? .fair : .poor
-            try store.write(call("c\(n)", start: Self.base + Int64(n) * 60_000, mos: m, grade: g,
-                                 network: n < 8 ? "wifi" : "cellular", setup: Int64(500 + 100 * n)), complete: true, material: nil)
+            try store.write(
+                call(
+                    "c\(n)", start: Self.base + Int64(n) * 60_000, mos: m, grade: g,
+                    network: n < 8 ? "wifi" : "cellular", setup: Int64(500 + 100 * n)), complete: true, material: nil)
         }
         try store.write(call("other-day", start: Self.base + 30 * Self.hour, mos: nil, grade: .noMedia), complete: true, material: nil)
         try store.rebuildAllRollups()
-        let row = try store.db.rows("""
+        let row = try store.db.rows(
+            """
             SELECT calls, good, fair, poor, no_media, mos_n, mos_p5, mos_p50, mos_p95, setup_p95, round(mos_mean, 4)
             FROM rollups WHERE period = 'hour' AND bucket_ts = ? AND dimension = 'all'
-            """, [.integer(Self.base)]).first
+            """, [.integer(Self.base)]
+        ).first
         // Sorted MOS: 1.5 1.8 2.5 3.0 3.5 3.9 4.0 4.1 4.2 4.3; nearest rank p5 → 1st, p50 → 5th, p95 → 10th.
-        XCTAssertEqual(row, [.integer(10), .integer(4), .integer(2), .integer(4), .integer(0), .real(10), .real(1.5), .real(3.5), .real(4.3), .real(1400), .real(3.28)])
+        XCTAssertEqual(
+            row, [.integer(10), .integer(4), .integer(2), .integer(4), .integer(0), .real(10), .real(1.5), .real(3.5), .real(4.3), .real(1400), .real(3.28)])
         let cellular = try store.db.rows("SELECT calls, poor FROM rollups WHERE period = 'day' AND dimension = 'network' AND value = 'cellular'")
         XCTAssertEqual(cellular, [[.integer(2), .integer(2)]])
         XCTAssertEqual(try store.db.scalar("SELECT count(DISTINCT bucket_ts) FROM rollups WHERE period = 'day'")?.int64, 2)

@@ -17,18 +17,21 @@ public struct ChromiumRecording {
     public init(url: URL) throws {
         let reader = LogLineReader(path: url.path)
         var problems: [LogIssue] = []
-        try reader.forEachLine({ bytes, _ in
-            let v = try JSONValue.parse(bytes)
-            switch v["kind"]?.stringValue {
-            case "stats":
-                snapshots.append(Snapshot(side: v["side"]!.stringValue!, time: v["time"]!.int64Value!,
-                                          stats: v["stats"]!.arrayValue!))
-                callID = v["call"]?.stringValue ?? callID
-            case "event":
-                events.append((v["side"]!.stringValue!, v["time"]!.int64Value!, v["type"]!.stringValue!))
-            default: break
-            }
-        }, issue: { problems.append($0) })
+        try reader.forEachLine(
+            { bytes, _ in
+                let v = try JSONValue.parse(bytes)
+                switch v["kind"]?.stringValue {
+                case "stats":
+                    snapshots.append(
+                        Snapshot(
+                            side: v["side"]!.stringValue!, time: v["time"]!.int64Value!,
+                            stats: v["stats"]!.arrayValue!))
+                    callID = v["call"]?.stringValue ?? callID
+                case "event":
+                    events.append((v["side"]!.stringValue!, v["time"]!.int64Value!, v["type"]!.stringValue!))
+                default: break
+                }
+            }, issue: { problems.append($0) })
         if let p = problems.first { throw p }
     }
 }

@@ -28,7 +28,8 @@ public enum PcapPayloads {
             self.highestSeq = highestSeq; self.jitter = jitter; self.lsr = lsr; self.dlsr = dlsr
         }
         var bytes: [UInt8] {
-            PcapBytes.be32(ssrc) + [fractionLost] + Array(PcapBytes.be32(UInt32(bitPattern: cumulativeLost))[1...]) + PcapBytes.be32(highestSeq) + PcapBytes.be32(jitter) + PcapBytes.be32(lsr) + PcapBytes.be32(dlsr)
+            PcapBytes.be32(ssrc) + [fractionLost] + Array(PcapBytes.be32(UInt32(bitPattern: cumulativeLost))[1...]) + PcapBytes.be32(highestSeq)
+                + PcapBytes.be32(jitter) + PcapBytes.be32(lsr) + PcapBytes.be32(dlsr)
         }
     }
 
@@ -37,7 +38,10 @@ public enum PcapPayloads {
     }
 
     public static func senderReport(ssrc: UInt32, ntp: UInt64, rtpTimestamp: UInt32, packets: UInt32, octets: UInt32, reports: [ReportBlock] = []) -> [UInt8] {
-        header(count: reports.count, type: 200, body: PcapBytes.be32(ssrc) + PcapBytes.be64(ntp) + PcapBytes.be32(rtpTimestamp) + PcapBytes.be32(packets) + PcapBytes.be32(octets) + reports.flatMap(\.bytes))
+        header(
+            count: reports.count, type: 200,
+            body: PcapBytes.be32(ssrc) + PcapBytes.be64(ntp) + PcapBytes.be32(rtpTimestamp) + PcapBytes.be32(packets) + PcapBytes.be32(octets)
+                + reports.flatMap(\.bytes))
     }
 
     public static func receiverReport(ssrc: UInt32, reports: [ReportBlock]) -> [UInt8] {
@@ -60,7 +64,9 @@ public enum PcapPayloads {
     }
 
     /// XR with one VoIP Metrics block (RFC 3611 §4.7).
-    public static func xrVoIPMetrics(ssrc: UInt32, sourceSSRC: UInt32, lossRate: UInt8, discardRate: UInt8, roundTripDelay: UInt16, rFactor: UInt8, mosLQ: UInt8, mosCQ: UInt8) -> [UInt8] {
+    public static func xrVoIPMetrics(
+        ssrc: UInt32, sourceSSRC: UInt32, lossRate: UInt8, discardRate: UInt8, roundTripDelay: UInt16, rFactor: UInt8, mosLQ: UInt8, mosCQ: UInt8
+    ) -> [UInt8] {
         var block: [UInt8] = [7, 0] + PcapBytes.be16(8) + PcapBytes.be32(sourceSSRC)
         block += [lossRate, discardRate, 10, 2] + PcapBytes.be16(100) + PcapBytes.be16(2000) + PcapBytes.be16(roundTripDelay) + PcapBytes.be16(40)
         block += [UInt8(bitPattern: -20), UInt8(bitPattern: -70), 127, 16, rFactor, 127, mosLQ, mosCQ, 0, 0]
@@ -68,7 +74,8 @@ public enum PcapPayloads {
         return header(count: 0, type: 207, body: PcapBytes.be32(ssrc) + block)
     }
 
-    public static func stunBinding(request: Bool, transaction: [UInt8], useCandidate: Bool = false, controlling: Bool = false, success: Bool = true) -> [UInt8] {
+    public static func stunBinding(request: Bool, transaction: [UInt8], useCandidate: Bool = false, controlling: Bool = false, success: Bool = true) -> [UInt8]
+    {
         precondition(transaction.count == 12)
         var attrs: [UInt8] = []
         if request {

@@ -45,8 +45,10 @@ struct CollectorBench: ParsableCommand {
     func run() throws {
         let (load, size, origin) = sources()
         print("snapshots: \(origin)")
-        var table = Table(header: ["mode", "snapshots", "caller µs/snapshot", "writer µs/snapshot", "writer snapshots/s",
-                                   "KiB per call-minute", "dropped"])
+        var table = Table(header: [
+            "mode", "snapshots", "caller µs/snapshot", "writer µs/snapshot", "writer snapshots/s",
+            "KiB per call-minute", "dropped",
+        ])
         let modes: [(String, Pseudonymizer?, StatsMemberFilter?)] = [
             ("deltas, zstd 9", nil, nil),
             ("deltas, zstd 9, IPs pseudonymised", Pseudonymizer(method: .keyedHash(SipHashKey(k0: 0x5EED, k1: 0xC0FFEE))), nil),
@@ -56,13 +58,16 @@ struct CollectorBench: ParsableCommand {
             let l = try measure(load, calls: calls, interval: interval, seconds: seconds, cycle: true, pseudonymizer: pseudonymizer, members: members)
             let s = try measure(size, calls: size.count, interval: 0.02, seconds: nil, cycle: false, pseudonymizer: pseudonymizer, members: members)
             let callMinutes = size.reduce(0.0) { $0 + Double($1.snapshots.count) * $1.periodSeconds / 60 }
-            table.rows.append([name, "\(l.counters.snapshotsWritten)", fmt(l.callerMicros), fmt(l.writerMicros),
-                               fmt(1e6 / l.writerMicros, 0), fmt(Double(s.counters.bytesWritten) / 1024 / callMinutes),
-                               "\(l.counters.droppedTotal)"])
+            table.rows.append([
+                name, "\(l.counters.snapshotsWritten)", fmt(l.callerMicros), fmt(l.writerMicros),
+                fmt(1e6 / l.writerMicros, 0), fmt(Double(s.counters.bytesWritten) / 1024 / callMinutes),
+                "\(l.counters.droppedTotal)",
+            ])
         }
         print(table.render())
-        print("load run: \(calls) calls sampled every \(fmt(interval, 3)) s for \(fmt(seconds, 1)) s (\(fmt(Double(calls) / interval, 0)) snapshots/s offered); "
-              + "\(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print(
+            "load run: \(calls) calls sampled every \(fmt(interval, 3)) s for \(fmt(seconds, 1)) s (\(fmt(Double(calls) / interval, 0)) snapshots/s offered); "
+                + "\(ProcessInfo.processInfo.activeProcessorCount) cores")
     }
 
     /// Load and size sequences, from the recording or the simulator.
@@ -105,8 +110,10 @@ struct CollectorBench: ParsableCommand {
     }
 
     /// Runs an agent over `sequences` and returns its counters and per-snapshot costs.
-    func measure(_ sequences: [Sequence], calls: Int, interval: Double, seconds: Double?, cycle: Bool,
-                 pseudonymizer: Pseudonymizer?, members: StatsMemberFilter?) throws -> Result {
+    func measure(
+        _ sequences: [Sequence], calls: Int, interval: Double, seconds: Double?, cycle: Bool,
+        pseudonymizer: Pseudonymizer?, members: StatsMemberFilter?
+    ) throws -> Result {
         let dir = NSTemporaryDirectory() + "callstats-bench-collector-\(getpid())-\(UUID().uuidString.prefix(6))"
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var config = CallStatsAgent.Configuration(directory: dir, app: "bench", appVersion: "1")
@@ -136,8 +143,9 @@ struct CollectorBench: ParsableCommand {
         agent.flush()
         agent.shutdown()
         let c = agent.counters
-        return Result(counters: c, callerMicros: meter.micros,
-                      writerMicros: c.writerSeconds * 1e6 / Double(max(1, c.snapshotsWritten)))
+        return Result(
+            counters: c, callerMicros: meter.micros,
+            writerMicros: c.writerSeconds * 1e6 / Double(max(1, c.snapshotsWritten)))
     }
 }
 

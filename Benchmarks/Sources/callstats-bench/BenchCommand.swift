@@ -20,8 +20,10 @@ struct CallstatsBench: ParsableCommand {
             (make build) for meaningful numbers; this machine's other load shows in them, so \
             compare figures printed side by side in one run.
             """,
-        subcommands: [AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self, ReportBench.self,
-                      WorkloadCommand.self],
+        subcommands: [
+            AnalyzeBench.self, LogSizeBench.self, CaptureBench.self, CollectorBench.self, ReportBench.self,
+            WorkloadCommand.self,
+        ],
         defaultSubcommand: AnalyzeBench.self)
 }
 
@@ -115,8 +117,6 @@ struct ToolTimes {
     var partialText: String { failures > 0 ? " (\(rounds - failures) of \(rounds) rounds)" : "" }
 }
 
-
-
 struct AnalyzeBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
@@ -154,7 +154,8 @@ struct AnalyzeBench: ParsableCommand {
 
     func run() throws {
         let corpus = corpus ?? (recording == nil ? "bench-data/corpus" : "bench-data/recording-corpus")
-        let files = try recording.map { try BenchCorpus.ensure(folder: corpus, recording: $0, calls: calls ?? 700) }
+        let files =
+            try recording.map { try BenchCorpus.ensure(folder: corpus, recording: $0, calls: calls ?? 700) }
             ?? BenchCorpus.ensure(folder: corpus, calls: calls ?? 7_000)
         let compressed = BenchCorpus.warm(files)
         print("corpus: \(files.count) files, \(String(format: "%.1f", Double(compressed) / 1e6)) MB compressed, read once into the page cache; measuring…")
@@ -190,8 +191,10 @@ struct AnalyzeBench: ParsableCommand {
             AnalyzeBench.remove(db)
             AnalyzeBench.remove(copied)
             let zSeconds = zstdTimes.measure(zstd), dSeconds = duckTimes.measure(duck)
-            let others = [zstdTimes.roundText("zstd -d", zSeconds), "SQLite alone \(fmt(copySeconds)) s",
-                          duckTimes.roundText("DuckDB", dSeconds)].compactMap { $0 }
+            let others = [
+                zstdTimes.roundText("zstd -d", zSeconds), "SQLite alone \(fmt(copySeconds)) s",
+                duckTimes.roundText("DuckDB", dSeconds),
+            ].compactMap { $0 }
             print("round \(round) of \(max(1, runs)): callstats analyze \(fmt(seconds)) s, " + others.joined(separator: ", "))
         }
         let mb = Double(text) / 1e6
@@ -337,8 +340,9 @@ struct LogSizeBench: ParsableCommand {
     func run() throws {
         let (records, issues) = LogReader(path: file).readAll()
         if let first = issues.first { throw ValidationError("\(file) has damage: \(first)") }
-        var table = Table(header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute", "after 1st snapshot"],
-                          textColumns: [1, 2])
+        var table = Table(
+            header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute", "after 1st snapshot"],
+            textColumns: [1, 2])
         for n in every {
             let kept = LogSizeMeasure.resample(records, every: n)
             let period = LogSizeMeasure.period(kept)
@@ -357,33 +361,48 @@ struct LogSizeBench: ParsableCommand {
             for (name, delta, perFlush, level) in variants {
                 let bytes = try LogSizeMeasure.write(kept, delta: delta, framePerFlush: perFlush, level: level)
                 let firstBytes = try LogSizeMeasure.write(firsts, delta: delta, framePerFlush: perFlush, level: level)
-                table.rows.append([String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
-                                   "-\(level)", "\(bytes)"] + perMinute(bytes, firstBytes))
+                table.rows.append(
+                    [
+                        String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
+                        "-\(level)", "\(bytes)",
+                    ] + perMinute(bytes, firstBytes))
             }
             // Our deltas with member names replaced by numbers (each new name written once, in
             // the record that first uses it): measured to decide whether the format should do it.
             let numbered = try NumberedNames.bytes(kept, level: 9)
             let numberedFirsts = try NumberedNames.bytes(firsts, level: 9)
-            table.rows.append([String(format: "%.0f s", period / 1000), "deltas, numbered names (not written)", "long, flushed",
-                               "-9", "\(numbered)"] + perMinute(numbered, numberedFirsts))
+            table.rows.append(
+                [
+                    String(format: "%.0f s", period / 1000), "deltas, numbered names (not written)", "long, flushed",
+                    "-9", "\(numbered)",
+                ] + perMinute(numbered, numberedFirsts))
             // The collector's opt-in member filters (`statsMembers`): smaller logs, members dropped.
-            for (name, filter) in [("deltas, essential members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.essential)),
-                                   ("deltas, analysed members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.analysed))] {
+            for (name, filter) in [
+                ("deltas, essential members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.essential)),
+                ("deltas, analysed members (opt-in)", StatsMemberFilter(keeping: StatsMemberFilter.analysed)),
+            ] {
                 let bytes = try LogSizeMeasure.write(kept.map(filter.apply), delta: true, framePerFlush: false, level: 9)
                 let firstBytes = try LogSizeMeasure.write(firsts.map(filter.apply), delta: true, framePerFlush: false, level: 9)
-                table.rows.append([String(format: "%.0f s", period / 1000), name, "long, flushed", "-9", "\(bytes)"]
-                                  + perMinute(bytes, firstBytes))
+                table.rows.append(
+                    [String(format: "%.0f s", period / 1000), name, "long, flushed", "-9", "\(bytes)"]
+                        + perMinute(bytes, firstBytes))
             }
             // What is left when names, ids and structure cost nothing: the floor of any delta text.
             let values = ValuesAlone.bytes(kept, level: 9)
             let valuesFirsts = ValuesAlone.bytes(firsts, level: 9)
-            table.rows.append([String(format: "%.0f s", period / 1000), "values alone (estimate of the floor)", "long, flushed",
-                               "-9", "\(values)"] + perMinute(values, valuesFirsts))
+            table.rows.append(
+                [
+                    String(format: "%.0f s", period / 1000), "values alone (estimate of the floor)", "long, flushed",
+                    "-9", "\(values)",
+                ] + perMinute(values, valuesFirsts))
             for level: Int32 in [3, 9] {
                 let bytes = RtcstatsV3Method.bytes(kept, level: level)
                 let firstBytes = RtcstatsV3Method.bytes(firsts, level: level)
-                table.rows.append([String(format: "%.0f s", period / 1000), "rtcstats v3 method (lossy)", "one, whole file",
-                                   "-\(level)", "\(bytes)"] + perMinute(bytes, firstBytes))
+                table.rows.append(
+                    [
+                        String(format: "%.0f s", period / 1000), "rtcstats v3 method (lossy)", "one, whole file",
+                        "-\(level)", "\(bytes)",
+                    ] + perMinute(bytes, firstBytes))
             }
         }
         print(table.render())
@@ -561,11 +580,13 @@ enum RtcstatsV3Method {
                     if k.hasSuffix("Id"), let ref = v.stringValue, let r = ids[pc]?[ref] { n[number(k)] = .string(String(r)); continue }
                     n[number(k)] = v
                 }
-                let idNumber = ids[pc, default: [:]][id] ?? {
-                    let next = ids[pc, default: [:]].count
-                    ids[pc, default: [:]][id] = next
-                    return next
-                }()
+                let idNumber =
+                    ids[pc, default: [:]][id]
+                    ?? {
+                        let next = ids[pc, default: [:]].count
+                        ids[pc, default: [:]][id] = next
+                        return next
+                    }()
                 delta[String(idNumber)] = .object(n)
             }
             for id in old.keys where current[id] == nil { if let n = ids[pc]?[id] { delta[String(n)] = .null } }
@@ -682,11 +703,15 @@ struct CaptureBench: ParsableCommand {
         var tshark = ToolTimes()
         let tsharkRate = tshark.measure("tshark -n -q --enable-heuristic rtp_udp -z rtp,streams -r '\(path)' > /dev/null")
             .map { Double(packets / 10) / $0 }
-        table.rows.append(["callstats capture pipeline", "\(packets)", fmt(best), fmt(ours, 0),
-                           tsharkRate.map { fmt(ours / $0, 1) + "x" } ?? "-"])
+        table.rows.append([
+            "callstats capture pipeline", "\(packets)", fmt(best), fmt(ours, 0),
+            tsharkRate.map { fmt(ours / $0, 1) + "x" } ?? "-",
+        ])
         if let tsharkRate {
-            table.rows.append(["tshark -z rtp,streams (heuristic RTP)", "\(packets / 10)", fmt(Double(packets / 10) / tsharkRate),
-                               fmt(tsharkRate, 0), "1.0x"])
+            table.rows.append([
+                "tshark -z rtp,streams (heuristic RTP)", "\(packets / 10)", fmt(Double(packets / 10) / tsharkRate),
+                fmt(tsharkRate, 0), "1.0x",
+            ])
         } else {
             table.rows.append(["tshark", "-", "-", "-", tshark.missingText])
         }

@@ -17,8 +17,10 @@ struct WorkloadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "workload",
         abstract: "Fixed workloads for the instruction-count checks (check-performance.sh).",
-        subcommands: [CorpusWorkload.self, CapturePcapWorkload.self,
-                      ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self])
+        subcommands: [
+            CorpusWorkload.self, CapturePcapWorkload.self,
+            ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self,
+        ])
 }
 
 /// Writes the simulated corpus the scanner, analysis and writer workloads read (not measured).
@@ -89,10 +91,11 @@ struct ScannerWorkload: ParsableCommand {
         var ingestor = RecordIngestor()
         var lines = 0, calls = 0
         for file in files {
-            LogLineReader(path: folder + "/" + file).forEachLine({ line, _ in
-                _ = ingestor.ingest(line)
-                lines += 1
-            }, issue: { _ in })
+            LogLineReader(path: folder + "/" + file).forEachLine(
+                { line, _ in
+                    _ = ingestor.ingest(line)
+                    lines += 1
+                }, issue: { _ in })
             calls += ingestor.takeAll().count
         }
         print("scanned \(lines) lines of \(files.count) files into \(calls) calls")
@@ -103,7 +106,8 @@ struct ScannerWorkload: ParsableCommand {
 /// call's last one, compressed at the collector's zstd level and flushed, as the collector's
 /// background writer does per snapshot.
 struct CollectorWriterWorkload: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "collector-writer", abstract: "Write a folder's stats records as the collector writes snapshots.")
+    static let configuration = CommandConfiguration(
+        commandName: "collector-writer", abstract: "Write a folder's stats records as the collector writes snapshots.")
 
     @Argument(help: "A folder of *.ndjson.zst logs whose stats records are written again.")
     var folder: String

@@ -59,7 +59,8 @@ final class BenchCommandTests: XCTestCase {
         // The corpus is read through once before the rounds: every byte of every file.
         let files = try FileManager.default.contentsOfDirectory(atPath: corpus).filter { $0.hasSuffix(".ndjson.zst") }
         let bytes = try files.reduce(0) { try $0 + (FileManager.default.attributesOfItem(atPath: corpus + "/" + $1)[.size] as! NSNumber).intValue }
-        XCTAssertTrue(r.out.contains("corpus: \(files.count) files, \(String(format: "%.1f", Double(bytes) / 1e6)) MB compressed, read once into the page cache"), r.out)
+        XCTAssertTrue(
+            r.out.contains("corpus: \(files.count) files, \(String(format: "%.1f", Double(bytes) / 1e6)) MB compressed, read once into the page cache"), r.out)
         XCTAssertTrue(r.out.contains("round 1 of 1: callstats analyze "), r.out)
         // The targets line judges the ratio it prints: analyze ÷ zstd -d against 1.5.
         let targets = try XCTUnwrap(r.out.split(separator: "\n").first { $0.hasPrefix("targets: ") }, r.out)
@@ -78,8 +79,9 @@ final class BenchCommandTests: XCTestCase {
     /// and the table says the tools are missing instead of printing a time.
     func testBenchAnalyzeSaysWhichToolsAreMissing() throws {
         let corpus = dir.appendingPathComponent("corpus").path
-        let r = try bench(["analyze", "--corpus", corpus, "--calls", "10", "--runs", "2"],
-                              environment: ["PATH": dir.appendingPathComponent("no-tools").path])
+        let r = try bench(
+            ["analyze", "--corpus", corpus, "--calls", "10", "--runs", "2"],
+            environment: ["PATH": dir.appendingPathComponent("no-tools").path])
         XCTAssertEqual(r.status, 0, r.out + r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines.contains("targets: DuckDB not measured; zstd -d not measured"), r.out)
@@ -102,19 +104,19 @@ final class BenchCommandTests: XCTestCase {
         // Shell built-ins only: PATH holds nothing else.
         let scripts = [
             "zstd": """
-                #!/bin/sh
-                n=0
-                [ -f "$0.count" ] && read n < "$0.count"
-                echo $((n + 1)) > "$0.count"
-                [ "$n" -gt 0 ] && exit 0
-                echo "zstd: simulated damage" >&2
-                exit 1
-                """,
+            #!/bin/sh
+            n=0
+            [ -f "$0.count" ] && read n < "$0.count"
+            echo $((n + 1)) > "$0.count"
+            [ "$n" -gt 0 ] && exit 0
+            echo "zstd: simulated damage" >&2
+            exit 1
+            """,
             "python3": """
-                #!/bin/sh
-                echo "boom" >&2
-                exit 3
-                """,
+            #!/bin/sh
+            echo "boom" >&2
+            exit 3
+            """,
         ]
         for (name, text) in scripts {
             let path = tools.appendingPathComponent(name).path
@@ -140,7 +142,9 @@ final class BenchCommandTests: XCTestCase {
         let r = try bench(["report", "--calls", "600", "--base", "200", "--db", db, "--runs", "1"])
         XCTAssertEqual(r.status, 0, r.out + r.err)
         XCTAssertTrue(r.out.contains(" 600 "), r.out)
-        let q = try sqlite(db, """
+        let q = try sqlite(
+            db,
+            """
             SELECT (SELECT count(*) FROM calls) AS calls, (SELECT count(*) FROM findings WHERE call_id LIKE '%#%') AS findings,
                    count(DISTINCT s.call_id) AS streams, (SELECT count(DISTINCT call_id) FROM intervals WHERE call_id LIKE '%#%') AS intervals,
                    (SELECT count(DISTINCT call_id) FROM events WHERE call_id LIKE '%#%') AS events,

@@ -12,8 +12,10 @@ public struct AudioCodesTermination: Sendable, Equatable {
     /// The SIP message itself. Never written: it carries user names and addresses.
     public var sipMessage: String?
 
-    public init(reason: Reason, sipStatusCode: Int? = nil, sipStatusText: String? = nil,
-                sipReasonHeaderValue: String? = nil, sipMessage: String? = nil) {
+    public init(
+        reason: Reason, sipStatusCode: Int? = nil, sipStatusText: String? = nil,
+        sipReasonHeaderValue: String? = nil, sipMessage: String? = nil
+    ) {
         self.reason = reason
         self.sipStatusCode = sipStatusCode
         self.sipStatusText = sipStatusText
@@ -24,9 +26,10 @@ public struct AudioCodesTermination: Sendable, Equatable {
     /// The `end` record: the SDK's reason as is, SIP status and Reason header; the SIP status
     /// text goes to `statusText`. `duration` is the session's `duration` in seconds.
     public func callEnd(duration: Double? = nil) -> CallEnd {
-        CallEnd(reason: CallEnd.Reason(rawValue: reason.rawValue) ?? .undefined, statusText: sipStatusText,
-                sipStatus: sipStatusCode, sipReason: sipReasonHeaderValue,
-                durationMs: duration.map { Int64(($0 * 1000).rounded()) })
+        CallEnd(
+            reason: CallEnd.Reason(rawValue: reason.rawValue) ?? .undefined, statusText: sipStatusText,
+            sipStatus: sipStatusCode, sipReason: sipReasonHeaderValue,
+            durationMs: duration.map { Int64(($0 * 1000).rounded()) })
     }
 }
 

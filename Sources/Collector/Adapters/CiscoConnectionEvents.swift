@@ -18,8 +18,12 @@ public struct CiscoConnectionEvents: Sendable {
 
     /// - Parameter delayUntilNextRetry: seconds, as the SDK passes it.
     public func onConnectionRetry(attempt: Int, delayUntilNextRetry: Double) {
-        recorder.state(.reconnecting, detail: ["attempt": .number(Double(attempt)),
-                                               "delayMs": .number((delayUntilNextRetry * 1000).rounded())])
+        recorder.state(
+            .reconnecting,
+            detail: [
+                "attempt": .number(Double(attempt)),
+                "delayMs": .number((delayUntilNextRetry * 1000).rounded()),
+            ])
     }
 
     public func onConnectionReestablished() { recorder.state(.reconnected) }

@@ -61,8 +61,10 @@ public struct SinchCallDetails: Sendable, Equatable {
     public var error: CallError?
     public var isVideoOffered: Bool
 
-    public init(direction: Direction, startedTime: Int64, progressedTime: Int64? = nil, establishedTime: Int64? = nil,
-                endedTime: Int64? = nil, endCause: EndCause = .none, error: CallError? = nil, isVideoOffered: Bool = false) {
+    public init(
+        direction: Direction, startedTime: Int64, progressedTime: Int64? = nil, establishedTime: Int64? = nil,
+        endedTime: Int64? = nil, endCause: EndCause = .none, error: CallError? = nil, isVideoOffered: Bool = false
+    ) {
         self.direction = direction
         self.startedTime = startedTime
         self.progressedTime = progressedTime
@@ -78,8 +80,9 @@ public struct SinchCallDetails: Sendable, Equatable {
 
     /// The `call` record's content: direction, `sinch` and its version, the media offered.
     public func callInfo(sdkVersion: String, network: String = "unknown", labels: [String: String] = [:]) -> CallInfo {
-        CallInfo(direction: direction == .outgoing ? .outgoing : .incoming, sdk: "sinch", sdkVersion: sdkVersion,
-                 network: network, media: isVideoOffered ? ["audio", "video"] : ["audio"], labels: labels)
+        CallInfo(
+            direction: direction == .outgoing ? .outgoing : .incoming, sdk: "sinch", sdkVersion: sdkVersion,
+            network: network, media: isVideoOffered ? ["audio", "video"] : ["audio"], labels: labels)
     }
 
     /// The setup events these details show so far, in time order (see the type's comment).
@@ -115,8 +118,9 @@ public struct SinchCallDetails: Sendable, Equatable {
         }
         var duration: Int64?
         if let e = establishedTime, let end = endedTime, end >= e { duration = end - e }
-        return CallEnd(reason: reason, statusCode: error?.code ?? endCause.rawValue,
-                       statusText: error.map { "\(endCause.name): \($0.message)" } ?? endCause.name, durationMs: duration)
+        return CallEnd(
+            reason: reason, statusCode: error?.code ?? endCause.rawValue,
+            statusText: error.map { "\(endCause.name): \($0.message)" } ?? endCause.name, durationMs: duration)
     }
 }
 
