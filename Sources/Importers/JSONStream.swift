@@ -309,8 +309,8 @@ public struct JSONArrayCursor {
         stream = JSONStream(MemoryJSONInput(bytes, place: place))
         try stream.expect(UInt8(ascii: "["), "'['")
         try stream.skipSpace()
-        if try stream.input.peek() == UInt8(ascii: "]") {
-            _ = try stream.input.next()
+        if stream.input.peek() == UInt8(ascii: "]") {
+            _ = stream.input.next()
             finished = true
         }
     }

@@ -441,7 +441,7 @@ final class DumpImportTests: XCTestCase {
         let end = one.range(of: ",\n  \"7-2\"")!.lowerBound
         let pcText = String(one[start..<end])
         let path = dir.appendingPathComponent("large.txt").path
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         h.write("{\n \"getUserMedia\": [],\n \"PeerConnections\": {\n".data(using: .utf8)!)
         let count = 30
