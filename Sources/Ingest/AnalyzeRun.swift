@@ -335,44 +335,46 @@ final class HandOffQueue: @unchecked Sendable {
 
 /// What the readers have read so far, added to in batches (see `FileReading`) and read by the
 /// writer for the progress line.
-final class ReadProgress: @unchecked Sendable {
+final class ReadProgress: Sendable {
     /// The text a reader reads between two reports (18 real-shaped lines; a few thousand
     /// locks in a run over 1 GB).
     static let batchBytes = 256 << 10
-    private let lock = NSLock()
-    private var records = 0, textBytes = 0, bytesRead = 0
-    /// How many batches of records were added (the tests check that a file is told in parts).
-    private(set) var batches = 0
+
+    private struct Counts {
+        var records = 0, textBytes = 0, bytesRead = 0
+        /// How many batches of records were added (the tests check that a file is told in parts).
+        var batches = 0
+    }
+
+    private let counts = Locked(Counts())
+
+    var batches: Int { counts.withLock { $0.batches } }
 
     func add(records r: Int, textBytes t: Int) {
-        lock.lock()
-        records += r
-        textBytes += t
-        batches += 1
-        lock.unlock()
+        counts.withLock {
+            $0.records += r
+            $0.textBytes += t
+            $0.batches += 1
+        }
     }
 
     func add(bytesRead n: Int) {
-        lock.lock()
-        bytesRead += n
-        lock.unlock()
+        counts.withLock { $0.bytesRead += n }
     }
 
     var totals: (records: Int, textBytes: Int, bytesRead: Int) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (records, textBytes, bytesRead)
+        counts.withLock { ($0.records, $0.textBytes, $0.bytesRead) }
     }
 }
 
-final class AtomicCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
+final class AtomicCounter: Sendable {
+    private let value = Locked(0)
+
     func next() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        value += 1
-        return value - 1
+        value.withLock {
+            $0 += 1
+            return $0 - 1
+        }
     }
 }
 
