@@ -1,6 +1,7 @@
 import ConsoleOutput
 import ArgumentParser
 import CallLog
+import Foundation
 import Importers
 #if canImport(Glibc)
 import Glibc
@@ -66,10 +67,10 @@ struct ImportCommand: ParsableCommand {
             labelMap[String(l[..<i])] = String(l[l.index(after: i)...])
         }
         if !outIsFile {
-            mkdir(out, 0o755)
-            var st = stat()
-            guard stat(out, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-                Terminal.error("\(out): cannot create the output directory")
+            do {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            } catch {
+                Terminal.error("\(out): cannot create the output directory (\((error as NSError).localizedDescription))")
                 throw ExitCode(ExitStatus.failure)
             }
         }

@@ -241,3 +241,14 @@ extension FirstMinutesTests {
         }
     }
 }
+
+extension FirstMinutesTests {
+    /// `import` makes its output folder, as `capture` and `simulate` do, however deep.
+    func testImportCreatesItsOutputFolder() throws {
+        guard let recording = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        let r = try callstats(["import", recording.path, "--out", "new/folder/inside"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let made = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("new/folder/inside").path)
+        XCTAssertEqual(made.filter { $0.hasSuffix(".ndjson.zst") }.count, 1, "\(made)")
+    }
+}
