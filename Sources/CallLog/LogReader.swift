@@ -79,6 +79,9 @@ public struct LogLineReader {
         /// Another compression, named: refused with a message that says so, rather than
         /// reported as one garbled line.
         case otherCompression(String)
+        /// A packet capture (pcap or pcapng) given where logs are read: named, with the command
+        /// that reads it, rather than reported line by line as invalid JSON.
+        case packetCapture(String)
     }
 
     /// zstd frames (or skippable frames) at the start, else what the name says (`.zst`: zstd,
@@ -89,6 +92,9 @@ public struct LogLineReader {
         if starts([0x1F, 0x8B]) { return .otherCompression("gzip") }
         if starts([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return .otherCompression("xz") }
         if starts([0x42, 0x5A, 0x68]) { return .otherCompression("bzip2") }
+        for magic: [UInt8] in [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]]
+        where starts(magic) { return .packetCapture("pcap") }
+        if starts([0x0A, 0x0D, 0x0D, 0x0A]) { return .packetCapture("pcapng") }
         return path.hasSuffix(".zst") ? .zstd : .plain
     }
 
@@ -148,6 +154,13 @@ public struct LogLineReader {
             chunker.note(
                 .unreadableFile, line: nil,
                 "compressed with \(name); callstats reads zstd-compressed (.ndjson.zst) and plain NDJSON logs (recompress with zstd)")
+            try chunker.finish(handOut)
+            return 0
+        }
+        if case .packetCapture(let name) = content {
+            chunker.note(
+                .unreadableFile, line: nil,
+                "a \(name) packet capture, not a log: read it with `callstats capture -r \(path) -o DIR`, then analyse DIR")
             try chunker.finish(handOut)
             return 0
         }

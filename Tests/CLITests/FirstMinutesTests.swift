@@ -252,3 +252,24 @@ extension FirstMinutesTests {
         XCTAssertEqual(made.filter { $0.hasSuffix(".ndjson.zst") }.count, 1, "\(made)")
     }
 }
+
+extension FirstMinutesTests {
+    /// A pcap given to `analyze` or `cat` is named as one, once, with the command that reads it,
+    /// and stays out of the ledger, so that the next run says so again.
+    func testAPacketCaptureGivenAsALogIsNamedOnceAndNotEnteredInTheLedger() throws {
+        let pcap = dir.appendingPathComponent("call.pcap")
+        var bytes: [UInt8] = [0xD4, 0xC3, 0xB2, 0xA1, 2, 0, 4, 0] + [UInt8](repeating: 0, count: 8) + [0xFF, 0xFF, 0, 0, 1, 0, 0, 0]
+        for i in 0..<2_000 { bytes += [UInt8(i & 0xFF), 0, 0, 0, 0, 0, 0, 0, 60, 0, 0, 0, 60, 0, 0, 0] + [UInt8](repeating: 0x0A, count: 60) }
+        try Data(bytes).write(to: pcap)
+        for _ in 0..<2 {
+            let r = try callstats(["analyze", pcap.path, "--db", "calls.sqlite"])
+            XCTAssertEqual(r.status, 3, r.out)
+            XCTAssertTrue(r.err.contains("pcap packet capture") && r.err.contains("callstats capture -r"), r.err)
+            XCTAssertEqual(r.err.split(separator: "\n").filter { $0.contains("warning") }.count, 1, r.err)
+            XCTAssertFalse(r.out.contains("already ingested"), r.out)
+        }
+        let cat = try callstats(["cat", pcap.path])
+        XCTAssertEqual(cat.err.split(separator: "\n").count, 1, cat.err)
+        XCTAssertTrue(cat.err.contains("callstats capture -r"), cat.err)
+    }
+}
