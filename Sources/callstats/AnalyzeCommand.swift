@@ -40,7 +40,7 @@ struct AnalyzeCommand: ParsableCommand {
             """,
         aliases: ["analyse"])
 
-    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links).")
+    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links); - reads standard input.")
     var paths: [String]
 
     @Option(name: .long, help: "The SQLite database to write.")
@@ -92,6 +92,8 @@ struct AnalyzeCommand: ParsableCommand {
     }
 
     func run() throws {
+        let (paths, standardInput) = try StandardInput.replacingDash(in: self.paths)
+        defer { standardInput?.remove() }
         // A path the user named that is not there is a mistake in the command, not input to skip:
         // nothing is created and nothing is read.
         let missing = paths.filter { !FileManager.default.fileExists(atPath: $0) }

@@ -17,7 +17,7 @@ struct CatCommand: ParsableCommand {
               callstats cat --kind event --call c-0001 Data/sample
             """)
 
-    @Argument(help: "Log files or folders.")
+    @Argument(help: "Log files or folders; - reads standard input.")
     var paths: [String]
 
     @Option(help: "Only records of this kind (call, stats, event, quality, end, rtp, rtcp, ice, agent).")
@@ -30,6 +30,8 @@ struct CatCommand: ParsableCommand {
     var raw = false
 
     func run() throws {
+        let (paths, standardInput) = try StandardInput.replacingDash(in: self.paths)
+        defer { standardInput?.remove() }
         let search = LogFiles.find(paths)
         let (files, missing) = (search.files, search.missing)
         for m in missing { Terminal.error("\(m): no such file or folder") }

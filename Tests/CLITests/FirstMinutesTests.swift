@@ -273,3 +273,34 @@ extension FirstMinutesTests {
         XCTAssertTrue(cat.err.contains("callstats capture -r"), cat.err)
     }
 }
+
+extension FirstMinutesTests {
+    /// `-` reads standard input, compressed or plain, for `cat` and `analyze`.
+    func testADashReadsStandardInput() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "8", "--files", "1", "--out", logs]).status, 0)
+        let file = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix(".ndjson.zst") })
+        func piped(_ args: [String]) throws -> (status: Int32, out: String) {
+            let p = Process()
+            p.executableURL = CommandLineTests.binary
+            p.arguments = args
+            p.currentDirectoryURL = dir
+            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: logs + "/" + file))
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = Pipe()
+            try p.run()
+            let o = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: o, as: UTF8.self))
+        }
+        let fromFile = try callstats(["cat", logs + "/" + file])
+        let fromInput = try piped(["cat", "-"])
+        XCTAssertEqual(fromInput.status, 0)
+        XCTAssertEqual(fromInput.out, fromFile.out)
+        XCTAssertGreaterThan(fromInput.out.split(separator: "\n").count, 10)
+        XCTAssertEqual(try piped(["analyze", "-", "--db", "calls.sqlite", "--quiet"]).status, 0)
+        let n = try callstats(["query", "--db", "calls.sqlite", "--format", "csv", "SELECT count(*) AS n FROM calls"])
+        XCTAssertEqual(n.out.split(separator: "\n").last, "2")
+    }
+}
