@@ -364,7 +364,7 @@ struct LogSizeBench: ParsableCommand {
                 table.rows.append(
                     [
                         String(format: "%.0f s", period / 1000), name, perFlush ? "one per flush" : "long, flushed",
-                        "-\(level)", "\(bytes)",
+                        "\(level)", "\(bytes)",
                     ] + perMinute(bytes, firstBytes))
             }
             // Our deltas with member names replaced by numbers (each new name written once, in
@@ -401,7 +401,7 @@ struct LogSizeBench: ParsableCommand {
                 table.rows.append(
                     [
                         String(format: "%.0f s", period / 1000), "rtcstats v3 method (lossy)", "one, whole file",
-                        "-\(level)", "\(bytes)",
+                        "\(level)", "\(bytes)",
                     ] + perMinute(bytes, firstBytes))
             }
         }
