@@ -40,7 +40,8 @@ public enum Terminal {
 public enum AlignedRows {
     public static func render(_ rows: [(String, String)]) -> [String] {
         let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+        // The values hold file names and ids: one row stays one line.
+        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Printable.escaped($0.1) }
     }
 }
 

@@ -120,7 +120,7 @@ struct AnalyzeCommand: ParsableCommand {
             }
             if show {
                 Terminal.clearStatus()
-                Terminal.error("warning: \(issue)")
+                Terminal.error("warning: " + Printable.escaped(issue.description))
             }
         }
         if !quiet && !json {

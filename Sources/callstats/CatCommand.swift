@@ -34,8 +34,8 @@ struct CatCommand: ParsableCommand {
         defer { standardInput?.remove() }
         let search = LogFiles.find(paths)
         let (files, missing) = (search.files, search.missing)
-        for m in missing { Terminal.error("\(m): no such file or folder") }
-        for f in search.foldersWithoutLogs { Terminal.error("\(f): no log files (*.ndjson, *.ndjson.zst) in this folder") }
+        for m in missing { Terminal.error(Printable.escaped(m) + ": no such file or folder") }
+        for f in search.foldersWithoutLogs { Terminal.error(Printable.escaped(f) + ": no log files (*.ndjson, *.ndjson.zst) in this folder") }
         var out = OutputBuffer()
         var problems = 0
         for file in files {
@@ -45,7 +45,7 @@ struct CatCommand: ParsableCommand {
                 out.line(r.jsonLine)
             }
             let issue: (LogIssue) -> Void = {
-                problems += 1; Terminal.error($0.description)
+                problems += 1; Terminal.error(Printable.escaped($0.description))
             }
             if raw {
                 LogLineReader(path: file).forEachLine(

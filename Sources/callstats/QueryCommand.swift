@@ -100,11 +100,11 @@ enum ResultFormatter {
                 switch (row[i], decimals[i]) {
                 case (.real(let d), let places?) where d.isFinite: String(format: "%.\(places)f", d)
                 case (.integer(let n), let places?) where places > 0: String(format: "%.\(places)f", Double(n))
-                default: cell(row[i])
+                default: Printable.escaped(cell(row[i]))
                 }
             }
         }
-        var widths = r.columns.map(\.count)
+        var widths = r.columns.map { Printable.escaped($0).count }
         for row in cells { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
         let numeric = r.columns.indices.map { i in
             r.rows.contains { if case .integer = $0[i] { true } else if case .real = $0[i] { true } else { false } }
@@ -118,7 +118,7 @@ enum ResultFormatter {
             while text.last == " " { text.removeLast() }
             return text
         }
-        var lines = [line(r.columns)]
+        var lines = [line(r.columns.map { Printable.escaped($0) })]
         lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
         for row in cells { lines.append(line(row)) }
         lines.append("(\(r.rows.count) row\(r.rows.count == 1 ? "" : "s"))")
@@ -130,7 +130,9 @@ enum ResultFormatter {
             s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
         }
-        return [r.columns.map(quote).joined(separator: ",")] + r.rows.map { $0.map { quote(cell($0)) }.joined(separator: ",") }
+        // Quoting carries line breaks and tabs; other control characters are escaped.
+        func field(_ s: String) -> String { quote(Printable.escaped(s, keeping: ["\n", "\r", "\t"])) }
+        return [r.columns.map(field).joined(separator: ",")] + r.rows.map { $0.map { field(cell($0)) }.joined(separator: ",") }
     }
 
     static func json(_ r: QueryResult) -> String {

@@ -304,3 +304,34 @@ extension FirstMinutesTests {
         XCTAssertEqual(n.out.split(separator: "\n").last, "2")
     }
 }
+
+extension FirstMinutesTests {
+    /// A newline in a file name cannot forge a line of the output, and an escape sequence in a
+    /// call id does not reach the terminal: control characters are printed as escapes.
+    func testControlCharactersInNamesAndIdsArePrintedAsEscapes() throws {
+        let logs = dir.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        let forged = logs.appendingPathComponent("x\nwarning: all good.ndjson")
+        let id = "call-\u{1B}[31mred"
+        let escapedID = id.replacingOccurrences(of: "\u{1B}", with: "\\u001b")
+        let lines = [
+            #"{"v":1,"kind":"call","call":"\#(escapedID)","ts":1772400000000,"direction":"outgoing","sdk":"s","media":["audio"]}"#,
+            "not json",
+            #"{"v":1,"kind":"end","call":"\#(escapedID)","ts":1772400060000,"reason":"hangup"}"#,
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(to: forged, atomically: true, encoding: .utf8)
+        let r = try callstats(["analyze", logs.path, "--db", "calls.sqlite"])
+        XCTAssertEqual(r.status, 3, r.err)
+        XCTAssertFalse(r.err.split(separator: "\n").contains { $0.hasPrefix("warning: all good") }, r.err)
+        XCTAssertTrue(r.err.contains("x\\nwarning: all good.ndjson"), r.err)
+        XCTAssertFalse(r.out.contains("\u{1B}") || r.err.contains("\u{1B}"))
+        for format in ["table", "csv"] {
+            let q = try callstats(["query", "--db", "calls.sqlite", "--format", format, "SELECT call_id FROM calls"])
+            XCTAssertEqual(q.status, 0, q.err)
+            XCTAssertFalse(q.out.contains("\u{1B}"), "\(format): \(q.out)")
+            XCTAssertTrue(q.out.contains("call-\\e[31mred"), "\(format): \(q.out)")
+        }
+        let json = try callstats(["query", "--db", "calls.sqlite", "--format", "json", "SELECT call_id FROM calls"])
+        XCTAssertTrue(json.out.contains(#"call-\u001b[31mred"#), json.out)
+    }
+}
