@@ -41,7 +41,15 @@ struct ReportCommand: ParsableCommand {
         var options = ReportData.Options()
         options.worstCalls = worst
         options.drillDowns = min(drillDowns, worst)
-        let r = try ReportWriter.write(database: db, output: out, options: options)
+        guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
+        let r: ReportWriter.Result
+        do {
+            r = try ReportWriter.write(database: db, output: out, options: options)
+        } catch let error as CocoaError {
+            // A file system error names the report's path; say it in one line, not as a dump.
+            let reason = (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? error.localizedDescription
+            throw CommandFailure(message: "\(out): cannot be written (\(reason))")
+        }
         if json {
             return JSONSummary.print(
                 JSONObject([

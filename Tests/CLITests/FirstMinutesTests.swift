@@ -335,3 +335,20 @@ extension FirstMinutesTests {
         XCTAssertTrue(json.out.contains(#"call-\u001b[31mred"#), json.out)
     }
 }
+
+extension FirstMinutesTests {
+    /// `report` says what went wrong in one line naming the file, not as a dump of an error object.
+    func testReportErrorsAreOneLineNamingTheFile() throws {
+        let logs = dir.appendingPathComponent("logs").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "3", "--out", logs]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", logs, "--quiet"]).status, 0)
+        let r = try callstats(["report", "--out", "no/such/folder/r.html"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)
+        XCTAssertTrue(r.err.contains("no/such/folder/r.html: cannot be written"), r.err)
+        XCTAssertFalse(r.err.contains("NSCocoaErrorDomain") || r.err.contains("UserInfo"), r.err)
+        let missing = try callstats(["report", "--db", "absent.sqlite"])
+        XCTAssertTrue(missing.err.contains("absent.sqlite: no such database"), missing.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("absent.sqlite").path))
+    }
+}
