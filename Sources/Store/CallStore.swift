@@ -112,6 +112,7 @@ public final class CallStore {
         do {
             let db = try Database(path: path, readOnly: true)
             guard try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'calls'")?.int64 == 1 else {
+                if let writer = WriterLock.holder(path + ".lock") { throw StoreError.beingCreated(path: path, writer: writer) }
                 throw StoreError.notADatabase(path: path, reason: "it has no calls table")
             }
             return db

@@ -330,6 +330,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case olderSchema(path: String, found: Int, supported: Int)
     case locked(path: String, holder: String)
     case notWritable(path: String, reason: String)
+    /// A reader came while the run that creates the database had not yet committed its tables.
+    case beingCreated(path: String, writer: String)
     case notADatabase(path: String, reason: String)
     /// `step` failed and was rolled back; the database is at version `reached` (`found`, unless
     /// earlier steps succeeded).
@@ -348,6 +350,8 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(p) is being written by another callstats run (analyze or regrade: \(h)); wait for it to finish or use another --db"
         case .notADatabase(let p, let r): "\(p) is not a callstats database: \(r)"
         case .notWritable(let p, let r): "\(p) cannot be written: \(r)"
+        case .beingCreated(let p, let w):
+            "\(p) is being created by another callstats run (\(w)); try again once it has made its first commit"
         case .upgradeFailed(let p, let f, let s, let step, let reached, let r) where reached == f:
             "\(p) has schema version \(f); upgrading it to \(s) failed (step \(step)) and changed nothing (\(r)); run again, or analyse the logs into a new database"
         case .upgradeFailed(let p, let f, let s, let step, let reached, let r):

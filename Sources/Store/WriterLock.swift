@@ -71,6 +71,21 @@ struct WriterLock {
         }
     }
 
+    /// The writer that holds `path` now, as "pid N", read without taking the lock (taking it,
+    /// even for a moment, could turn a starting writer away): the pid the file names, when that
+    /// process is alive.
+    static func holder(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 32)
+        let n = read(fd, &buf, 31)
+        guard n > 0, let pid = Int32(String(decoding: buf[0..<n], as: UTF8.self).filter(\.isNumber)), pid > 0,
+              kill(pid, 0) == 0 || errno == EPERM
+        else { return nil }
+        return "pid \(pid)"
+    }
+
     /// Removes the lock file, then lets the lock go (in that order: see the type's comment).
     func release() {
         unlink(path)

@@ -352,3 +352,21 @@ extension FirstMinutesTests {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("absent.sqlite").path))
     }
 }
+
+extension FirstMinutesTests {
+    /// A reader that comes while another run is still creating the database is told so, and
+    /// to try again, not that the file is no callstats database.
+    func testAReaderDuringCreationIsToldToTryAgain() throws {
+        let db = dir.appendingPathComponent("calls.sqlite")
+        XCTAssertTrue(FileManager.default.createFile(atPath: db.path, contents: Data()))
+        let plain = try callstats(["query", "--db", db.path, "SELECT 1"])
+        XCTAssertEqual(plain.status, 1)
+        XCTAssertTrue(plain.err.contains("not a callstats database"), plain.err)
+        // A live writer's pid in the lock file: this test's own process stands in for it.
+        try String(ProcessInfo.processInfo.processIdentifier).write(to: URL(fileURLWithPath: db.path + ".lock"), atomically: true, encoding: .utf8)
+        let r = try callstats(["query", "--db", db.path, "SELECT 1"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("being created by another callstats run (pid \(ProcessInfo.processInfo.processIdentifier))"), r.err)
+        XCTAssertTrue(r.err.contains("try again"), r.err)
+    }
+}
