@@ -81,7 +81,7 @@ struct WriterLock {
         var buf = [UInt8](repeating: 0, count: 32)
         let n = read(fd, &buf, 31)
         guard n > 0, let pid = Int32(String(decoding: buf[0..<n], as: UTF8.self).filter(\.isNumber)), pid > 0,
-              kill(pid, 0) == 0 || errno == EPERM
+            kill(pid, 0) == 0 || errno == EPERM
         else { return nil }
         return "pid \(pid)"
     }
