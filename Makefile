@@ -56,7 +56,7 @@ screenshot: build
 	@rm -f $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock
 	BIN=$(BIN) DB=$(DB) sh Dashboards/screenshot.sh
 
-test: test-deps
+test: test-deps format-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) perf-check
@@ -98,10 +98,10 @@ bench: deps
 # The toolchain's `swift format`, configured by .swift-format: `format` rewrites the sources in
 # place, `format-check` only reports (and fails on) what `format` would change or flag.
 format:
-	$(SWIFT) format --in-place --recursive Sources Tests
+	$(SWIFT) format --in-place --recursive Sources Tests Benchmarks/Sources Benchmarks/Tests
 
 format-check:
-	$(SWIFT) format lint --strict --recursive Sources Tests
+	$(SWIFT) format lint --strict --recursive Sources Tests Benchmarks/Sources Benchmarks/Tests
 
 clean:
 	rm -rf .build .build-fuzz Benchmarks/.build $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock report.html
