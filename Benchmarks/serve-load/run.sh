@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load on `callstats serve` from wrk on 127.0.0.1: 200 connections each posting one delta-encoded
 # snapshot every 5 s, then as fast as the server answers. Prints accepted snapshots/s, p50/p99
-# latency and the server's peak memory (VmHWM). Not a test: figures for PERFORMANCE notes.
+# latency and the server's peak memory (VmHWM). Not a test: the figures in the README's performance table.
 #   Benchmarks/serve-load/run.sh              (release build, 20 s paced + 20 s flat out)
 #   PACED_SECONDS=60 FLAT_SECONDS=60 CONNECTIONS=200 SERVE_ARGS="--writers 4" Benchmarks/serve-load/run.sh
 set -euo pipefail
