@@ -21,20 +21,8 @@ final class CommandLineTests: XCTestCase {
     /// Runs the built binary; returns exit status, stdout and stderr.
     @discardableResult
     func callstats(_ args: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
-        let bin = CommandLineTests.binary
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        if let environment { p.environment = environment }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let r = try runProcess(CommandLineTests.binary, args, in: dir, environment: environment)
+        return (r.status, r.out, r.err)
     }
 
     func testSampleDataEndToEnd() throws {

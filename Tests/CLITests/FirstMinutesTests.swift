@@ -3,25 +3,8 @@ import TestSupport
 import XCTest
 
 /// What a new user runs into in the first minutes: spellings, defaults, mistakes in paths.
-final class FirstMinutesTests: XCTestCase {
-    var dir: URL!
-    override func setUp() { dir = TestPaths.temporaryDirectory("first-minutes") }
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
-
-    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+final class FirstMinutesTests: BinaryTestCase {
+    override var folderName: String { "first-minutes" }
 
     func testTheBritishSpellingAnalyses() throws {
         let logs = dir.appendingPathComponent("logs").path
@@ -81,25 +64,8 @@ final class FirstMinutesTests: XCTestCase {
 }
 
 /// The writer's lock beside a database: never followed through a link, never left behind.
-final class WriterLockTests: XCTestCase {
-    var dir: URL!
-    override func setUp() { dir = TestPaths.temporaryDirectory("writer-lock") }
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
-
-    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+final class WriterLockTests: BinaryTestCase {
+    override var folderName: String { "writer-lock" }
 
     private func logs() throws -> String {
         let logs = dir.appendingPathComponent("logs").path
@@ -142,25 +108,8 @@ final class WriterLockTests: XCTestCase {
 }
 
 /// `callstats query` opens the database to read: nothing a query says may change it.
-final class ReadOnlyQueryTests: XCTestCase {
-    var dir: URL!
-    override func setUp() { dir = TestPaths.temporaryDirectory("read-only-query") }
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
-
-    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+final class ReadOnlyQueryTests: BinaryTestCase {
+    override var folderName: String { "read-only-query" }
 
     func testQueriesThatWouldWriteAreRefused() throws {
         let logs = dir.appendingPathComponent("logs").path
@@ -280,19 +229,9 @@ extension FirstMinutesTests {
         let logs = dir.appendingPathComponent("logs").path
         XCTAssertEqual(try callstats(["simulate", "--calls", "2", "--seed", "8", "--files", "1", "--out", logs]).status, 0)
         let file = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix(".ndjson.zst") })
-        func piped(_ args: [String]) throws -> (status: Int32, out: String) {
-            let p = Process()
-            p.executableURL = CommandLineTests.binary
-            p.arguments = args
-            p.currentDirectoryURL = dir
-            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: logs + "/" + file))
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = Pipe()
-            try p.run()
-            let o = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            return (p.terminationStatus, String(decoding: o, as: UTF8.self))
+        func piped(_ args: [String]) throws -> ProcessResult {
+            let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: logs + "/" + file))
+            return try runProcess(CommandLineTests.binary, args, in: dir, standardInput: input)
         }
         let fromFile = try callstats(["cat", logs + "/" + file])
         let fromInput = try piped(["cat", "-"])

@@ -4,25 +4,8 @@ import XCTest
 
 /// `callstats import` as a user runs it: dumps in, one log per call out, `analyze` scores them,
 /// exit status as `analyze`'s.
-final class ImportCommandTests: XCTestCase {
-    var dir: URL!
-    override func setUp() { dir = TestPaths.temporaryDirectory("cli-import") }
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
-
-    func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+final class ImportCommandTests: BinaryTestCase {
+    override var folderName: String { "cli-import" }
 
     func write(_ name: String, _ text: String) throws -> String {
         let path = dir.appendingPathComponent(name).path

@@ -4,26 +4,8 @@ import XCTest
 
 /// `prune` and `forget` as an operator runs them: whole calls go, rollups stay exact, the
 /// ledger keeps the logs from coming back.
-final class RetentionTests: XCTestCase {
-    var dir: URL!
-    override func setUp() { dir = TestPaths.temporaryDirectory("retention") }
-    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
-
-    @discardableResult
-    private func callstats(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+final class RetentionTests: BinaryTestCase {
+    override var folderName: String { "retention" }
 
     private func csv(_ db: String, _ sql: String) throws -> [String] {
         let r = try callstats(["query", "--db", db, "--format", "csv", "--limit", "1000000", sql])
@@ -157,29 +139,14 @@ final class JSONSummaryTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(at: dir) }
 
     private func object(_ args: [String], status: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
-        let p = Process()
-        p.executableURL = CommandLineTests.binary
-        p.arguments = args
-        p.currentDirectoryURL = dir
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        _ = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, status, "\(args)", file: file, line: line)
-        return try XCTUnwrap(JSONSerialization.jsonObject(with: o) as? [String: Any], String(decoding: o, as: UTF8.self), file: file, line: line)
+        let r = try runProcess(CommandLineTests.binary, args, in: dir)
+        XCTAssertEqual(r.status, status, "\(args)", file: file, line: line)
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], r.out, file: file, line: line)
     }
 
     func testEachSummaryIsOneJSONObjectWithItsFigures() throws {
         let logs = dir.appendingPathComponent("logs").path
-        let sim = Process()
-        sim.executableURL = CommandLineTests.binary
-        sim.arguments = ["simulate", "--calls", "5", "--seed", "3", "--out", logs]
-        sim.standardOutput = Pipe()
-        try sim.run()
-        sim.waitUntilExit()
+        XCTAssertEqual(try runProcess(CommandLineTests.binary, ["simulate", "--calls", "5", "--seed", "3", "--out", logs]).status, 0)
         let db = dir.appendingPathComponent("calls.sqlite").path
 
         let analyze = try object(["analyze", logs, "--db", db, "--json"])

@@ -14,17 +14,8 @@ enum Binary {
     /// Runs `callstats` to completion; returns exit status, stdout and stderr.
     @discardableResult
     static func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = callstats
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let r = try runProcess(callstats, args)
+        return (r.status, r.out, r.err)
     }
 
     /// Every line `callstats cat` prints for a folder.
