@@ -6,7 +6,7 @@ DB      ?= demo.sqlite
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN     := .build/release/callstats
 
-.PHONY: all deps test-deps build demo report screenshot test perf-check soak fuzz bench format format-check clean
+.PHONY: all deps test-deps build demo report screenshot test collector-without-zstd perf-check soak fuzz bench format format-check clean
 
 all: build
 
@@ -59,7 +59,13 @@ screenshot: build
 test: test-deps format-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) collector-without-zstd
 	$(MAKE) perf-check
+
+# The collector as an iOS app links it: CallLog built without zstd (gzip logs), in a build
+# folder of its own.
+collector-without-zstd:
+	$(SWIFT) build --target Collector -Xswiftc -DCALLSTATS_WITHOUT_ZSTD --scratch-path .build-without-zstd
 
 # The benchmarks package's own tests, then instruction counts of fixed workloads against
 # Benchmarks/Thresholds/instructions.txt (a regression of more than 3 % fails).

@@ -4,7 +4,8 @@ import PackageDescription
 // Layering (each line depends only on lines above it):
 //   CZstd, CZlib, CPcap, CSQLite      system libraries
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
-//   CallLog                           the log format: records, zstd frames, reader, writer
+//   CallLog                           the log format: records, zstd frames (gzip where zstd is
+//                                     missing), reader, writer
 //   Importers                         dumps users already have (webrtc-internals, rtcstats, the
 //                                     project's Chromium test-page recording) -> log format v1
 //   Simulator, Capture, Collector,    producers and consumers of the format, side by side
@@ -51,7 +52,9 @@ let package = Package(
 
         .target(name: "CByteCompare"),
 
-        .target(name: "CallLog", dependencies: ["CZstd"]),
+        // zstd where the platform has the library; iOS and the other Apple platforms ship only
+        // zlib, and the collector writes gzip logs there (`LogCompression`).
+        .target(name: "CallLog", dependencies: [.target(name: "CZstd", condition: .when(platforms: [.linux, .macOS])), "CZlib"]),
         .target(name: "Importers", dependencies: ["CallLog", "CZstd", "CZlib"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "Quality", "CPcap"]),

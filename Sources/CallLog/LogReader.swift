@@ -7,11 +7,13 @@ import Darwin
 /// Something in a log that could not be used, with where it was.
 ///
 /// Lines are counted in the decompressed text (what `zstd -dc FILE | sed -n Np` shows for an
-/// undamaged file); after a damaged zstd frame the count continues with the next good one.
+/// undamaged file); after a damaged zstd frame (gzip member) the count continues with the next
+/// good one.
 public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Category: String, Sendable, CaseIterable {
         case unreadableFile = "unreadable file"
-        case damagedFrame = "damaged zstd frame"
+        /// A zstd frame or gzip member that could not be decoded.
+        case damagedFrame = "damaged compressed frame"
         case truncatedFile = "truncated file"
         case partialLine = "incomplete last line"
         case lineTooLong = "line too long"
@@ -26,7 +28,7 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
             let plural =
                 switch self {
                 case .unreadableFile: "unreadable files"
-                case .damagedFrame: "damaged zstd frames"
+                case .damagedFrame: "damaged compressed frames"
                 case .truncatedFile: "truncated files"
                 case .partialLine: "incomplete last lines"
                 case .lineTooLong: "lines too long"
@@ -75,7 +77,7 @@ public struct LogLineReader {
     /// What a log file holds, told by its first bytes rather than its name, so that a renamed
     /// or rotated log (`calls.ndjson.1`) is read as what it is.
     public enum Content: Equatable, Sendable {
-        case zstd, plain
+        case zstd, gzip, plain
         /// Another compression, named: refused with a message that says so, rather than
         /// reported as one garbled line.
         case otherCompression(String)
@@ -84,18 +86,23 @@ public struct LogLineReader {
         case packetCapture(String)
     }
 
-    /// zstd frames (or skippable frames) at the start, else what the name says (`.zst`: zstd,
-    /// so that damage at the start is skipped to the next frame); gzip, xz and bzip2 are named.
+    /// zstd frames (or skippable frames) or a gzip member at the start, else what the name says
+    /// (`.zst`, `.gz`: so that damage at the start is skipped to the next frame); xz and bzip2
+    /// are named.
     public static func content(firstBytes b: [UInt8], path: String) -> Content {
         func starts(_ magic: [UInt8]) -> Bool { b.count >= magic.count && b.starts(with: magic) }
         if starts([0x28, 0xB5, 0x2F, 0xFD]) || (b.count >= 4 && b[0] & 0xF0 == 0x50 && b[1...3] == [0x2A, 0x4D, 0x18]) { return .zstd }
-        if starts([0x1F, 0x8B]) { return .otherCompression("gzip") }
+        if starts([0x1F, 0x8B]) { return .gzip }
         if starts([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return .otherCompression("xz") }
         if starts([0x42, 0x5A, 0x68]) { return .otherCompression("bzip2") }
         for magic: [UInt8] in [[0xD4, 0xC3, 0xB2, 0xA1], [0xA1, 0xB2, 0xC3, 0xD4], [0x4D, 0x3C, 0xB2, 0xA1], [0xA1, 0xB2, 0x3C, 0x4D]]
         where starts(magic) { return .packetCapture("pcap") }
         if starts([0x0A, 0x0D, 0x0D, 0x0A]) { return .packetCapture("pcapng") }
-        return path.hasSuffix(".zst") ? .zstd : .plain
+        switch LogCompression.forPath(path) {
+        case .zstd: return .zstd
+        case .gzip: return .gzip
+        case .none: return .plain
+        }
     }
 
     /// What a file that is not a regular one is, in a user's words.
@@ -153,7 +160,7 @@ public struct LogLineReader {
         if case .otherCompression(let name) = content {
             chunker.note(
                 .unreadableFile, line: nil,
-                "compressed with \(name); callstats reads zstd-compressed (.ndjson.zst) and plain NDJSON logs (recompress with zstd)")
+                "compressed with \(name); callstats reads zstd (.ndjson.zst), gzip (.ndjson.gz) and plain NDJSON logs (recompress with zstd)")
             try chunker.finish(handOut)
             return 0
         }
@@ -165,12 +172,23 @@ public struct LogLineReader {
             return 0
         }
         var total = 0
-        chunker.holdsUnverified = content == .zstd
+        let decoder: (any LogDecompressor)?
+        switch content {
+        case .gzip: decoder = GzipDecoder()
+        case .zstd:
+            #if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
+            decoder = ZstdDecoder()
+            #else
+            chunker.note(.unreadableFile, line: nil, "compressed with zstd, which this build cannot read (it has no zstd library)")
+            try chunker.finish(handOut)
+            return 0
+            #endif
+        default: decoder = nil
+        }
+        chunker.holdsUnverified = decoder != nil
         // A compressed file is read into a buffer of its own and decoded into the chunk; a plain
         // one is read straight into the chunk.
-        let isCompressed = content == .zstd
-        let decoder = isCompressed ? ZstdDecoder() : nil
-        let compressed = isCompressed ? UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16) : nil
+        let compressed = decoder != nil ? UnsafeMutableRawBufferPointer.allocate(byteCount: self.chunkBytes, alignment: 16) : nil
         defer { compressed?.deallocate() }
         while true {
             let target = try compressed ?? chunker.space(handOut)
@@ -192,7 +210,7 @@ public struct LogLineReader {
         if let decoder, decoder.insideFrame {
             chunker.note(
                 .truncatedFile, line: chunker.lineNumber + 1,
-                "the file ends inside a zstd frame; every complete line before the cut was read")
+                "the file ends inside a \(decoder.formatName); every complete line before the cut was read")
         }
         try chunker.finish(handOut)
         return total
@@ -270,7 +288,7 @@ final class LineBuffer: @unchecked Sendable {
 ///
 /// Verification (`LogCheckpoint`, `Data/FORMAT.md`): complete lines are held, not handed out,
 /// until something vouches for their bytes: a checkpoint whose length and XXH64 match the text
-/// since the previous one, or the end of a zstd frame (its checksum checked). Held lines are
+/// since the previous one, or the end of a zstd frame or gzip member (its checksum checked). Held lines are
 /// dropped and reported when a checkpoint does not match, when zstd finds damage, and at the
 /// end of a compressed file that has checkpoints (an unflushed tail). In a file with no checkpoint so far,
 /// held lines are also released at its end and whenever they pass `unverifiedHoldBytes`: such
@@ -443,7 +461,7 @@ struct LineChunker {
 
     /// Decompresses `input` into the chunk.
     mutating func decompress(
-        _ input: UnsafeRawBufferPointer, with decoder: ZstdDecoder,
+        _ input: UnsafeRawBufferPointer, with decoder: some LogDecompressor,
         _ handOut: (inout LineChunk) throws -> Void
     ) rethrows {
         try decoder.decompress(
@@ -595,14 +613,15 @@ public struct LogReader {
 }
 
 /// Finds log files under paths given by a user: files as they are, folders searched
-/// recursively for `*.ndjson` and `*.ndjson.zst` (also `*.jsonl[.zst]`), sorted by path.
+/// recursively for `*.ndjson`, `*.ndjson.zst` and `*.ndjson.gz` (also `*.jsonl[.zst|.gz]`),
+/// sorted by path.
 ///
 /// Symbolic links inside folders are followed, as a user who links logs into a folder expects;
 /// a folder reached twice (a link back up the tree) is searched once. A file reached by two
 /// paths is listed under both: the run's ledger reads content once, whatever its name.
 public enum LogFiles {
     public static func isLogFile(_ name: String) -> Bool {
-        name.hasSuffix(".ndjson") || name.hasSuffix(".ndjson.zst") || name.hasSuffix(".jsonl") || name.hasSuffix(".jsonl.zst")
+        [".ndjson", ".ndjson.zst", ".ndjson.gz", ".jsonl", ".jsonl.zst", ".jsonl.gz"].contains { name.hasSuffix($0) }
     }
 
     public struct Found: Sendable {

@@ -4,14 +4,15 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes records to one log file: NDJSON, zstd-compressed when the name ends in `.zst`.
+/// Writes records to one log file: NDJSON, zstd-compressed when the name ends in `.zst`,
+/// gzip-compressed when it ends in `.gz` (`LogCompression`).
 ///
 /// Synchronous and single-threaded by design; the in-app collector runs it on its own queue
 /// and handles rotation, disk caps and back-pressure around it.
 ///
-/// Crash safety: records are durable at `flush()`. Compressed output is one zstd frame per
-/// segment with a `ZSTD_e_flush` at every flush, so a file cut anywhere still decodes up to
-/// its last flush. A segment ends after `segmentBytes` of text; each segment begins with full
+/// Crash safety: records are durable at `flush()`. zstd output is one frame per segment with a
+/// `ZSTD_e_flush` at every flush, gzip output one member per flush, so a file cut anywhere still
+/// decodes up to its last flush. A segment ends after `segmentBytes` of text; each segment begins with full
 /// statistics snapshots, so damage inside one never spreads to the next.
 ///
 /// Integrity: every flush, segment end and close first writes a checkpoint line
@@ -37,7 +38,7 @@ public final class LogWriter {
     public let path: String
     public let options: Options
     private let fd: Int32
-    private let compressor: ZstdCompressor?
+    private let compressor: (any LogCompressor)?
     private var encoder = StatsDeltaEncoder()
     private var text: [UInt8] = []
     private var compressed: [UInt8] = []
@@ -68,9 +69,14 @@ public final class LogWriter {
     public init(path: String, options: Options = Options()) throws {
         self.path = path
         self.options = options
+        let compression = LogCompression.forPath(path)
+        guard compression.isAvailable else {
+            throw OpenError.cannotOpen(
+                path: path, reason: "this build has no \(compression.rawValue) library; write \(LogCompression.platformDefault.fileSuffix) files")
+        }
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw OpenError.cannotOpen(path: path, reason: String(cString: strerror(errno))) }
-        compressor = path.hasSuffix(".zst") ? ZstdCompressor(level: options.compressionLevel) : nil
+        compressor = compression.makeCompressor(level: options.compressionLevel)
     }
 
     deinit {
@@ -146,12 +152,12 @@ public final class LogWriter {
 
     private var closed = false
 
-    private func drain(_ directive: ZstdCompressor.Directive) throws {
+    private func drain(_ directive: CompressionDirective) throws {
         guard !closed else { return }
         if let compressor {
             if text.isEmpty && !frameOpen && directive != .continue { return }
-            compressor.compress(text, directive, into: &compressed)
-            frameOpen = directive != .end
+            text.withUnsafeBytes { compressor.compress($0, directive, into: &compressed) }
+            frameOpen = directive == .continue || (directive == .flush && !compressor.flushClosesFrame)
             try writeAll(compressed)
             compressed.removeAll(keepingCapacity: true)
         } else {

@@ -1,3 +1,4 @@
+#if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
 import CZstd
 
 /// Streaming zstd compression into a growing byte buffer.
@@ -6,26 +7,11 @@ import CZstd
 /// decoder can decode every flushed block of a frame whose end never made it to disk, and
 /// the shared window keeps the file about a third the size of one frame per flush
 /// (measured with `callstats bench --log-size`).
-public final class ZstdCompressor {
+public final class ZstdCompressor: LogCompressor {
     private let cctx: OpaquePointer
     public let level: Int32
 
-    public enum Directive {
-        /// Buffer; output whatever zstd has ready.
-        case `continue`
-        /// Emit everything so far as complete blocks (decodable even if the frame never ends).
-        case flush
-        /// Close the frame (with its checksum).
-        case end
-
-        var raw: ZSTD_EndDirective {
-            switch self {
-            case .continue: ZSTD_e_continue
-            case .flush: ZSTD_e_flush
-            case .end: ZSTD_e_end
-            }
-        }
-    }
+    public typealias Directive = CompressionDirective
 
     /// A 1 MiB window (`windowLog` 20) bounds memory (apps, readers) at every level; logs gain
     /// nothing beyond it. (Tests use smaller ones, to make the decoder move its output often.)
@@ -38,6 +24,9 @@ public final class ZstdCompressor {
     }
 
     deinit { ZSTD_freeCCtx(cctx) }
+
+    /// A flush emits complete blocks inside the open frame, which goes on.
+    public var flushClosesFrame: Bool { false }
 
     /// Compresses `input` and appends the produced bytes to `output`.
     public func compress(_ input: UnsafeRawBufferPointer, _ directive: Directive, into output: inout [UInt8]) {
@@ -78,7 +67,7 @@ public final class ZstdCompressor {
 /// API), not into a window of zstd's own that is then copied out: into 1.25 MiB chunks, a
 /// 174 MB log took a median 0.075 s through `ZSTD_decompressStream` and 0.064 s block by block
 /// (DECISIONS.md). The price is that zstd reads back into the output: see `outputMayMove`.
-public final class ZstdDecoder {
+public final class ZstdDecoder: LogDecompressor {
     private let dctx: OpaquePointer
     /// True while a frame has started but not finished.
     public private(set) var insideFrame = false
@@ -119,14 +108,9 @@ public final class ZstdDecoder {
     /// The largest piece zstd asks for: a block (skippable frames are stepped over).
     private static let largestPiece = Int(ZSTD_BLOCKSIZE_MAX) + 3
 
-    public struct Damage: Sendable, Equatable {
-        /// Offset in the compressed file where the damage was detected.
-        public var offset: Int
-        public var message: String
-        /// Compressed bytes skipped before decoding resumed at the next frame; nil when no frame
-        /// starts in the input at hand (decoding resumes at the next one, if one follows).
-        public var skipped: Int?
-    }
+    public typealias Damage = DecompressionDamage
+
+    public var formatName: String { "zstd frame" }
 
     public init() {
         dctx = ZSTD_createDCtx()
@@ -394,3 +378,16 @@ public final class ZstdDecoder {
         return (out, damage, d.insideFrame)
     }
 }
+#endif
+
+#if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
+extension CompressionDirective {
+    var raw: ZSTD_EndDirective {
+        switch self {
+        case .continue: ZSTD_e_continue
+        case .flush: ZSTD_e_flush
+        case .end: ZSTD_e_end
+        }
+    }
+}
+#endif

@@ -47,6 +47,10 @@ public final class CallStatsAgent: @unchecked Sendable {
         public var lossReportInterval: Double = 60
         /// zstd level: 9 writes logs 22 % smaller than 3 at a cost negligible at call rates.
         public var compressionLevel: Int32 = 9
+        /// zstd where this build has the library (`.ndjson.zst` files), gzip elsewhere
+        /// (`.ndjson.gz`: iOS and the other Apple platforms ship zlib, not zstd). Every reader
+        /// reads both; choose gzip elsewhere only to test that path.
+        public var compression: LogCompression = .platformDefault
         /// Rewrites IP addresses before anything is written; nil writes them unchanged.
         public var pseudonymizer: Pseudonymizer?
         /// Writes only these members of each statistics object; nil (the default) writes the
@@ -116,7 +120,7 @@ public final class CallStatsAgent: @unchecked Sendable {
             fileBytes: configuration.fileBytes, fileAgeMs: CallStatsAgent.ms(configuration.fileAge),
             diskCapBytes: configuration.diskCap, retryIntervalMs: CallStatsAgent.ms(configuration.retryInterval),
             agentRecordIntervalMs: CallStatsAgent.ms(configuration.lossReportInterval),
-            writerOptions: options, pseudonymizer: configuration.pseudonymizer,
+            writerOptions: options, compression: configuration.compression, pseudonymizer: configuration.pseudonymizer,
             statsMembers: configuration.statsMembers)
         writer = RotatingLogWriter(settings: settings, storage: storage, clock: clock, queue: queue)
         let period = max(1000, min(CallStatsAgent.ms(configuration.retryInterval), 30_000))

@@ -66,21 +66,24 @@ struct FileStorage: LogStorage {
     func syncDirectory(_ directory: String) { Platform.syncDirectory(directory) }
 }
 
-/// File names that sort by time: `<prefix>-20251121T121850123Z-0001.ndjson.zst` (UTC, ms).
+/// File names that sort by time: `<prefix>-20251121T121850123Z-0001.ndjson.zst` (UTC, ms;
+/// `.ndjson.gz` where the collector writes gzip).
 enum LogFileName {
-    static let suffix = ".ndjson.zst"
+    /// The endings of the files the collector writes and rotates: its own compressions.
+    static let suffixes = [LogCompression.zstd.fileSuffix, LogCompression.gzip.fileSuffix]
 
-    static func make(prefix: String, epochMs: Int64, counter: Int) -> String {
+    static func make(prefix: String, epochMs: Int64, counter: Int, compression: LogCompression) -> String {
         let (y, mo, d, h, mi, s, ms) = civil(epochMs)
         func pad(_ n: Int64, _ w: Int) -> String {
             let t = String(n)
             return String(repeating: "0", count: max(0, w - t.count)) + t
         }
-        return "\(prefix)-\(pad(y, 4))\(pad(mo, 2))\(pad(d, 2))T\(pad(h, 2))\(pad(mi, 2))\(pad(s, 2))\(pad(ms, 3))Z-\(pad(Int64(counter % 10_000), 4))\(suffix)"
+        return
+            "\(prefix)-\(pad(y, 4))\(pad(mo, 2))\(pad(d, 2))T\(pad(h, 2))\(pad(mi, 2))\(pad(s, 2))\(pad(ms, 3))Z-\(pad(Int64(counter % 10_000), 4))\(compression.fileSuffix)"
     }
 
     static func isLog(_ name: String, prefix: String) -> Bool {
-        name.hasPrefix(prefix + "-") && name.hasSuffix(suffix)
+        name.hasPrefix(prefix + "-") && suffixes.contains { name.hasSuffix($0) }
     }
 
     /// UTC calendar fields of an epoch time (days-from-civil inverse, Howard Hinnant's algorithm).

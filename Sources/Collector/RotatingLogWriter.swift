@@ -18,6 +18,8 @@ final class RotatingLogWriter {
         var retryIntervalMs: Int64
         var agentRecordIntervalMs: Int64
         var writerOptions: LogWriter.Options
+        /// zstd where the platform has it, else gzip (`LogCompression.platformDefault`).
+        var compression: LogCompression = .platformDefault
         var pseudonymizer: Pseudonymizer?
         var statsMembers: StatsMemberFilter?
         /// Below this much free space a full disk is not retried (saves opening files that
@@ -250,7 +252,7 @@ final class RotatingLogWriter {
         var name: String
         repeat {
             fileCounter += 1
-            name = LogFileName.make(prefix: settings.filePrefix, epochMs: now, counter: fileCounter)
+            name = LogFileName.make(prefix: settings.filePrefix, epochMs: now, counter: fileCounter, compression: settings.compression)
         } while storage.exists(dir + "/" + name)
         let path = dir + "/" + name
         switch storage.create(path, options: settings.writerOptions) {

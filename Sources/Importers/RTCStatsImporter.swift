@@ -71,17 +71,6 @@ struct RTCStatsImporter {
 
         var base: [String: StatsState] = [:]
         var order: [String] = []
-        var tableCompressed = 0, firstTableCompressedLine = 0
-        defer {
-            if tableCompressed > 0 {
-                outcome.skipped.append(
-                    DumpError(
-                        file: path, line: firstTableCompressedLine,
-                        message:
-                            "\(tableCompressed) getStats lines compressed with rtcstats-js 3's id and member tables (not read by this version) left out, from this line on"
-                    ))
-            }
-        }
         while true {
             let lineNumber = reader.line
             guard let bytes = try reader.nextLine() else { break }
@@ -126,13 +115,13 @@ struct RTCStatsImporter {
                     outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "\(method) value is not an object; line skipped"))
                     continue
                 }
-                if method != "getstats" && Self.isTableCompressed(report) {
-                    // rtcstats-js 3 renames ids and members through tables of its own.
-                    if tableCompressed == 0 { firstTableCompressedLine = lineNumber }
-                    tableCompressed += 1
-                    continue
+                if method == "g" || (method != "getstats" && Self.isTableCompressed(report)) {
+                    base[pc]!.applyTableDelta(report)
+                } else if method == "getstats" {
+                    base[pc]!.applyDelta(report)
+                } else {
+                    base[pc]!.replace(report)
                 }
-                if method == "getstats" { base[pc]!.applyDelta(report) } else { base[pc]!.replace(report) }
                 let (format, objects) = base[pc]!.report()
                 guard !objects.isEmpty else { continue }
                 try write(.stats(call: callID, ts: ts, format: format, report: objects, peerConnection: pc))
@@ -161,8 +150,8 @@ struct RTCStatsImporter {
 }
 
 extension RTCStatsImporter {
-    /// Statistics in rtcstats-js 3's compressed form: numbered ids and members (`{"0": {"4": 111}}`),
-    /// the timestamp as `t`, removed objects as null.
+    /// Statistics in rtcstats-js 3's compressed form (`RTCStatsTables`): numbered ids and members
+    /// (`{"0": {"4": 111}}`), the timestamp as `t`, removed objects as null.
     static func isTableCompressed(_ report: JSONObject) -> Bool {
         if report["t"] != nil { return true }
         for e in report.entries {
@@ -192,6 +181,41 @@ struct StatsState {
                 ids.append(e.key)
                 objects[e.key] = changes
             }
+        }
+    }
+
+    /// Applies an rtcstats-js 3 delta (`RTCStatsTables`): members and types named back from
+    /// their numbers; a missing object or member is unchanged; a member holding an object
+    /// (`qualityLimitationDurations`) changes key by key; `null` removes the object; an object
+    /// without a timestamp of its own in the delta takes the top-level one (`t`). The numbered
+    /// ids stay as they are: references between objects use the same numbers.
+    mutating func applyTableDelta(_ delta: JSONObject) {
+        let top = delta["t"]
+        for e in delta.entries where e.key != "t" {
+            if e.value == .null {
+                if objects.removeValue(forKey: e.key) != nil { ids.removeAll { $0 == e.key } }
+                continue
+            }
+            guard case .object(let raw) = e.value else { continue }
+            var object = objects[e.key] ?? JSONObject()
+            if objects[e.key] == nil { ids.append(e.key) }
+            var ownTimestamp = false
+            for m in raw.entries {
+                let name = RTCStatsTables.memberName(m.key)
+                if name == "timestamp" { ownTimestamp = true }
+                var value = name == "type" ? RTCStatsTables.typeName(m.value) : m.value
+                if case .object(let changes) = value, case .object(var old)? = object[name] {
+                    for c in changes.entries { old[c.key] = c.value }
+                    value = .object(old)
+                }
+                object[name] = value
+            }
+            if !ownTimestamp, let top { object["timestamp"] = top }
+            objects[e.key] = object
+        }
+        // Objects left out of the delta are unchanged but for their time: the report's.
+        if let top {
+            for id in ids where delta[id] == nil { objects[id]?["timestamp"] = top }
         }
     }
 

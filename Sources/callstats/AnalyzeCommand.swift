@@ -13,7 +13,7 @@ struct AnalyzeCommand: ParsableCommand {
         commandName: "analyze",
         abstract: "Analyse call logs into an SQLite database (calls, streams, intervals, findings, rollups).",
         discussion: """
-            Reads .ndjson.zst and .ndjson files and folders of them, scores every call (ITU-T G.107 \
+            Reads .ndjson.zst, .ndjson.gz and .ndjson files and folders of them, scores every call (ITU-T G.107 \
             E-model for audio, a 1-5 video score, setup times, ICE outcome, findings) and writes the \
             results into the database, creating it if needed. Runs are incremental: files already \
             ingested are skipped, and calls that continue in new files are updated, so running it \
@@ -40,7 +40,7 @@ struct AnalyzeCommand: ParsableCommand {
             """,
         aliases: ["analyse"])
 
-    @Argument(help: "Log files or folders (searched recursively for *.ndjson and *.ndjson.zst, following symbolic links); - reads standard input.")
+    @Argument(help: "Log files or folders (searched recursively for *.ndjson, *.ndjson.zst and *.ndjson.gz, following symbolic links); - reads standard input.")
     var paths: [String]
 
     @Option(name: .long, help: "The SQLite database to write.")

@@ -8,7 +8,7 @@ struct CatCommand: ParsableCommand {
         commandName: "cat",
         abstract: "Print log files as NDJSON, statistics deltas restored to full snapshots.",
         discussion: """
-            Reads .ndjson.zst and .ndjson files (or folders of them) and prints one record per line, \
+            Reads .ndjson.zst, .ndjson.gz and .ndjson files (or folders of them) and prints one record per line, \
             exactly as the agent recorded it. Damaged parts are reported on standard error with file \
             and line; everything readable is printed.
 
@@ -35,7 +35,7 @@ struct CatCommand: ParsableCommand {
         let search = LogFiles.find(paths)
         let (files, missing) = (search.files, search.missing)
         for m in missing { Terminal.error(Printable.escaped(m) + ": no such file or folder") }
-        for f in search.foldersWithoutLogs { Terminal.error(Printable.escaped(f) + ": no log files (*.ndjson, *.ndjson.zst) in this folder") }
+        for f in search.foldersWithoutLogs { Terminal.error(Printable.escaped(f) + ": no log files (*.ndjson, *.ndjson.zst, *.ndjson.gz) in this folder") }
         var out = OutputBuffer()
         var problems = 0
         for file in files {

@@ -48,6 +48,30 @@ final class OddInputTests: XCTestCase {
         return c.out.split(separator: "\n").map(String.init)
     }
 
+    /// Logs recompressed with gzip (what the collector writes on platforms without zstd) give
+    /// `analyze` exactly the rows the zstd logs give, and `cat` the same records.
+    func testGzipLogsGiveTheSameDatabaseAsZstdLogs() throws {
+        let zstd = dir.appendingPathComponent("zstd").path, gzip = dir.appendingPathComponent("gzip").path
+        XCTAssertEqual(try callstats(["simulate", "--calls", "20", "--files", "2", "--seed", "9", "--out", zstd]).status, 0)
+        try FileManager.default.createDirectory(atPath: gzip, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: zstd) where name.hasSuffix(".ndjson.zst") {
+            let target = gzip + "/" + name.replacingOccurrences(of: ".zst", with: ".gz")
+            let r = try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "zstd -dc '\(zstd)/\(name)' | gzip -6 > '\(target)'"])
+            XCTAssertEqual(r.status, 0, r.err)
+        }
+        let a = dir.appendingPathComponent("a.sqlite").path, b = dir.appendingPathComponent("b.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", zstd, "--db", a, "--quiet"]).status, 0)
+        let fromGzip = try callstats(["analyze", gzip, "--db", b, "--quiet"])
+        XCTAssertEqual(fromGzip.status, 0, fromGzip.err)
+        // Every table but the ledger, which names the files (and their content) read.
+        let compared = try callstats(["internal", "compare-databases", a, b])
+        XCTAssertEqual(compared.status, 1, compared.out + compared.err)
+        XCTAssertTrue(compared.out.contains("different: ingested_files\n"), compared.out)
+        let ledger = try callstats(["query", "--db", b, "--format", "csv", "SELECT path LIKE '%.ndjson.gz', records > 0 FROM ingested_files"])
+        XCTAssertEqual(ledger.out.split(separator: "\n").dropFirst(), ["1,1", "1,1"], ledger.out)
+        XCTAssertEqual(try callstats(["cat", gzip]).out, try callstats(["cat", zstd]).out)
+    }
+
     /// A byte-order mark before the first record (editors on Windows write one) is not part of it.
     func testAByteOrderMarkDoesNotCostTheFirstRecord() throws {
         let bom: [UInt8] = [0xEF, 0xBB, 0xBF]

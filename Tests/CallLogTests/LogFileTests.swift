@@ -9,8 +9,10 @@ final class LogFileTests: XCTestCase {
     override func setUp() { dir = TestPaths.temporaryDirectory("calllog") }
     override func tearDown() { try? FileManager.default.removeItem(at: dir) }
 
+    func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] { Self.sampleRecords(call: call, snapshots: snapshots) }
+
     /// A small call: info, events, statistics whose counters grow, an end.
-    func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] {
+    static func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] {
         var out: [LogRecord] = [
             .callInfo(
                 call: call, ts: 1_000, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "5.2",
@@ -173,7 +175,7 @@ final class LogFileTests: XCTestCase {
     }
 
     /// Content decides, not the name: a rotated zstd log is decoded, a plain log named `.zst`
-    /// is still read as zstd (its damage reported), and a gzip log is refused by name.
+    /// is still read as zstd (its damage reported), a gzip log is decoded, an xz one refused by name.
     func testFileContentIsToldByItsFirstBytes() throws {
         let text = Array((sampleRecords(call: "x").map(\.jsonLine).joined(separator: "\n") + "\n").utf8)
         let rotated = dir.appendingPathComponent("calls.ndjson.1").path
@@ -182,12 +184,16 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(read.count, 23)
         XCTAssertEqual(issues, [])
 
-        let gzip = dir.appendingPathComponent("calls.ndjson.gz").path
-        try Data([0x1F, 0x8B, 0x08, 0x00] + text).write(to: URL(fileURLWithPath: gzip))
-        let refused = LogReader(path: gzip).readAll()
+        // A gzip log is decoded whatever its name; xz is refused by name.
+        let gzip = dir.appendingPathComponent("calls.log").path
+        try Data(GzipCompressor.compressMember(text)).write(to: URL(fileURLWithPath: gzip))
+        XCTAssertEqual(LogReader(path: gzip).readAll().records.count, 23)
+        let xz = dir.appendingPathComponent("calls.ndjson.xz").path
+        try Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00] + text).write(to: URL(fileURLWithPath: xz))
+        let refused = LogReader(path: xz).readAll()
         XCTAssertEqual(refused.records.count, 0)
         XCTAssertEqual(refused.issues.map(\.category), [.unreadableFile])
-        XCTAssertTrue(refused.issues[0].description.contains("compressed with gzip"), refused.issues[0].description)
+        XCTAssertTrue(refused.issues[0].description.contains("compressed with xz"), refused.issues[0].description)
 
         XCTAssertEqual(LogLineReader.content(firstBytes: Array(text.prefix(6)), path: "a.ndjson.zst"), .zstd)
         XCTAssertEqual(LogLineReader.content(firstBytes: Array(text.prefix(6)), path: "a.ndjson"), .plain)
@@ -195,6 +201,7 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(LogLineReader.content(firstBytes: [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00], path: "a.ndjson"), .otherCompression("xz"))
         XCTAssertEqual(LogLineReader.content(firstBytes: Array("BZh91".utf8), path: "a.ndjson"), .otherCompression("bzip2"))
         XCTAssertEqual(LogLineReader.content(firstBytes: [], path: "empty.ndjson"), .plain)
+        XCTAssertEqual(LogLineReader.content(firstBytes: [], path: "empty.ndjson.gz"), .gzip)
     }
 
     /// `count` frames' texts of NDJSON-like lines, each several of the decoder's output buffers

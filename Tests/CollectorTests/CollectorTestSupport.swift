@@ -247,11 +247,11 @@ enum Logs {
     /// The log files in `dir`, oldest first.
     static func files(_ dir: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
-            .filter { $0.hasSuffix(".ndjson.zst") }.sorted().map { dir + "/" + $0 }
+            .filter { $0.hasSuffix(".ndjson.zst") || $0.hasSuffix(".ndjson.gz") }.sorted().map { dir + "/" + $0 }
     }
 
     /// Every record of every file in `dir`, deltas restored, failing the test on damage. The
-    /// newest file may still be open: it ends inside its zstd frame, after its last flush.
+    /// newest file may still be open: it ends inside its zstd frame (gzip member), after its last flush.
     static func records(_ dir: String, file: StaticString = #filePath, line: UInt = #line) -> [LogRecord] {
         var out = [LogRecord]()
         let all = files(dir)
@@ -269,7 +269,7 @@ enum Logs {
         var out = [UInt8]()
         for f in files(dir) {
             guard let d = FileManager.default.contents(atPath: f) else { continue }
-            out += ZstdDecoder.decompressAll(Array(d)).output
+            out += f.hasSuffix(".gz") ? GzipDecoder.decompressAll(Array(d)).output : ZstdDecoder.decompressAll(Array(d)).output
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -1,10 +1,11 @@
 import Analysis
 import CallLog
 import Foundation
-import Importers
 import MaterialScanning
 import TestSupport
 import XCTest
+
+@testable import Importers
 
 /// Dumps laid out from the real Chromium recording (see `DumpLayouts`) imported and analysed:
 /// they must give the per-stream figures of the recording imported directly.
@@ -201,25 +202,56 @@ final class DumpImportTests: XCTestCase {
         }
     }
 
-    /// Chrome's own rtcstats dump: relative times, whole reports; and lines of rtcstats-js 3's
-    /// table compression, which this version does not read, reported once and left out.
+    /// Chrome's own rtcstats dump: relative times, whole reports.
     func testChromesRTCStatsDump() throws {
         let rec = try recording()
-        var text = DumpLayouts.chromeRTCStats(rec)
-        text += "\n" + #"["getStats","7-1",{"0":{"4":111,"7":48000},"t":1795349999000},5]"#
+        let text = DumpLayouts.chromeRTCStats(rec)
         let path = try file("rtcstats_dump.gz.txt", text)
         XCTAssertEqual(try DumpImport.detect(path: path), .rtcstats)
         let (result, records, out) = try importDump(path)
         XCTAssertNil(result.failure)
         XCTAssertEqual(result.snapshots, ["7-1": 60, "7-2": 60])
-        XCTAssertEqual(result.skipped.map(\.line), [text.split(separator: "\n").count])
-        XCTAssertTrue(result.skipped[0].message.contains("rtcstats-js 3"), result.skipped[0].message)
+        XCTAssertEqual(result.skipped, [])
         let stats = records.filter { $0.kind == .stats }
         XCTAssertEqual(stats.map(\.ts), rec.snapshots.map(\.time).sorted(), "times rebuilt from the differences")
         for (s, r) in zip(stats.filter { $0["pc"] == "7-2" }, rec.snapshots.filter { $0.side == "b" }) {
             XCTAssertTrue(try XCTUnwrap(s["report"]).isEquivalent(to: .array(r.stats)), "whole reports carried unchanged")
         }
         assertSameFigures(try analyze(out), try direct(), sides: ["7-1": "a", "7-2": "b"])
+    }
+
+    /// An rtcstats-js 3 client's dump (table-compressed statistics, numbered methods, relative
+    /// times): every snapshot holds the recorded report's members under their names, and the
+    /// figures are the recording's.
+    func testRTCStatsV3TableCompressedDump() throws {
+        let rec = try recording()
+        let plain = try file("rtcstats-v3", DumpLayouts.rtcstatsV3(rec))
+        for path in [plain, try gzip(plain)] {
+            XCTAssertEqual(try DumpImport.detect(path: path), .rtcstats)
+            let (result, records, out) = try importDump(path)
+            XCTAssertNil(result.failure)
+            XCTAssertEqual(result.skipped, [])
+            XCTAssertEqual(result.snapshots, ["PC_0": 60, "PC_1": 60])
+            // Numbered ids, but the recorded members and types by name, values unchanged.
+            let stats = records.filter { $0.kind == .stats && $0["pc"]?.stringValue == "PC_1" }
+            for (s, r) in zip(stats, rec.snapshots.filter { $0.side == "b" }) {
+                let report = try XCTUnwrap(s["report"]?.arrayValue)
+                let inbound = r.stats.filter { $0["type"] == "inbound-rtp" }
+                for o in inbound {
+                    let got = try XCTUnwrap(report.first { $0["type"] == "inbound-rtp" && $0["ssrc"] == o["ssrc"] }, "inbound \(o["ssrc"]!) at \(s.ts)")
+                    for member in ["packetsReceived", "packetsLost", "jitter", "kind", "jitterBufferDelay"] where o[member] != nil {
+                        XCTAssertEqual(got[member], o[member], "\(member) at \(s.ts)")
+                    }
+                    XCTAssertEqual(got["timestamp"], o["timestamp"], "timestamp at \(s.ts)")
+                }
+                XCTAssertFalse(report.contains { $0["type"] == "certificate" }, "certificates are not sent")
+            }
+            assertSameFigures(try analyze(out), try direct(), sides: ["PC_0": "a", "PC_1": "b"])
+        }
+        // A few numbers of the protocol's tables, as rtcstats-shared publishes them.
+        XCTAssertEqual(
+            ["15", "16", "47", "75", "t"].map(RTCStatsTables.memberName), ["packetsLost", "jitter", "jitterBufferDelay", "roundTripTime", "timestamp"])
+        XCTAssertEqual(RTCStatsTables.typeName(3), "remote-inbound-rtp")
     }
 
     /// A dump of an older Chrome that used the legacy getStats API: no `statsType`, no timestamp

@@ -2,6 +2,8 @@ import CallLog
 import Foundation
 import TestSupport
 
+@testable import Importers
+
 /// The real Chromium recording laid out as the dumps users have, exactly as their writers lay
 /// them out, so that importing them must give back what the recording holds.
 ///
@@ -251,6 +253,99 @@ enum DumpLayouts {
         for l in lines.sorted(by: { ($0.time, $0.order) < ($1.time, $1.order) }) { text += l.text + "\n" }
         let end = rec.snapshots.map(\.time).max()! + 50
         text += JSONValue.array(["close", .null, .null, .number(Double(end))]).serialized()  // the server writes no newline
+        return text
+    }
+
+    // MARK: - rtcstats-js 3
+
+    /// rtcstats-js 3 (rtcstats-shared `statsCompression`): a delta against the previous report,
+    /// timestamps collapsed to the top-level `t`, certificates and obsolete members left out,
+    /// ids numbered in order of first appearance (references too), members and types replaced
+    /// by the numbers of the tables, objects gone sent as `null`.
+    static func tableCompression(
+        _ base: [String: JSONObject], _ new: [(id: String, stats: JSONObject)], ids: inout [String: String]
+    ) -> JSONObject {
+        let memberNumbers = Dictionary(RTCStatsTables.members.map { ($0.value, String($0.key)) }, uniquingKeysWith: { a, _ in a })
+        let typeNumbers = Dictionary(RTCStatsTables.types.map { ($0.value, JSONValue.number(Double($0.key))) }, uniquingKeysWith: { a, _ in a })
+        let present = Set(new.map(\.id))
+        let removed = base.keys.filter { ids[$0] != nil && !present.contains($0) }.sorted()
+        var delta: [(id: String, report: JSONObject)] = []
+        for (id, stats) in new {
+            var report = stats
+            report["id"] = nil
+            if let old = base[id] {
+                for name in report.keys {
+                    guard let v = report[name] else { continue }
+                    if case .object(var inner) = v, case .object(let oldInner)? = old[name] {
+                        for k in inner.keys where inner[k] == oldInner[k] { inner[k] = nil }
+                        report[name] = inner.isEmpty ? nil : .object(inner)
+                    } else if v == old[name] {
+                        report[name] = nil
+                    }
+                }
+                if report.isEmpty { continue }
+            }
+            delta.append((id, report))
+        }
+        let newest = delta.compactMap { $0.report["timestamp"]?.doubleValue }.max()
+        delta = delta.compactMap { entry in
+            var r = entry.report
+            if let newest, r["timestamp"]?.doubleValue == newest { r["timestamp"] = nil }
+            if r["type"]?.stringValue == "certificate" || r.isEmpty { return nil }
+            for obsolete in ["isRemote", "ip", "mediaType", "writable", "localCertificateId", "remoteCertificateId"] { r[obsolete] = nil }
+            return (entry.id, r)
+        }
+        for (id, _) in delta where ids[id] == nil { ids[id] = String(ids.count) }
+        var out = JSONObject()
+        for (id, report) in delta {
+            var compressed = JSONObject()
+            for (name, value) in report.entries {
+                var v = value
+                if name.hasSuffix("Id"), let ref = value.stringValue { v = ids[ref].map { .string($0) } ?? .null }
+                if name == "type", let t = value.stringValue, let n = typeNumbers[t] { v = n }
+                compressed[name == "timestamp" ? "t" : (memberNumbers[name] ?? name)] = v
+            }
+            out[ids[id]!] = .object(compressed)
+        }
+        if let newest { out["t"] = .number(newest) }
+        for id in removed { out[ids[id]!] = .null }
+        return out
+    }
+
+    /// An rtcstats dump of an rtcstats-js 3 client: methods by number (`getStats` as "g"),
+    /// table-compressed statistics, times as differences from the line before (file format 3).
+    static func rtcstatsV3(_ rec: ChromiumRecording) -> String {
+        let methodNumbers = Dictionary(RTCStatsImporter.methodCodes.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+        let traces = trace(rec)
+        let start = rec.events.map(\.time).min()! - 500
+        var lines: [(time: Int64, order: Int, method: JSONValue, pc: String, value: JSONValue)] = []
+        for side in ["a", "b"] {
+            let pc = rtcstatsIDs[side]!
+            lines.append((start + (side == "a" ? 10 : 11), lines.count, .number(39), pc, ["iceServers": []]))
+            for e in traces[side]! {
+                let method = ["iceconnectionstatechange", "icegatheringstatechange"].contains(e.type) ? "on" + e.type : e.type
+                lines.append((e.time, lines.count, methodNumbers[method].map { .number(Double($0)) } ?? .string(method), pc, e.value == "" ? .null : e.value))
+            }
+            var previous: [String: JSONObject] = [:]
+            var ids: [String: String] = [:]
+            for snap in rec.snapshots where snap.side == side {
+                let report = snap.stats.compactMap { s -> (id: String, stats: JSONObject)? in
+                    guard let o = s.objectValue, let id = o["id"]?.stringValue else { return nil }
+                    return (id, o)
+                }
+                lines.append((snap.time, lines.count, "g", pc, .object(tableCompression(previous, report, ids: &ids))))
+                previous = Dictionary(report.map { ($0.id, $0.stats) }, uniquingKeysWith: { $1 })
+            }
+        }
+        let meta: JSONValue = [
+            "path": "/room", "origin": "https://meet.example.test", "userAgent": .string(userAgent), "time": .number(Double(start)), "fileFormat": 3,
+        ]
+        var text = meta.serialized()
+        var last = start
+        for l in lines.sorted(by: { ($0.time, $0.order) < ($1.time, $1.order) }) {
+            text += "\n" + JSONValue.array([l.method, .string(l.pc), l.value, .number(Double(l.time - last))]).serialized()
+            last = l.time
+        }
         return text
     }
 }

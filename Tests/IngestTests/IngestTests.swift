@@ -382,8 +382,8 @@ final class IngestTests: XCTestCase {
     /// and then skipped as ingested; a readable file beside it is ingested once.
     func testAFileThatCannotBeReadIsReportedAgainNextRun() throws {
         let logs = try simulate(calls: 5, files: 1, seed: 16)
-        try Data([0x1F, 0x8B, 0x08, 0x00] + Array("{}\n".utf8)).write(to: logs.appendingPathComponent("old.ndjson.gz"))
-        let gz = logs.appendingPathComponent("old.ndjson.gz").path
+        let gz = logs.appendingPathComponent("old.ndjson.xz").path
+        try Data([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00] + Array("{}\n".utf8)).write(to: URL(fileURLWithPath: gz))
         let db = dir.appendingPathComponent("refused.sqlite").path
         for run in 1...2 {
             let report = try analyze([logs.path, gz], db: db)
