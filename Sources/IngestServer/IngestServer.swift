@@ -14,6 +14,7 @@ public final class IngestServer: @unchecked Sendable {
     private let log: ShardedIngestLog
     private let tokens: TokenList?
     private let serverContext: ServerContext
+    private let connections: ConnectionLimit
     private var channel: Channel?
 
     public struct StartError: Error, CustomStringConvertible {
@@ -40,6 +41,8 @@ public final class IngestServer: @unchecked Sendable {
         log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
         serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
+        connections = ConnectionLimit(limit: configuration.maxConnections)
+        metrics.connections = connections
     }
 
     /// Binds and starts serving; returns the address bound (the port chosen for port 0).
@@ -52,8 +55,12 @@ public final class IngestServer: @unchecked Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { channel in
+            .childChannelInitializer { [connections] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard connections.admit(channel) else {
+                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+                        return
+                    }
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(RequestHandler(server: context))

@@ -30,6 +30,8 @@ public struct ServeConfiguration: Sendable {
     public var fileBytes = 64 << 20
     public var fileAgeMs: Int64 = 3_600_000
     public var compressionLevel: Int32 = 9
+    /// Connections open at once; past it a new one is answered 503 and closed.
+    public var maxConnections = ConnectionLimit.defaultLimit
     public var eventLoopThreads = 2
     /// Writer threads, each with its own files; a call's records always go to the same one.
     public var writerThreads = 2

@@ -17,6 +17,8 @@ public final class ServerMetrics: @unchecked Sendable {
     private var writeFailures = 0
     private var flushLatency = Histogram()
     private var requestLatency = Histogram()
+    /// The server's connection count, read when rendered.
+    var connections: ConnectionLimit?
 
     public init() {}
 
@@ -107,6 +109,13 @@ public final class ServerMetrics: @unchecked Sendable {
         out += "# HELP callstats_serve_write_failures_total Group commits that failed (their requests got 503).\n"
         out += "# TYPE callstats_serve_write_failures_total counter\n"
         out += "callstats_serve_write_failures_total \(writeFailures)\n"
+        if let connections {
+            out += "# HELP callstats_serve_connections Connections open.\n# TYPE callstats_serve_connections gauge\n"
+            out += "callstats_serve_connections \(connections.openCount)\n"
+            out += "# HELP callstats_serve_connections_refused_total Connections answered 503 and closed: the limit was reached.\n"
+            out += "# TYPE callstats_serve_connections_refused_total counter\n"
+            out += "callstats_serve_connections_refused_total \(connections.refusedCount)\n"
+        }
         flushLatency.render("callstats_serve_flush_seconds", help: "One group commit: append, flush and fsync.", into: &out)
         requestLatency.render("callstats_serve_request_seconds", help: "POST /v1/records from its last body byte to its reply.", into: &out)
         return out

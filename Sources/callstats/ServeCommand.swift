@@ -61,6 +61,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Posted bytes that may wait for the writer before requests get 503.", valueName: "bytes"))
     var maxQueue = 64 << 20
 
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once; past it new ones get 503 and are closed (default: the open-file limit less 64, at most 10000).",
+            valueName: "n"))
+    var maxConnections: Int?
+
     @Option(help: ArgumentHelp("Seconds a connection may send nothing in the middle of a request.", valueName: "s"))
     var readTimeout = 10
 
@@ -123,6 +129,7 @@ struct ServeCommand: ParsableCommand {
         c.maxLineBytes = maxLine
         c.maxCallsPerClient = maxCallsPerClient
         c.maxQueueBytes = maxQueue
+        if let maxConnections { c.maxConnections = maxConnections }
         c.readTimeoutMs = Int64(readTimeout) * 1000
         c.recordClientAddress = recordClientAddress
         c.fileBytes = fileBytes

@@ -1,3 +1,4 @@
+import CallLog
 import Foundation
 import TestSupport
 import XCTest
@@ -159,6 +160,76 @@ final class EndpointTests: XCTestCase {
         // An idle keep-alive connection is closed without a reply.
         let idle = try RawHTTP(port: server.port)
         XCTAssertThrowsError(try idle.receive())
+    }
+
+    /// Past `--max-connections`, a new connection is answered 503 with Retry-After and closed;
+    /// once one closes, connections are served again.
+    func testConnectionsPastTheLimitAreRefusedWithRetryAfter() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--max-connections", "3"])
+        var idle = try (0..<3).map { _ in try RawHTTP(port: server.port) }
+        // The three are counted once the server has accepted them: a request on each proves it.
+        for c in idle {
+            c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(try c.receive().status, 200)
+        }
+        let refused = try RawHTTP(port: server.port).receive()
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.headers["retry-after"], "1")
+        XCTAssertEqual(refused.headers["connection"], "close")
+        XCTAssertTrue(refused.body.contains("too many connections"), refused.body)
+        idle.removeLast()  // closes it
+        var served: RawHTTP.Response?
+        for _ in 0..<50 where served?.status != 200 {
+            served = try? RawHTTP.request(port: server.port, method: "GET", path: "/metrics")
+            if served?.status != 200 { usleep(20_000) }
+        }
+        let metrics = try XCTUnwrap(served, "served again after a connection closed")
+        XCTAssertEqual(metrics.status, 200)
+        let refusedCount = metrics.body.firstMatch(of: /callstats_serve_connections_refused_total (\d+)/).flatMap { Int($0.1) }
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(refusedCount), 1)
+        XCTAssertTrue(metrics.body.contains("callstats_serve_connections 3\n"), "two idle and this one")
+    }
+
+    /// A writer that cannot keep up: with room for one waiting request only, concurrent clients
+    /// get 503 with Retry-After while the writer syncs, nothing of a refused batch is written,
+    /// and clients that send again once told leave every record written exactly once.
+    func testAFullWriterQueueRefusesWith503AndRetriesLoseNothing() throws {
+        let server = try ServeProcess(directory: logs, arguments: ["--max-queue", "1", "--writers", "1"])
+        let clients = 12, batches = 25
+        let refusals = Locked([String: Int]())
+        let failures = Locked([String]())
+        DispatchQueue.concurrentPerform(iterations: clients) { c in
+            for b in 0..<batches {
+                let id = "q-\(c)"
+                var lines = b == 0 ? [Records.call(id)] : []
+                lines.append(Records.event(id, ts: Records.baseTs + Int64(b) * 10, type: "mark-\(b)"))
+                let body = lines.joined(separator: "\n")
+                var attempts = 0
+                while true {
+                    attempts += 1
+                    guard let r = try? RawHTTP.post(port: server.port, body, headers: ["Callstats-Batch": "\(id)-\(b)"]) else {
+                        failures.withLock { $0.append("\(id) batch \(b): no reply") }
+                        return
+                    }
+                    if r.status == 200 { break }
+                    guard r.status == 503, r.headers["retry-after"] != nil, attempts < 500 else {
+                        failures.withLock { $0.append("\(id) batch \(b): \(r.status) \(r.body)") }
+                        return
+                    }
+                    refusals.withLock { $0[r.json?["error"] as? String ?? r.body, default: 0] += 1 }
+                    usleep(2_000)  // Retry-After says a second; a test does not wait that long
+                }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let refused = refusals.withLock { $0 }
+        XCTAssertGreaterThan(refused.values.reduce(0, +), 0, "no request was refused: the queue never filled")
+        XCTAssertTrue(refused.keys.allSatisfy { $0.contains("writer is behind") }, "\(refused)")
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let events = try Binary.cat(logs).filter { $0.contains(#""kind":"event""#) }
+        XCTAssertEqual(events.count, clients * batches, "every event written once")
+        XCTAssertEqual(Set(events).count, clients * batches)
     }
 
     func testRetriedBatchIsAnsweredAgainAndWrittenOnce() throws {
