@@ -58,10 +58,8 @@ public final class GzipDecoder: LogDecompressor {
     public private(set) var insideFrame = false
     /// Compressed bytes consumed so far (for error positions); in `frameEnded`, where the member ends.
     public private(set) var compressedOffset = 0
-    /// Set while bytes after damage are skipped until the next member's header.
-    private var resyncing = false
-    /// The last bytes of the previous input while resyncing, so a header split across two is found.
-    private var carry: [UInt8] = []
+    /// Bytes after damage are stepped over until the next member's header.
+    private var search = FrameSearch(startLength: 3)
     private static let outputPiece = 64 << 10
     /// A gzip member starts with these: the magic number and the deflate method.
     private static let header: [UInt8] = [0x1F, 0x8B, 0x08]
@@ -85,21 +83,9 @@ public final class GzipDecoder: LogDecompressor {
         damaged: (DecompressionDamage) -> Void,
         frameEnded: () -> Void
     ) rethrows {
-        guard resyncing else { return try decode(input, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
-        var joined = carry
-        joined.append(contentsOf: input)
-        let joinedOffset = compressedOffset - carry.count
-        guard let at = Self.findHeader(joined, from: 0) else {
-            carry = Array(joined.suffix(Self.header.count - 1))
-            compressedOffset += input.count
-            return
-        }
-        resyncing = false
-        carry = []
-        compressedOffset = joinedOffset + at
-        try joined.withUnsafeBytes {
-            try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
-        }
+        guard search.active else { return try decode(input, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
+        guard let rest = search.resume(input, offset: &compressedOffset, find: { Self.findHeader($0, from: 0) }) else { return }
+        try rest.withUnsafeBytes { try decode($0, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
     }
 
     private func decode(
@@ -113,7 +99,7 @@ public final class GzipDecoder: LogDecompressor {
         var pos = 0
         /// Where the current member began in `src` (-1: in an earlier input).
         var memberStart = insideFrame ? -1 : 0
-        defer { if !resyncing { compressedOffset = start + pos } }
+        defer { if !search.active { compressedOffset = start + pos } }
         while pos < src.count {
             if !insideFrame {
                 memberStart = pos
@@ -152,9 +138,8 @@ public final class GzipDecoder: LogDecompressor {
                     pos = next
                 } else {
                     damaged(DecompressionDamage(offset: start + pos, message: "damaged gzip member (\(message))", skipped: nil))
-                    carry = Array(src.suffix(Self.header.count - 1))
+                    search.begin(after: Array(src))
                     compressedOffset = start + src.count
-                    resyncing = true
                     return
                 }
             }
@@ -172,8 +157,11 @@ public final class GzipDecoder: LogDecompressor {
         return nil
     }
 
-    /// Decompresses a whole buffer (tests and small files).
-    public static func decompressAll(_ input: [UInt8]) -> (output: [UInt8], damage: [DecompressionDamage], truncated: Bool) {
+    /// Decompresses a whole buffer (tests and small files); `memberEnded` is told where each
+    /// member ends in `input`.
+    public static func decompressAll(
+        _ input: [UInt8], memberEnded: (Int) -> Void = { _ in }
+    ) -> (output: [UInt8], damage: [DecompressionDamage], truncated: Bool) {
         let d = GzipDecoder()
         var out = [UInt8]()
         var damage = [DecompressionDamage]()
@@ -189,7 +177,7 @@ public final class GzipDecoder: LogDecompressor {
                     }
                     return buffer
                 }, wrote: { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<$0])) },
-                damaged: { damage.append($0) }, frameEnded: {})
+                damaged: { damage.append($0) }, frameEnded: { memberEnded(d.compressedOffset) })
         }
         return (out, damage, d.insideFrame)
     }

@@ -106,3 +106,39 @@ public protocol LogDecompressor: AnyObject {
         frameEnded: () -> Void
     ) rethrows
 }
+
+/// The search for the next frame (gzip member) after damage, across inputs: the last bytes of
+/// an input are kept, so that a start split between two inputs is found.
+struct FrameSearch {
+    /// Whether bytes are being stepped over until a frame starts.
+    private(set) var active = false
+    private var carry: [UInt8] = []
+    /// A start's length less one: what must be kept of an input.
+    let kept: Int
+
+    init(startLength: Int) { kept = startLength - 1 }
+
+    /// Starts looking after damage: `tail` is the end of the input the damage was found in.
+    mutating func begin(after tail: [UInt8]) {
+        carry = Array(tail.suffix(kept))
+        active = true
+    }
+
+    /// Looks for a start in the kept bytes and `input` with `find` (its position in the bytes
+    /// given, or nil). Returns the bytes from the start on, with `offset` (of the compressed
+    /// file) moved to it; or nil, with `offset` moved past `input`.
+    mutating func resume(_ input: UnsafeRawBufferPointer, offset: inout Int, find: ([UInt8]) -> Int?) -> [UInt8]? {
+        var joined = carry
+        joined.append(contentsOf: input)
+        let joinedOffset = offset - carry.count
+        guard let at = find(joined) else {
+            carry = Array(joined.suffix(kept))
+            offset += input.count
+            return nil
+        }
+        active = false
+        carry = []
+        offset = joinedOffset + at
+        return Array(joined[at...])
+    }
+}

@@ -72,9 +72,7 @@ public final class ZstdDecoder: LogDecompressor {
     /// True while a frame has started but not finished.
     public private(set) var insideFrame = false
     /// Set when bytes after a corrupt frame are being skipped until the next frame starts.
-    private var resyncing = false
-    /// A few trailing bytes kept while resyncing, so a magic number split across chunks is found.
-    private var carry: [UInt8] = []
+    private var search = FrameSearch(startLength: 4)
     /// Compressed bytes consumed so far (for error positions).
     public private(set) var compressedOffset: Int = 0
 
@@ -181,21 +179,9 @@ public final class ZstdDecoder: LogDecompressor {
         damaged: (Damage) -> Void,
         frameEnded: () -> Void = {}
     ) rethrows {
-        guard resyncing else { return try decode(input, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
-        var joined = carry
-        joined.append(contentsOf: input)
-        let joinedOffset = compressedOffset - carry.count
-        guard let at = ZstdDecoder.findMagic(joined) else {
-            carry = Array(joined.suffix(3))
-            compressedOffset += input.count
-            return
-        }
-        resyncing = false
-        carry = []
-        compressedOffset = joinedOffset + at
-        try joined.withUnsafeBytes {
-            try decode(UnsafeRawBufferPointer(rebasing: $0[at...]), into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded)
-        }
+        guard search.active else { return try decode(input, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
+        guard let rest = search.resume(input, offset: &compressedOffset, find: ZstdDecoder.findMagic) else { return }
+        try rest.withUnsafeBytes { try decode($0, into: space, wrote: wrote, damaged: damaged, frameEnded: frameEnded) }
     }
 
     /// Feeds zstd the pieces it asks for (`ZSTD_nextSrcSizeToDecompress`): straight from `src`,
@@ -209,7 +195,7 @@ public final class ZstdDecoder: LogDecompressor {
     ) rethrows {
         let start = compressedOffset
         var pos = 0
-        defer { if !resyncing { compressedOffset = start + pos } }
+        defer { if !search.active { compressedOffset = start + pos } }
         while true {
             if skipRemaining > 0 {
                 let n = min(skipRemaining, src.count - pos)
@@ -354,8 +340,7 @@ public final class ZstdDecoder: LogDecompressor {
             return from + at
         }
         damaged(Damage(offset: offset, message: message, skipped: nil))
-        resyncing = true
-        carry = Array((Array(tail ?? UnsafeRawBufferPointer(start: nil, count: 0)) + Array(rest)).suffix(3))
+        search.begin(after: Array(tail ?? UnsafeRawBufferPointer(start: nil, count: 0)) + Array(rest))
         compressedOffset = offset + 1 + tailCount + rest.count
         return nil
     }

@@ -11,6 +11,16 @@ final class LogFileTests: XCTestCase {
 
     func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] { Self.sampleRecords(call: call, snapshots: snapshots) }
 
+    /// Records read back are the ones written: written stats gain a `seq`, nothing else changes.
+    static func assertSameRecords(_ read: [LogRecord], _ written: [LogRecord], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(read.count, written.count, file: file, line: line)
+        for (a, b) in zip(read, written) {
+            var a = a
+            a.body["seq"] = nil
+            XCTAssertEqual(a, b, file: file, line: line)
+        }
+    }
+
     /// A small call: info, events, statistics whose counters grow, an end.
     static func sampleRecords(call: String = "call-1", snapshots: Int = 20) -> [LogRecord] {
         var out: [LogRecord] = [
@@ -54,13 +64,7 @@ final class LogFileTests: XCTestCase {
             try w.close()
             let (read, issues) = LogReader(path: path).readAll()
             XCTAssertEqual(issues, [])
-            // Written stats gain a `seq`; everything else is identical.
-            XCTAssertEqual(read.count, records.count)
-            for (a, b) in zip(read, records) {
-                var a = a
-                a.body["seq"] = nil
-                XCTAssertEqual(a, b)
-            }
+            Self.assertSameRecords(read, records)
         }
     }
 

@@ -54,7 +54,8 @@ final class GzipCollectorTests: XCTestCase {
         let (whole, wholeIssues) = lines(file)
         XCTAssertEqual(wholeIssues, [])
         // Where each member ends, and how many records the members up to it hold.
-        let memberEnds = GzipMembers.ends(bytes)
+        var memberEnds: [Int] = []
+        _ = GzipDecoder.decompressAll(bytes, memberEnded: { memberEnds.append($0) })
         XCTAssertGreaterThan(memberEnds.count, 10, "one member per flush")
         XCTAssertEqual(memberEnds.last, bytes.count)
         /// The records in the members that end at or before `cut`.
@@ -76,28 +77,5 @@ final class GzipCollectorTests: XCTestCase {
             XCTAssertFalse(issues.contains { $0.category == .invalidRecord || $0.category == .damagedFrame }, "cut at \(cut): \(issues)")
             previous = read.count
         }
-    }
-}
-
-/// gzip member boundaries, found with the system's zlib through the reader's decoder.
-enum GzipMembers {
-    /// Where each complete member ends in `bytes`.
-    static func ends(_ bytes: [UInt8]) -> [Int] {
-        let decoder = GzipDecoder()
-        var ends: [Int] = []
-        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-        defer { buffer.deallocate() }
-        bytes.withUnsafeBytes {
-            decoder.decompress(
-                $0,
-                into: { minimum in
-                    if buffer.count < minimum {
-                        buffer.deallocate()
-                        buffer = .allocate(byteCount: minimum, alignment: 16)
-                    }
-                    return buffer
-                }, wrote: { _ in }, damaged: { _ in }, frameEnded: { ends.append(decoder.compressedOffset) })
-        }
-        return ends
     }
 }
