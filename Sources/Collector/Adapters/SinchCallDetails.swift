@@ -133,18 +133,17 @@ public struct SinchCallDetails: Sendable, Equatable {
 /// func callDidProgress(_ call: SINCall) { sinch.update(SinchCallDetails(call.details)) }
 /// func callDidEnd(_ call: SINCall) { sinch.end(SinchCallDetails(call.details), hungUpLocally: iHungUp) }
 /// ```
-public final class SinchCallEvents: @unchecked Sendable {
+public final class SinchCallEvents: Sendable {
     public let recorder: CallRecorder
-    private var recorded: Set<String> = []
-    private var ended = false
-    private let lock = NSLock()
+    /// The setup events recorded, and whether the end was.
+    private let state = Locked((recorded: Set<String>(), ended: false))
 
     public init(recorder: CallRecorder) { self.recorder = recorder }
 
     /// Records the setup events the details show that were not recorded yet.
     public func update(_ details: SinchCallDetails) {
         for event in details.setupEvents {
-            let isNew = lock.withLock { !ended && recorded.insert(event.type).inserted }
+            let isNew = state.withLock { !$0.ended && $0.recorded.insert(event.type).inserted }
             if isNew { recorder.event(event) }
         }
     }
@@ -152,9 +151,9 @@ public final class SinchCallEvents: @unchecked Sendable {
     /// Records what is left of the setup, then the end. Later calls do nothing.
     public func end(_ details: SinchCallDetails, hungUpLocally: Bool? = nil) {
         update(details)
-        let first = lock.withLock { () -> Bool in
-            defer { ended = true }
-            return !ended
+        let first = state.withLock { s -> Bool in
+            defer { s.ended = true }
+            return !s.ended
         }
         if first { recorder.end(details.callEnd(hungUpLocally: hungUpLocally)) }
     }
