@@ -129,6 +129,7 @@ public enum DatabaseComparison {
         for table in ["events", FindingsTable.name] { try rows(of: table) }
         if options.calls == nil {
             try rows(of: "rollups")
+            try rows(of: "call_conversations")
             switch options.material {
             case .none: break
             case .count: queries.append("SELECT count(*) FROM \(MaterialTable.name)")

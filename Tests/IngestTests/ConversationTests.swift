@@ -1,0 +1,142 @@
+import CallLog
+import Foundation
+import Importers
+import Ingest
+import MaterialTestSupport
+import SQLiteDatabase
+import Store
+import TestSupport
+import XCTest
+
+/// The legs of one conversation, logged by two agents as two calls, linked in the database:
+/// by the recording's SSRCs, by an explicit label, by a shared SDK call id; across runs, and
+/// the same after a rerun.
+final class ConversationTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("conversations") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func write(_ records: [LogRecord], _ name: String) throws -> String {
+        let path = dir.appendingPathComponent(name).path
+        let w = try LogWriter(path: path)
+        for r in records { try w.append(r) }
+        try w.close()
+        return path
+    }
+
+    @discardableResult
+    func analyze(_ paths: [String], db: String, force: Bool = false) throws -> AnalyzeRun.Report {
+        var o = AnalyzeRun.Options(paths: paths, database: db)
+        o.force = force
+        return try AnalyzeRun(options: o).run()
+    }
+
+    func rows(_ db: String, _ sql: String) throws -> [[SQLValue]] { try StoreReader(path: db).connection.rows(sql) }
+
+    /// The recording's two peers as two legs, each in its own file and run: the second run links
+    /// them by SSRC (a's sent audio is b's received audio), and the conversation shows what each
+    /// leg heard (measured) beside what it sent (from the far end's reports).
+    func testTheRecordingsTwoSidesAreLinkedWithBothDirectionsScored() throws {
+        guard let url = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        let legs = RecordingLegs.split(ChromiumImporter().convert(path: url.path).records, a: "peer-a", b: "peer-b")
+        let db = dir.appendingPathComponent("legs.sqlite").path
+        try analyze([try write(legs.a, "a.ndjson")], db: db)
+        XCTAssertEqual(try rows(db, "SELECT count(*) FROM conversations")[0][0].int64, 0, "one leg, no label: no conversation yet")
+        try analyze([try write(legs.b, "b.ndjson")], db: db)
+
+        let conversations = try rows(db, "SELECT conversation_id, linked_by, legs, call_ids, mos_min, mos_max, worst_leg, grade FROM conversations")
+        XCTAssertEqual(conversations.count, 1)
+        let c = try XCTUnwrap(conversations.first)
+        XCTAssertEqual(c[0].string, "peer-a", "no explicit id: the first leg's call id")
+        XCTAssertEqual(c[1].string, "ssrc")
+        XCTAssertEqual(c[2].int64, 2)
+        XCTAssertEqual(c[3].string, "peer-a peer-b")
+        XCTAssertEqual(c[7].string, "fair", "2 % loss each way")
+
+        let legRows = try rows(
+            db, "SELECT call_id, mos_cq, mos_cq_sent, loss_pct, loss_pct_sent FROM conversation_legs ORDER BY call_id")
+        XCTAssertEqual(legRows.map { $0[0].string }, ["peer-a", "peer-b"])
+        var heard: [Double] = []
+        for row in legRows {
+            let id = row[0].string ?? "?"
+            let mos = try XCTUnwrap(row[1].double, id), sent = try XCTUnwrap(row[2].double, id)
+            heard.append(mos)
+            // Both directions of one path with 2 % loss and a 70 ms round trip: about 4.1 each way.
+            XCTAssertEqual(mos, 4.1, accuracy: 0.2, id)
+            XCTAssertEqual(sent, 4.1, accuracy: 0.2, id)
+            XCTAssertEqual(try XCTUnwrap(row[3].double, id), 2, accuracy: 1, id)
+            XCTAssertEqual(try XCTUnwrap(row[4].double, id), 2, accuracy: 1, id)
+        }
+        XCTAssertEqual(try XCTUnwrap(c[4].double), heard.min()!, accuracy: 1e-12)
+        XCTAssertEqual(try XCTUnwrap(c[5].double), heard.max()!, accuracy: 1e-12)
+        XCTAssertEqual(c[6].string, heard[0] <= heard[1] ? "peer-a" : "peer-b")
+        // What a's far end reported receiving is what b measured: the same packets.
+        let lossA = try rows(db, "SELECT loss_pct_sent FROM calls WHERE call_id = 'peer-a'")[0][0].double
+        let lossB = try rows(db, "SELECT loss_pct FROM calls WHERE call_id = 'peer-b'")[0][0].double
+        XCTAssertEqual(try XCTUnwrap(lossA), try XCTUnwrap(lossB), accuracy: 0.5)
+
+        // A rerun of both files changes no link.
+        let before = try rows(db, "SELECT * FROM call_conversations ORDER BY call_id").map { $0.map(\.description) }
+        try analyze([dir.appendingPathComponent("a.ndjson").path, dir.appendingPathComponent("b.ndjson").path], db: db, force: true)
+        XCTAssertEqual(try rows(db, "SELECT * FROM call_conversations ORDER BY call_id").map { $0.map(\.description) }, before)
+    }
+
+    /// Hand-built calls: two with the label `conversation` (in two runs), two whose SSRCs cross,
+    /// two with one SDK call id, and two strangers. Three conversations, the strangers in none.
+    func testLabelsSSRCsAndSDKCallIDsLinkLegs() throws {
+        let t0: Int64 = 1_795_000_000_000
+        func call(_ id: String, inbound: Double, outbound: Double, labels: JSONObject = [:], sdkCallID: String? = nil) -> [LogRecord] {
+            var records: [LogRecord] = [
+                .callInfo(
+                    call: id, ts: t0, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "a", appVersion: "1",
+                    platform: "web", network: "wifi", media: ["audio"], labels: labels,
+                    extra: sdkCallID.map { ["callId": .string($0)] } ?? [:])
+            ]
+            var s = W3CSnapshot(t: Double(t0))
+            s.inboundSSRC = inbound
+            s.outboundSSRC = outbound
+            for k in 0..<4 {
+                let ts = t0 + Int64(k) * 10_000
+                s.t = Double(ts)
+                s.received += 500; s.sent += 500
+                records.append(Harness.stats(id, s, ts: ts))
+            }
+            records.append(.end(call: id, ts: t0 + 31_000, reason: "terminatedLocally"))
+            return records
+        }
+        let db = dir.appendingPathComponent("pairs.sqlite").path
+        try analyze(
+            [
+                try write(
+                    call("label-1", inbound: 11, outbound: 12, labels: ["conversation": "conv-7", "region": "eu"])
+                        + call("ssrc-1", inbound: 21, outbound: 22) + call("sdk-1", inbound: 31, outbound: 32, sdkCallID: "sip-abc")
+                        + call("stranger-1", inbound: 41, outbound: 42), "first.ndjson")
+            ], db: db)
+        try analyze(
+            [
+                try write(
+                    call("label-2", inbound: 13, outbound: 14, labels: ["conversation": "conv-7"])
+                        + call("ssrc-2", inbound: 22, outbound: 21) + call("sdk-2", inbound: 33, outbound: 34, sdkCallID: "sip-abc")
+                        + call("stranger-2", inbound: 43, outbound: 44), "second.ndjson")
+            ], db: db)
+        let links = try rows(db, "SELECT conversation_id, linked_by, legs, call_ids FROM conversations ORDER BY conversation_id")
+            .map { $0.map(\.description) }
+        XCTAssertEqual(
+            links,
+            [
+                ["conv-7", "label", "2", "label-1 label-2"],
+                ["sip-abc", "sdk_call_id", "2", "sdk-1 sdk-2"],
+                ["ssrc-1", "ssrc", "2", "ssrc-1 ssrc-2"],
+            ])
+        XCTAssertEqual(
+            try rows(db, "SELECT sdk_call_id FROM calls WHERE call_id = 'sdk-2'")[0][0].string, "sip-abc")
+
+        // An SSRC that two calls send links nothing (a collision is not a conversation): with
+        // both of the pair's SSRCs sent again by others, the pair is no longer linked.
+        try analyze(
+            [try write(call("ssrc-3", inbound: 77, outbound: 22) + call("ssrc-4", inbound: 78, outbound: 21), "third.ndjson")], db: db)
+        XCTAssertEqual(
+            try rows(db, "SELECT conversation_id FROM conversations ORDER BY conversation_id").map { $0[0].description },
+            ["conv-7", "sip-abc"])
+    }
+}
