@@ -101,7 +101,7 @@ let package = Package(
             "Importers", "TestSupport", "MaterialTestSupport",
         ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
-        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
+        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: [
             "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
         ]),

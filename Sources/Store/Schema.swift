@@ -277,7 +277,7 @@ public enum Schema {
                 summary: "adds " + statements.map(\.column).joined(separator: ", "),
                 sql: { statements.map(\.sql).joined(separator: "\n") })
         }
-        return (namedMigrations + generated).sorted { $0.version < $1.version }
+        return (namedMigrations + generated).sorted { ($0.version, $0.name) < ($1.version, $1.name) }
     }
 
     /// What upgrading a database of schema `version` does, for people: each step's summary.

@@ -81,6 +81,36 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(try rows(db, "SELECT * FROM call_conversations ORDER BY call_id").map { $0.map(\.description) }, before)
     }
 
+    /// A database of schema version 3 (no sent direction, no conversations) is upgraded in place
+    /// by `regrade`, which scores its calls' sent direction from their stored material and links
+    /// their legs, as a fresh analysis would.
+    func testRegradeGivesAVersion3DatabaseBothDirectionsAndItsConversations() throws {
+        guard let url = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        let legs = RecordingLegs.split(ChromiumImporter().convert(path: url.path).records, a: "peer-a", b: "peer-b")
+        let log = try write(legs.a + legs.b, "legs.ndjson")
+        let fresh = dir.appendingPathComponent("fresh.sqlite").path, old = dir.appendingPathComponent("v3.sqlite").path
+        try analyze([log], db: fresh)
+        try FileManager.default.copyItem(atPath: fresh, toPath: old)
+        let added =
+            CallsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { "calls \($0.name)" }
+            + StreamsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { "streams \($0.name)" }
+        XCTAssertEqual(added.count, 7)
+        try Database(path: old).execute(
+            "PRAGMA journal_mode = DELETE; DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;"
+                + added.map { "ALTER TABLE \($0.split(separator: " ")[0]) DROP COLUMN \($0.split(separator: " ")[1]);" }.joined()
+                + "UPDATE meta SET value = '3' WHERE key = 'schema_version';")
+        XCTAssertTrue(Schema.upgradeSummary(from: 3).contains("adds calls.mos_cq_sent, "), Schema.upgradeSummary(from: 3))
+        XCTAssertTrue(Schema.upgradeSummary(from: 3).contains("links the legs of one conversation"), Schema.upgradeSummary(from: 3))
+
+        _ = try RegradeRun(options: .init(database: old)).run()
+        XCTAssertEqual(try rows(old, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0].string, String(Schema.version))
+        XCTAssertEqual(try rows(old, "SELECT count(*) FROM calls WHERE mos_cq_sent IS NULL")[0][0].int64, 0)
+        XCTAssertEqual(try rows(old, "SELECT count(*) FROM streams WHERE score_source IS NULL")[0][0].int64, 0)
+        XCTAssertEqual(try rows(old, "SELECT conversation_id, legs FROM conversations").map { $0.map(\.description) }, [["peer-a", "2"]])
+        let compared = "SELECT call_id, mos_cq_sent, mos_worst_sent, loss_pct_sent, grade, grade_reason FROM calls ORDER BY call_id"
+        XCTAssertEqual(try rows(old, compared).map { $0.map(\.description) }, try rows(fresh, compared).map { $0.map(\.description) })
+    }
+
     /// Hand-built calls: two with the label `conversation` (in two runs), two whose SSRCs cross,
     /// two with one SDK call id, and two strangers. Three conversations, the strangers in none.
     func testLabelsSSRCsAndSDKCallIDsLinkLegs() throws {
