@@ -107,22 +107,18 @@ enum Summary {
         var grade = Grade.good
         // Both directions grade the call by their worst sustained MOS, the received one first:
         // what this end heard is measured whole; the sent one is what the far end reported.
-        let directions: [(worst: Double?, text: String)] = [
-            (c.mosWorst, "received audio MOS"), (c.mosWorstSent, "sent audio MOS"),
-        ]
-        for (worst, text) in directions {
-            guard let worst, worst < config.mosFair else { continue }
+        func judge(_ worst: Double?, _ reason: (String) -> String) {
+            guard let worst, worst < config.mosFair else { return }
             let g: Grade = worst < config.mosPoor ? .poor : .fair
             if g > grade { grade = g }
-            var reason = "\(text) \(FixedText.decimal(worst, places: 2)) sustained"
-            if text == directions[0].text, let delay = delayBudget(c, config: config) {
-                reason +=
-                    ", delay \(FixedText.decimal(delay.total, places: 0)) ms mostly \(delay.largest.name) (\(FixedText.decimal(delay.largest.ms, places: 0)) ms)"
-            } else if text == directions[1].text {
-                reason += " (far end's reports)"
-            }
-            reasons.append(reason)
+            reasons.append(reason(FixedText.decimal(worst, places: 2)))
         }
+        judge(c.mosWorst) { mos in
+            guard let delay = delayBudget(c, config: config) else { return "received audio MOS \(mos) sustained" }
+            return "received audio MOS \(mos) sustained, delay \(FixedText.decimal(delay.total, places: 0)) ms mostly "
+                + "\(delay.largest.name) (\(FixedText.decimal(delay.largest.ms, places: 0)) ms)"
+        }
+        judge(c.mosWorstSent) { "sent audio MOS \($0) sustained (far end's reports)" }
         for f in findings where f.severity >= .warn {
             let g: Grade = f.severity == .poor ? .poor : .fair
             if g > grade { grade = g }

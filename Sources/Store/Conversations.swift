@@ -49,17 +49,19 @@ extension CallStore {
             bySDK[sdk, default: []].append(id)
         }
         linkAll(bySDK, kind: "sdk_call_id")
+        // Each SSRC sent by exactly one call, then the calls that received it: both sides
+        // materialised, so the receivers are found through an automatic index on the SSRC rather
+        // than by scanning every stream for each sent one (a fifth of the instructions).
         for row in try db.rows(
             """
-            WITH sent AS (
-                SELECT s.ssrc, s.call_id, c.start_ts, c.end_ts FROM streams s JOIN calls c USING (call_id)
-                WHERE s.direction = 'outbound' AND s.ssrc IS NOT NULL AND s.ssrc != 0),
-            once AS (SELECT ssrc FROM sent GROUP BY ssrc HAVING count(DISTINCT call_id) = 1)
+            WITH sent AS MATERIALIZED (
+                SELECT ssrc, min(call_id) AS call_id FROM streams WHERE direction = 'outbound' AND ssrc != 0
+                GROUP BY ssrc HAVING min(call_id) = max(call_id)),
+            heard AS MATERIALIZED (SELECT ssrc, call_id FROM streams WHERE direction = 'inbound' AND ssrc != 0)
             SELECT DISTINCT a.call_id, b.call_id
-            FROM sent a JOIN once USING (ssrc)
-                JOIN streams b ON b.ssrc = a.ssrc AND b.direction = 'inbound' AND b.call_id != a.call_id
-                JOIN calls cb ON cb.call_id = b.call_id
-            WHERE a.start_ts <= cb.end_ts AND cb.start_ts <= a.end_ts
+            FROM heard b JOIN sent a ON a.ssrc = b.ssrc AND a.call_id != b.call_id
+                JOIN calls ca ON ca.call_id = a.call_id JOIN calls cb ON cb.call_id = b.call_id
+            WHERE ca.start_ts <= cb.end_ts AND cb.start_ts <= ca.end_ts
             ORDER BY 1, 2
             """)
         {

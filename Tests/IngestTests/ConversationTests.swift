@@ -2,6 +2,7 @@ import CallLog
 import Foundation
 import Importers
 import Ingest
+import MaterialScanning
 import MaterialTestSupport
 import SQLiteDatabase
 import Store
@@ -111,29 +112,52 @@ final class ConversationTests: XCTestCase {
         XCTAssertEqual(try rows(old, compared).map { $0.map(\.description) }, try rows(fresh, compared).map { $0.map(\.description) })
     }
 
+    /// A 30-s call with one audio stream each way (SSRCs `inbound`, `outbound`).
+    func call(_ id: String, inbound: Double, outbound: Double, labels: JSONObject = [:], sdkCallID: String? = nil) -> [LogRecord] {
+        let t0: Int64 = 1_795_000_000_000
+        var records: [LogRecord] = [
+            .callInfo(
+                call: id, ts: t0, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "a", appVersion: "1",
+                platform: "web", network: "wifi", media: ["audio"], labels: labels,
+                extra: sdkCallID.map { ["callId": .string($0)] } ?? [:])
+        ]
+        var s = W3CSnapshot(t: Double(t0))
+        s.inboundSSRC = inbound
+        s.outboundSSRC = outbound
+        for k in 0..<4 {
+            let ts = t0 + Int64(k) * 10_000
+            s.t = Double(ts)
+            s.received += 500; s.sent += 500
+            records.append(Harness.stats(id, s, ts: ts))
+        }
+        records.append(.end(call: id, ts: t0 + 31_000, reason: "terminatedLocally"))
+        return records
+    }
+
+    /// Pseudonymised, the SDK call id is a keyed pseudonym like the call ids: not stored in
+    /// clear, and the same for both legs, which stay linked.
+    func testAPseudonymisedSDKCallIDStillLinksTheLegs() throws {
+        let key = try XCTUnwrap(SipHashKey(hex: "000102030405060708090a0b0c0d0e0f"))
+        let pseudonymizer = CallPseudonymizer(key: key)
+        let db = dir.appendingPathComponent("private.sqlite").path
+        var o = AnalyzeRun.Options(
+            paths: [
+                try write(
+                    call("leg-1", inbound: 31, outbound: 32, sdkCallID: "a84b4c76e66710@pbx.example.com")
+                        + call("leg-2", inbound: 33, outbound: 34, sdkCallID: "a84b4c76e66710@pbx.example.com"), "private.ndjson")
+            ], database: db)
+        o.pseudonymizer = pseudonymizer
+        _ = try AnalyzeRun(options: o).run()
+        let pseudonym = pseudonymizer.identifier("a84b4c76e66710@pbx.example.com")
+        XCTAssertEqual(try rows(db, "SELECT DISTINCT sdk_call_id FROM calls").map { $0[0].description }, [pseudonym])
+        XCTAssertEqual(
+            try rows(db, "SELECT conversation_id, linked_by, call_ids FROM conversations").map { $0.map(\.description) },
+            [[pseudonym, "sdk_call_id", [pseudonymizer.identifier("leg-1"), pseudonymizer.identifier("leg-2")].sorted().joined(separator: " ")]])
+    }
+
     /// Hand-built calls: two with the label `conversation` (in two runs), two whose SSRCs cross,
     /// two with one SDK call id, and two strangers. Three conversations, the strangers in none.
     func testLabelsSSRCsAndSDKCallIDsLinkLegs() throws {
-        let t0: Int64 = 1_795_000_000_000
-        func call(_ id: String, inbound: Double, outbound: Double, labels: JSONObject = [:], sdkCallID: String? = nil) -> [LogRecord] {
-            var records: [LogRecord] = [
-                .callInfo(
-                    call: id, ts: t0, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "a", appVersion: "1",
-                    platform: "web", network: "wifi", media: ["audio"], labels: labels,
-                    extra: sdkCallID.map { ["callId": .string($0)] } ?? [:])
-            ]
-            var s = W3CSnapshot(t: Double(t0))
-            s.inboundSSRC = inbound
-            s.outboundSSRC = outbound
-            for k in 0..<4 {
-                let ts = t0 + Int64(k) * 10_000
-                s.t = Double(ts)
-                s.received += 500; s.sent += 500
-                records.append(Harness.stats(id, s, ts: ts))
-            }
-            records.append(.end(call: id, ts: t0 + 31_000, reason: "terminatedLocally"))
-            return records
-        }
         let db = dir.appendingPathComponent("pairs.sqlite").path
         try analyze(
             [
