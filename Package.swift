@@ -94,17 +94,17 @@ let package = Package(
             "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
         ]),
         .testTarget(name: "AnalysisTests", dependencies: [
-            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "TestSupport",
+            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "TestSupport", "Quality",
         ]),
         .testTarget(name: "StoreTests", dependencies: [
             "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
         ]),
         .testTarget(name: "IngestTests", dependencies: [
             "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
-            "Importers", "TestSupport",
+            "Importers", "TestSupport", "MaterialTestSupport",
         ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
-        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "TestSupport"]),
+        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "TestSupport"]),
         .testTarget(name: "IngestServerTests", dependencies: [
             "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
         ]),

@@ -39,6 +39,14 @@ public struct AnalysisConfig: Sendable, Equatable {
     /// Added to RTT/2 + jitter buffer + packet time for one-way delay (device, processing), ms.
     public var deviceAllowanceMs = 20.0
     public var packetTimeMs = 20.0
+    /// The far end's jitter-buffer delay, ms, in the sent direction's E-model: remote reports
+    /// carry loss, jitter and round trip, never the far end's playout delay (Chromium holds about
+    /// 40-50 ms on a quiet path).
+    public var farEndJitterBufferMs = 40.0
+    /// Inbound audio jitter-buffer delay above this, and larger than the network's one-way delay
+    /// (RTT/2) and packetisation (packet time + device allowance), raises `playout_delay`, ms
+    /// (G.114's whole mouth-to-ear budget is 150 ms).
+    public var playoutWarnMs = 150.0
 
     public init() {}
 }

@@ -58,6 +58,8 @@ extension AnalysisConfig {
         .init("clock_skew_ms", "ms", "agent and stats clocks differing by more is reported", whole: \.clockSkewMs),
         .init("device_allowance_ms", "ms", "added to one-way delay for devices and processing (E-model)", \.deviceAllowanceMs),
         .init("packet_time_ms", "ms", "audio packet time added to one-way delay (E-model)", \.packetTimeMs),
+        .init("far_end_jitter_buffer_ms", "ms", "the far end's jitter-buffer delay in the sent direction's E-model", \.farEndJitterBufferMs),
+        .init("playout_warn_ms", "ms", "inbound audio jitter-buffer delay: warn above, when it is the largest part of the delay", \.playoutWarnMs),
     ]
 
     public static func setting(named name: String) -> Setting? { settings.first { $0.name == name } }

@@ -57,7 +57,7 @@ public enum CallAnalyzer {
         var ranges: [Range<Int>] = []
         intervals.reserveCapacity(series.reduce(0) { $0 + max(0, $1.count - 1) })
         var findings: [Finding] = []
-        var worst: (mos: Double?, videoScore: Double?) = (nil, nil)
+        var worst: (mos: Double?, videoScore: Double?, mosSent: Double?) = (nil, nil, nil)
         func lowest(_ a: Double?, _ b: Double?) -> Double? { a.map { x in b.map { min(x, $0) } ?? x } ?? b }
         for (id, series) in zip(order, series) {
             let first = series[0], last = series[series.count - 1]
@@ -92,6 +92,8 @@ public enum CallAnalyzer {
                 case .audio: worst.mos = lowest(worst.mos, Summary.worstSustained(windows, { $0.mosCQ }, window: config.worstWindow))
                 case .video: worst.videoScore = lowest(worst.videoScore, Summary.worstSustained(windows, { $0.videoScore }, window: config.worstWindow))
                 }
+            } else if summary.kind == .audio {
+                worst.mosSent = lowest(worst.mosSent, Summary.worstSustained(windows, { $0.mosCQ }, window: config.worstWindow))
             }
             streams.append(summary)
             ranges.append(firstInterval..<intervals.count)

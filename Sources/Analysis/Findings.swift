@@ -103,7 +103,7 @@ enum Findings {
     /// Plain cases rather than closures: a stream's rules were built, with their captures, for
     /// every stream of every call.
     private enum StreamRule: CaseIterable {
-        case highLoss, highJitter, highRTT, highConcealment, lowFPS, longFreeze, bandwidthLimited, cpuLimited
+        case highLoss, highJitter, highRTT, highConcealment, playoutDelay, lowFPS, longFreeze, bandwidthLimited, cpuLimited
 
         var code: String {
             switch self {
@@ -111,6 +111,7 @@ enum Findings {
             case .highJitter: "high_jitter"
             case .highRTT: "high_rtt"
             case .highConcealment: "high_concealment"
+            case .playoutDelay: "playout_delay"
             case .lowFPS: "low_fps"
             case .longFreeze: "long_freeze"
             case .bandwidthLimited: "bandwidth_limited"
@@ -122,7 +123,7 @@ enum Findings {
             let inbound = s.direction == .inbound
             switch self {
             case .highLoss, .highJitter: return inbound
-            case .highRTT, .highConcealment: return inbound && s.kind == .audio
+            case .highRTT, .highConcealment, .playoutDelay: return inbound && s.kind == .audio
             case .lowFPS, .longFreeze: return inbound && s.kind == .video
             case .bandwidthLimited, .cpuLimited: return !inbound && s.kind == .video
             }
@@ -142,6 +143,13 @@ enum Findings {
             case .highConcealment:
                 guard let c = i.concealmentPct else { return (false, false, nil) }
                 return (c > config.concealmentWarnPct, false, c)
+            case .playoutDelay:
+                // The buffer dominates the delay budget: above the threshold, and larger than the
+                // network's one-way delay and than packetisation.
+                guard let jb = i.jitterBufferMs else { return (false, false, nil) }
+                let network = (i.rttMs ?? i.iceRttMs ?? 0) / 2
+                let bad = jb > config.playoutWarnMs && jb > network && jb > config.packetTimeMs + config.deviceAllowanceMs
+                return (bad, false, jb)
             case .lowFPS:
                 guard let f = i.fps, (i.packets ?? 0) > 0 else { return (false, false, nil) }
                 return (f < config.lowFps, false, f)
@@ -161,6 +169,7 @@ enum Findings {
             case .highJitter: "\(kind.rawValue) jitter up to \(FixedText.decimal(v, places: 0)) ms"
             case .highRTT: "round-trip time up to \(FixedText.decimal(v, places: 0)) ms"
             case .highConcealment: "\(FixedText.decimal(v, places: 1)) % of audio concealed"
+            case .playoutDelay: "jitter buffer holds audio up to \(FixedText.decimal(v, places: 0)) ms, more than the network delays it"
             case .lowFPS: "video at \(FixedText.decimal(v, places: 1)) fps"
             case .longFreeze: "video frozen \(FixedText.decimal(v, places: 0)) % of the time"
             case .bandwidthLimited: "sent video limited by bandwidth"

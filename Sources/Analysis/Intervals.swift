@@ -20,6 +20,8 @@ struct TimeWeightedMean {
 /// interval at a time (by index, so that no interval is copied: that retains its strings).
 struct IntervalTotals {
     var packets: Int64?, packetsLost: Int64?, freezeMs: Int64 = 0, freezeCount = 0
+    /// Packets and losses of the intervals that have a loss figure.
+    var reportedPackets: Int64 = 0, reportedLost: Int64 = 0
     var jitterMs = TimeWeightedMean(), rttMs = TimeWeightedMean(), iceRttMs = TimeWeightedMean()
     var bitrateKbps = TimeWeightedMean(), concealmentPct = TimeWeightedMean(), jitterBufferMs = TimeWeightedMean()
     var rFactor = TimeWeightedMean(), mosCQ = TimeWeightedMean(), mosLQ = TimeWeightedMean()
@@ -27,7 +29,13 @@ struct IntervalTotals {
 
     @inline(__always) mutating func add(_ x: IntervalMetrics) {
         if let p = x.packets { packets = (packets ?? 0) + p }
-        if let l = x.packetsLost { packetsLost = (packetsLost ?? 0) + l }
+        if let l = x.packetsLost {
+            packetsLost = (packetsLost ?? 0) + l
+            if let p = x.packets {
+                reportedLost += l
+                reportedPackets += p
+            }
+        }
         freezeMs += x.freezeMs ?? 0
         freezeCount += x.freezeCount ?? 0
         let d = Double(x.endTs - x.startTs)
@@ -113,6 +121,8 @@ enum Intervals {
 
         if b.kind == .audio && b.direction == .inbound {
             audio(a, b, &i, codec: codecs.impairment(for: b.codec), config: config)
+        } else if b.kind == .audio {
+            sentAudio(&i, codec: codecs.impairment(for: b.codec), config: config)
         } else if b.kind == .video {
             video(a, b, &i, seconds: seconds)
         }
@@ -147,6 +157,21 @@ enum Intervals {
             roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: i.jitterBufferMs ?? 0,
             packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
         let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: burst, codec: codec)
+        i.rFactor = q.rating
+        i.mosCQ = q.conversationalMOS
+        i.mosLQ = q.listeningMOS
+    }
+
+    /// The E-model of audio this end sent, from what the far end reported receiving: its loss
+    /// (network loss: the far end's concealment is not reported, so loss is taken as random,
+    /// BurstR 1), the round trip, and, for the far end's jitter buffer, which no report carries,
+    /// `farEndJitterBufferMs`. No loss reported (no remote report): no score.
+    static func sentAudio(_ i: inout IntervalMetrics, codec: CodecImpairment, config: AnalysisConfig) {
+        guard let loss = i.lossPct else { return }
+        let ta = StatsInputs.oneWayDelayMs(
+            roundTripTimeMs: i.rttMs ?? i.iceRttMs ?? 0, jitterBufferDelayMs: config.farEndJitterBufferMs,
+            packetTimeMs: config.packetTimeMs, deviceAllowanceMs: config.deviceAllowanceMs)
+        let q = EModel.voip(oneWayDelayMs: ta, packetLossPercent: min(loss, 100), burstRatio: 1, codec: codec)
         i.rFactor = q.rating
         i.mosCQ = q.conversationalMOS
         i.mosLQ = q.listeningMOS

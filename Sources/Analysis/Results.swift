@@ -116,6 +116,21 @@ public struct CallSummary: Sendable, Equatable {
     /// Inbound audio jitter-buffer delay, ms: the time-weighted mean of the intervals'
     /// `jitterBufferMs` (`jitterBufferDelay / jitterBufferEmittedCount`), as `jitterMs` is of theirs.
     public var jitterBufferMs: Double?
+    // The sent direction: what the far end reported receiving of this end's audio
+    // (`remote-inbound-rtp`, RTCP receiver reports), scored as the received direction is, with
+    // the far end's unreported jitter buffer taken as `AnalysisConfig.farEndJitterBufferMs`.
+    /// Time-weighted MOS-CQ and MOS-LQ over outbound audio intervals.
+    public var mosCQSent: Double?
+    public var mosLQSent: Double?
+    /// The worst sustained MOS-CQ of the sent direction, as `mosWorst` is of the received one.
+    public var mosWorstSent: Double?
+    /// Outbound audio loss as the far end reported it, %, whole call.
+    public var lossPctSent: Double?
+    /// Outbound audio jitter as the far end reported it, time-weighted mean, ms.
+    public var jitterMsSent: Double?
+    /// The `callId` of the `call` record: the SDK's (or SIP) call id, shared by the legs of one
+    /// conversation when each agent names its own log `call` otherwise.
+    public var sdkCallID: String?
     /// The SDK's own 0-100 score: mean and minimum.
     public var sdkQualityMean: Double?
     public var sdkQualityMin: Double?
@@ -163,6 +178,11 @@ public struct StreamSummary: Sendable, Equatable {
     public var concealmentPct: Double?
     public var mosMean: Double?
     public var mosMin: Double?
+    /// Where the row's loss, jitter and MOS come from: `local` (this end measured the stream it
+    /// received) or `remote_report` (the far end's reports about the stream this end sent).
+    public var scoreSource: String {
+        direction == .inbound ? "local" : "remote_report"
+    }
 
     // Video.
     public var fpsMean: Double?

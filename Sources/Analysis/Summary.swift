@@ -7,12 +7,12 @@ enum Summary {
     /// `ranges`: each stream's intervals in `intervals` (in order, covering them all).
     static func apply(
         streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
-        worst: (mos: Double?, videoScore: Double?),
+        worst: (mos: Double?, videoScore: Double?, mosSent: Double?),
         material m: CallMaterial, config: AnalysisConfig, to c: inout CallSummary
     ) {
         // Inbound audio and video intervals by their streams' ranges, and the means in one pass:
         // copying an interval retains its strings, and this runs for every call.
-        var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals()
+        var all = IntervalTotals(), inAudio = IntervalTotals(), inVideo = IntervalTotals(), outAudio = IntervalTotals()
         for (s, range) in zip(streams, ranges) {
             let inbound = s.direction == .inbound
             for i in range {
@@ -21,9 +21,20 @@ enum Summary {
                     inAudio.add(intervals[i])
                 } else if inbound && s.kind == .video {
                     inVideo.add(intervals[i])
+                } else if s.kind == .audio {
+                    outAudio.add(intervals[i])
                 }
             }
         }
+        c.mosCQSent = outAudio.mosCQ.value
+        c.mosLQSent = outAudio.mosLQ.value
+        c.mosWorstSent = worst.mosSent
+        // Loss only over intervals the far end reported on (an interval without a report has
+        // packets sent and no loss figure: counting its packets would dilute the loss).
+        if outAudio.reportedLost + outAudio.reportedPackets > 0 {
+            c.lossPctSent = 100 * Double(outAudio.reportedLost) / Double(outAudio.reportedLost + outAudio.reportedPackets)
+        }
+        c.jitterMsSent = outAudio.jitterMs.value
         c.mosCQ = inAudio.mosCQ.value
         c.mosLQ = inAudio.mosLQ.value
         c.rFactor = inAudio.rFactor.value
@@ -67,6 +78,20 @@ enum Summary {
         return worst
     }
 
+    /// The received direction's mouth-to-ear delay as the E-model takes it, ms, and its largest
+    /// part: the network (RTT/2), the jitter buffer, or packetisation (packet time and the device
+    /// allowance). Nil without a round trip or a jitter-buffer figure.
+    static func delayBudget(_ c: CallSummary, config: AnalysisConfig) -> (total: Double, largest: (name: String, ms: Double))? {
+        let rtt = c.rttMs ?? c.iceRttMs
+        guard rtt != nil || c.jitterBufferMs != nil else { return nil }
+        let parts: [(name: String, ms: Double)] = [
+            ("network one-way", (rtt ?? 0) / 2), ("jitter buffer", c.jitterBufferMs ?? 0),
+            ("packetisation", config.packetTimeMs + config.deviceAllowanceMs),
+        ]
+        let largest = parts.max { $0.ms < $1.ms }!
+        return (parts.reduce(0) { $0 + $1.ms }, largest)
+    }
+
     static func grade(_ c: inout CallSummary, findings: [Finding], streams: [StreamSummary], config: AnalysisConfig) {
         if findings.contains(where: { $0.code == "unanswered" }) {
             c.grade = .unanswered
@@ -80,15 +105,20 @@ enum Summary {
         }
         var reasons: [String] = []
         var grade = Grade.good
-        if let worst = c.mosWorst {
-            if worst < config.mosPoor {
-                grade = .poor
-                reasons.append("MOS \(FixedText.decimal(worst, places: 2)) sustained")
-            } else if worst < config.mosFair {
-                grade = .fair
-                reasons.append("MOS \(FixedText.decimal(worst, places: 2)) sustained")
-            }
+        // Both directions grade the call by their worst sustained MOS, the received one first:
+        // what this end heard is measured whole; the sent one is what the far end reported.
+        func judge(_ worst: Double?, _ reason: (String) -> String) {
+            guard let worst, worst < config.mosFair else { return }
+            let g: Grade = worst < config.mosPoor ? .poor : .fair
+            if g > grade { grade = g }
+            reasons.append(reason(FixedText.decimal(worst, places: 2)))
         }
+        judge(c.mosWorst) { mos in
+            guard let delay = delayBudget(c, config: config) else { return "received audio MOS \(mos) sustained" }
+            return "received audio MOS \(mos) sustained, delay \(FixedText.decimal(delay.total, places: 0)) ms mostly "
+                + "\(delay.largest.name) (\(FixedText.decimal(delay.largest.ms, places: 0)) ms)"
+        }
+        judge(c.mosWorstSent) { "sent audio MOS \($0) sustained (far end's reports)" }
         for f in findings where f.severity >= .warn {
             let g: Grade = f.severity == .poor ? .poor : .fair
             if g > grade { grade = g }

@@ -94,6 +94,7 @@ final class AnalyzeWriter<Results: ResultStore> {
             try writeUnwritten()
             try store.markRollupsPending(forCallStarts: touchedStarts)
             try store.refreshPendingRollups()
+            try store.linkConversations()
             try store.commit()
         } catch {
             store.rollback()

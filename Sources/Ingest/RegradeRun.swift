@@ -90,6 +90,7 @@ public final class RegradeRun {
             guard done == total else { throw RegradeError.callsMissed(options.database, written: done, stored: total) }
             try store.record(settings: config)
             try store.rebuildAllRollups()
+            try store.linkConversations()
         }
         return Report(
             calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,

@@ -8,7 +8,8 @@ import CallLog
 ///   always give the same pseudonym, so a call split over files or runs still merges, and two
 ///   databases made with one key can be joined.
 /// - Fields of the `call` record (and of its `labels`) that name a person are replaced the same
-///   way (`personFields`).
+///   way (`personFields`), and so is its `callId` (the SDK's or SIP call id, which can hold a
+///   host name or number): keyed, so the legs of one conversation still share it.
 /// - IP addresses anywhere in call, event, quality and end records are replaced by the
 ///   collector's `Pseudonymizer` (keyed hash into reserved ranges), except allow-listed prefixes.
 ///
@@ -39,6 +40,7 @@ public struct CallPseudonymizer: Sendable {
         m.callID = identifier(material.callID)
         if var info = m.info {
             replacePersons(in: &info)
+            if case .string(let id)? = info["callId"] { info["callId"] = .string(identifier(id)) }
             if case .object(var labels)? = info["labels"] {
                 replacePersons(in: &labels)
                 info["labels"] = .object(labels)

@@ -174,14 +174,25 @@ public struct ReportData {
     }
 
     static func worstCalls(_ db: Database, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
+        // The sent direction and the conversation came with schema version 4: a database not yet
+        // upgraded is reported as it is, without them.
+        let current =
+            try db.scalar("SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'mos_worst_sent'")?.int64 == 1
+            && db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'call_conversations'")?.int64 == 1
         let columns = [
             "call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
             "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
             "local_candidate_type", "grade_reason",
+            current ? "mos_worst_sent" : "NULL",
+            current ? "(SELECT conversation_id FROM call_conversations v WHERE v.call_id = calls.call_id)" : "NULL",
+            current
+                ? "(SELECT count(*) FROM call_conversations v JOIN call_conversations w USING (conversation_id) WHERE v.call_id = calls.call_id)"
+                : "0",
         ]
         let names = [
             "id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
             "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason",
+            "mos_worst_sent", "conversation", "legs",
         ]
         let rows = try db.rows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])
         let ids = rows.compactMap { $0[0].string }

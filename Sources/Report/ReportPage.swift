@@ -232,21 +232,23 @@ public enum ReportPage {
           const t = document.getElementById("worst"), head = t.tHead, bodyEl = t.tBodies[0];
           head.textContent = ""; bodyEl.textContent = "";
           const hr = el("tr");
-          [["started (UTC)", ""], ["call", ""], ["grade", ""], ["worst MOS", "num"], ["loss %", "num"], ["jitter ms", "num"], ["RTT ms", "num"], ["network", ""], ["platform", ""], ["app", ""], ["findings and why", ""]].forEach(([n, c]) => hr.appendChild(el("th", c, n)));
+          [["started (UTC)", ""], ["call", ""], ["grade", ""], ["worst MOS", "num"], ["sent MOS", "num"], ["loss %", "num"], ["jitter ms", "num"], ["RTT ms", "num"], ["network", ""], ["platform", ""], ["app", ""], ["findings and why", ""]].forEach(([n, c]) => hr.appendChild(el("th", c, n)));
           head.appendChild(hr);
           const list = D.worst.filter(w => w.start >= state.from && w.start < state.to + bucketMs && (state.dim === "all" || String(w[state.dim]) === state.val));
           list.forEach(w => {
             const tr = el("tr", D.drill[w.id] ? "pick" : null);
             tr.appendChild(el("td", null, iso(w.start))); const idCell = el("td", "id", w.id.length > 14 ? w.id.slice(0, 12) + "…" : w.id); idCell.title = w.id; tr.appendChild(idCell); tr.appendChild(el("td", null, w.grade.replace("_", " ")));
-            tr.appendChild(el("td", "num", fmt(w.mos_worst, 2))); tr.appendChild(el("td", "num", fmt(w.loss, 2)));
+            tr.appendChild(el("td", "num", fmt(w.mos_worst, 2))); tr.appendChild(el("td", "num", fmt(w.mos_worst_sent, 2))); tr.appendChild(el("td", "num", fmt(w.loss, 2)));
             tr.appendChild(el("td", "num", fmt(w.jitter, 1))); tr.appendChild(el("td", "num", fmt(w.rtt, 0)));
             tr.appendChild(el("td", null, w.network)); tr.appendChild(el("td", null, w.platform)); tr.appendChild(el("td", null, w.app_version));
             const f = el("td", "why"); [...new Map(w.findings.map(x => [x[0], x[1]])).entries()].forEach(([code, sev]) => f.appendChild(el("span", "chip " + sev, code)));
-            f.appendChild(el("div", "note", w.reason)); tr.appendChild(f);
+            f.appendChild(el("div", "note", w.reason));
+            if (w.conversation !== null) f.appendChild(el("div", "note", "conversation " + w.conversation + " · " + w.legs + (w.legs === 1 ? " leg" : " legs")));
+            tr.appendChild(f);
             if (D.drill[w.id]) tr.onclick = () => { document.querySelectorAll("#worst tr.sel").forEach(r => r.classList.remove("sel")); tr.classList.add("sel"); drawDrill(w); };
             bodyEl.appendChild(tr);
           });
-          if (!list.length) { const tr = el("tr"); const td = el("td", "note", "No poor calls in this selection."); td.colSpan = 11; tr.appendChild(td); bodyEl.appendChild(tr); }
+          if (!list.length) { const tr = el("tr"); const td = el("td", "note", "No poor calls in this selection."); td.colSpan = 12; tr.appendChild(td); bodyEl.appendChild(tr); }
           return list;
         }
         function drawDrill(w) {

@@ -129,6 +129,10 @@ public enum DatabaseComparison {
         for table in ["events", FindingsTable.name] { try rows(of: table) }
         if options.calls == nil {
             try rows(of: "rollups")
+            // Version 4's: a database not yet upgraded has none.
+            if try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'call_conversations'")?.int64 == 1 {
+                try rows(of: "call_conversations")
+            }
             switch options.material {
             case .none: break
             case .count: queries.append("SELECT count(*) FROM \(MaterialTable.name)")

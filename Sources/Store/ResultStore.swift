@@ -51,6 +51,10 @@ public protocol ResultStore: AnyObject {
     func refreshPendingRollups() throws
     func rebuildAllRollups() throws
 
+    // Conversations
+    /// Links the legs of conversations among every stored call again (after calls changed).
+    func linkConversations() throws
+
     // Totals
     func totals() throws -> StoreTotals
     func findingCount() throws -> Int

@@ -76,6 +76,12 @@ package enum CallsTable: StoredTable {
         // Version 2's migration adds it by hand (it also numbers the stored calls).
         try t.column("call_key") { $0.key }
         try t.column("jitter_buffer_ms", .none, addedIn: 3) { $0.summary.jitterBufferMs }
+        try t.column("mos_cq_sent", .none, addedIn: 4) { $0.summary.mosCQSent }
+        try t.column("mos_lq_sent", .none, addedIn: 4) { $0.summary.mosLQSent }
+        try t.column("mos_worst_sent", .none, addedIn: 4) { $0.summary.mosWorstSent }
+        try t.column("loss_pct_sent", .none, addedIn: 4) { $0.summary.lossPctSent }
+        try t.column("jitter_ms_sent", .none, addedIn: 4) { $0.summary.jitterMsSent }
+        try t.column("sdk_call_id", .none, addedIn: 4) { $0.summary.sdkCallID }
     }
 }
 
@@ -113,6 +119,7 @@ package enum StreamsTable: StoredTable {
         try t.column("video_score_mean") { $0.videoScoreMean }
         try t.column("quality_limitation") { $0.qualityLimitation }
         try t.column("counter_resets") { $0.counterResets }
+        try t.column("score_source", .none, addedIn: 4) { $0.scoreSource }
     }
 }
 

@@ -85,6 +85,7 @@ extension CallStore {
             }
             let buckets = Set(starts.map { floorDiv($0, CallStore.hourMs) }).count + Set(starts.map { floorDiv($0, CallStore.dayMs) }).count
             try refreshRollups(forCallStarts: starts)
+            try linkConversations()
             removal.rollupBuckets = buckets
             return removal
         }

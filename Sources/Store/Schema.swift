@@ -104,12 +104,23 @@ public enum Schema {
             \(MaterialTable.columnDefinitions())
         );
 
+        \(conversationTable)
+
         CREATE TABLE IF NOT EXISTS rollup_pending (
             period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
             PRIMARY KEY (period, bucket_ts)
         ) WITHOUT ROWID;
         """
     }
+
+    /// The legs of conversations (version 4), recomputed whole whenever calls change
+    /// (`CallStore.linkConversations`).
+    static let conversationTable = """
+        CREATE TABLE IF NOT EXISTS call_conversations (
+            call_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, linked_by TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS call_conversations_id ON call_conversations(conversation_id);
+        """
 
     static var rollupTable: String {
         let metrics = rollupMetricColumns.map { "\($0) REAL" }.joined(separator: ", ")
@@ -171,6 +182,23 @@ public enum Schema {
                    round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
             FROM findings GROUP BY code, severity ORDER BY calls DESC;
 
+        CREATE VIEW IF NOT EXISTS conversation_legs AS
+            SELECT v.conversation_id, v.linked_by, c.call_id, c.start_ts, c.direction, c.sdk, c.grade,
+                   c.mos_cq, c.mos_worst, c.loss_pct, c.jitter_ms,
+                   c.mos_cq_sent, c.mos_worst_sent, c.loss_pct_sent, c.jitter_ms_sent, c.rtt_ms, c.grade_reason
+            FROM call_conversations v JOIN calls c USING (call_id);
+
+        CREATE VIEW IF NOT EXISTS conversations AS
+            SELECT conversation_id, linked_by, count(*) AS legs, group_concat(call_id, ' ') AS call_ids,
+                   datetime(min(start_ts) / 1000, 'unixepoch') AS started,
+                   min(mos_cq) AS mos_min, max(mos_cq) AS mos_max, min(mos_worst) AS mos_worst,
+                   (SELECT w.call_id FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
+                    ORDER BY w.mos_cq IS NULL, w.mos_cq, w.call_id LIMIT 1) AS worst_leg,
+                   CASE max(CASE grade WHEN 'no_media' THEN 4 WHEN 'poor' THEN 3 WHEN 'fair' THEN 2 WHEN 'good' THEN 1 ELSE 0 END)
+                       WHEN 4 THEN 'no_media' WHEN 3 THEN 'poor' WHEN 2 THEN 'fair' WHEN 1 THEN 'good' ELSE 'unanswered' END AS grade
+            FROM (SELECT * FROM conversation_legs ORDER BY conversation_id, call_id) l
+            GROUP BY conversation_id ORDER BY min(start_ts);
+
         CREATE VIEW IF NOT EXISTS daily_quality AS
             SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered,
                    round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
@@ -219,7 +247,13 @@ public enum Schema {
     /// The steps written by hand, in version order. The tables' added columns (`addedIn:` in
     /// their column lists, `ResultTables.swift`) make the steps of their versions themselves.
     static var namedMigrations: [Migration] {
-        [Migration(version: 2, name: "v2-call-keys", summary: "every interval and event is rewritten", sql: { upgradeFrom1 })]
+        [
+            Migration(version: 2, name: "v2-call-keys", summary: "every interval and event is rewritten", sql: { upgradeFrom1 }),
+            Migration(
+                version: 4, name: "v4-conversations",
+                summary: "links the legs of one conversation (table call_conversations, views conversation_legs and conversations)",
+                sql: { conversationTable }),
+        ]
     }
 
     /// Every upgrade step, in the order they apply.
@@ -243,7 +277,7 @@ public enum Schema {
                 summary: "adds " + statements.map(\.column).joined(separator: ", "),
                 sql: { statements.map(\.sql).joined(separator: "\n") })
         }
-        return (namedMigrations + generated).sorted { $0.version < $1.version }
+        return (namedMigrations + generated).sorted { ($0.version, $0.name) < ($1.version, $1.name) }
     }
 
     /// What upgrading a database of schema `version` does, for people: each step's summary.

@@ -164,7 +164,7 @@ final class CommandLineTests: XCTestCase {
         let defaults = try callstats(["config", "--json"])
         XCTAssertEqual(defaults.status, 0, defaults.err)
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(defaults.out.utf8)) as? [String: Double])
-        XCTAssertEqual(object.count, 21)
+        XCTAssertEqual(object.count, 23)
         XCTAssertEqual(object["jitter_warn_ms"], 30)
         XCTAssertEqual(object["mos_poor"], 3.1)
 

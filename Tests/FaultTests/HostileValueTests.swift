@@ -75,7 +75,11 @@ final class HostileValueTests: XCTestCase {
         // Every table is still there, and every call, under exactly its name.
         let tables = try store.db.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap { $0[0].string }
         XCTAssertEqual(
-            tables, ["call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta", "rollup_pending", "rollups", "streams"])
+            tables,
+            [
+                "call_conversations", "call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta", "rollup_pending",
+                "rollups", "streams",
+            ])
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1)
         for id in Self.hostile {
             let row = try store.db.rows(

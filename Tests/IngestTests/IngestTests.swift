@@ -68,14 +68,23 @@ final class IngestTests: XCTestCase {
         let current = dir.appendingPathComponent("current.sqlite").path
         _ = try analyze([logs.path], db: current)
         // The calls columns that later versions added (at the table's end, after `call_key`).
-        let addedSince2 = CallsTable.columnDescriptions.filter { ($0.addedIn ?? 0) > 2 }.map(\.name)
+        // The columns that later versions added to calls (at the table's end, after `call_key`)
+        // and streams; and the conversations version 4 links (none before the next run).
+        let addedSince2 =
+            CallsTable.columnDescriptions.filter { ($0.addedIn ?? 0) > 2 }.map { "calls.\($0.name)" }
+            + StreamsTable.columnDescriptions.filter { ($0.addedIn ?? 0) > 2 }.map { "streams.\($0.name)" }
+        func parts(_ column: String) -> (table: Substring, name: Substring) {
+            (column.split(separator: ".")[0], column.split(separator: ".")[1])
+        }
         let upgraded = dir.appendingPathComponent("upgraded.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: upgraded)
-        try Database(path: upgraded).execute(addedSince2.map { "UPDATE calls SET \($0) = NULL;" }.joined())
+        try Database(path: upgraded).execute(
+            addedSince2.map { "UPDATE \(parts($0).table) SET \(parts($0).name) = NULL;" }.joined())
         let target = dir.appendingPathComponent("v1.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: target)
         let db = try Database(path: target)
-        try db.execute(addedSince2.map { "ALTER TABLE calls DROP COLUMN \($0);" }.joined())
+        try db.execute("DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;")
+        try db.execute(addedSince2.map { "ALTER TABLE \(parts($0).table) DROP COLUMN \(parts($0).name);" }.joined())
         let expected = try dump(target)  // before it becomes version 1
         try db.execute(
             """

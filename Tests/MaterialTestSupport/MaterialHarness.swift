@@ -12,6 +12,7 @@ public struct W3CSnapshot {
     public var sent: Double = 0, remoteLost: Double = 0, rtt: Double = 0.05, rttTotal: Double = 0, rttCount: Double = 0
     public var pairRTT: Double = 0.05
     public var inboundSSRC = 1111.0
+    public var outboundSSRC = 2222.0
 
     public init(t: Double) { self.t = t }
 
@@ -25,11 +26,11 @@ public struct W3CSnapshot {
                 "bytesReceived": .number(received * 80),
             ],
             [
-                "id": "OT01A", "timestamp": .number(t), "type": "outbound-rtp", "kind": "audio", "ssrc": 2222, "codecId": "COT01_111",
+                "id": "OT01A", "timestamp": .number(t), "type": "outbound-rtp", "kind": "audio", "ssrc": .number(outboundSSRC), "codecId": "COT01_111",
                 "packetsSent": .number(sent), "bytesSent": .number(sent * 80),
             ],
             [
-                "id": "RIA", "timestamp": .number(t - 300), "type": "remote-inbound-rtp", "kind": "audio", "ssrc": 2222, "localId": "OT01A",
+                "id": "RIA", "timestamp": .number(t - 300), "type": "remote-inbound-rtp", "kind": "audio", "ssrc": .number(outboundSSRC), "localId": "OT01A",
                 "packetsLost": .number(remoteLost), "roundTripTime": .number(rtt), "totalRoundTripTime": .number(rttTotal),
                 "roundTripTimeMeasurements": .number(rttCount), "jitter": 0.004, "fractionLost": 0,
             ],

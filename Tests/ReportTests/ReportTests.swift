@@ -1,7 +1,11 @@
+import CallLog
 import Foundation
+import Importers
+import Ingest
 import Report
 import SQLiteDatabase
 import Store
+import TestSupport
 import XCTest
 
 final class ReportTests: XCTestCase {
@@ -91,6 +95,39 @@ final class ReportTests: XCTestCase {
         try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter_warn_ms\": 40, \"loss_warn_pct\": 2}' WHERE key = 'analysis_config'")
         let meta = try XCTUnwrap(try ReportFixtures.data(ofPage: write(db).html)["meta"] as? [String: Any])
         XCTAssertEqual(meta["grading"] as? String, "loss_warn_pct 2 (default 1), jitter_warn_ms 40 (default 30)")
+    }
+
+    /// A poor call that is one leg of a conversation shows its sent direction and its
+    /// conversation in the worst calls: the recording's two sides as two legs over a 900 ms
+    /// round trip.
+    func testWorstCallsShowTheSentDirectionAndTheConversation() throws {
+        guard let url = TestPaths.chromiumRecording else { throw XCTSkip("../shared/data is absent") }
+        var records = ChromiumImporter().convert(path: url.path).records
+        RecordingLegs.editReports(&records) { o in
+            if o["type"]?.stringValue == "remote-inbound-rtp" {
+                o["roundTripTime"] = 0.9
+                if let n = o["roundTripTimeMeasurements"]?.doubleValue { o["totalRoundTripTime"] = .number(0.9 * n) }
+            }
+        }
+        let legs = RecordingLegs.split(records, a: "slow-a", b: "slow-b")
+        let dir = ReportFixtures.directory.appendingPathComponent("legs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let log = dir.appendingPathComponent("legs.ndjson").path
+        let w = try LogWriter(path: log)
+        for r in legs.a + legs.b { try w.append(r) }
+        try w.close()
+        let db = dir.appendingPathComponent("legs.sqlite").path
+        _ = try AnalyzeRun(options: .init(paths: [log], database: db)).run()
+        let worst = try XCTUnwrap(try ReportFixtures.data(ofPage: write(db).html)["worst"] as? [[String: Any]])
+        XCTAssertEqual(worst.count, 2)
+        let store = try CallStore(path: db, forWriting: false)
+        for row in worst {
+            let id = try XCTUnwrap(row["id"] as? String)
+            XCTAssertEqual(row["conversation"] as? String, "slow-a", id)
+            XCTAssertEqual(row["legs"] as? Int, 2, id)
+            let sent = try XCTUnwrap(try store.db.scalar("SELECT mos_worst_sent FROM calls WHERE call_id = ?", [.text(id)])?.double)
+            XCTAssertEqual(try XCTUnwrap(row["mos_worst_sent"] as? Double), sent, accuracy: 0.0005, id)
+        }
     }
 
     func testEmptyDatabaseSaysSo() throws {
