@@ -91,7 +91,7 @@ let package = Package(
             "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
         ]),
         .testTarget(name: "AnalysisTests", dependencies: [
-            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "TestSupport",
+            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "Capture", "TestSupport",
         ]),
         .testTarget(name: "StoreTests", dependencies: [
             "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
