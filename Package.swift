@@ -94,7 +94,7 @@ let package = Package(
             "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
         ]),
         .testTarget(name: "AnalysisTests", dependencies: [
-            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "TestSupport", "Quality",
+            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "Capture", "TestSupport", "Quality",
         ]),
         .testTarget(name: "StoreTests", dependencies: [
             "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",

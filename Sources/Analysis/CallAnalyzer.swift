@@ -70,6 +70,24 @@ public enum CallAnalyzer {
             // The stream's intervals go straight into the call's (its slice is read below).
             let firstInterval = intervals.count
             var codecs = Intervals.CodecCache()
+            // A wire stream's counters start at its first packet: its first record is an interval
+            // of its own, from that packet on (differencing records alone would lose it).
+            // A first packet further back than a gap allows is damage, not a first interval.
+            if let streamStart = Int64(logValue: m[first].firstTs), streamStart < summary.startTs,
+                Double(summary.startTs - streamStart) <= max(config.gapFactor * max(period, 1), 60_000)
+            {
+                var zero = StreamReading(streamID: id, direction: m[first].direction, kind: m[first].kind, ssrc: m[first].ssrc)
+                zero.packets = 0
+                zero.bytes = 0
+                zero.lost = 0
+                if let interval = Intervals.measure(
+                    zero, m[first], start: streamStart, end: summary.startTs, pair: m.snapshots[first.snapshot].pair,
+                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets)
+                {
+                    intervals.append(interval)
+                }
+                summary.startTs = streamStart
+            }
             for i in 1..<max(1, series.count) where series.count > 1 {
                 let a = series[i - 1], b = series[i]
                 let start = m.snapshots[a.snapshot].ts, end = m.snapshots[b.snapshot].ts
@@ -102,7 +120,7 @@ public enum CallAnalyzer {
         Summary.apply(streams: streams, intervals: intervals, ranges: ranges, worst: worst, material: m, config: config, to: &call)
         findings += Findings.forCall(call, streams: streams, intervals: intervals, ranges: ranges, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
-        Summary.grade(&call, findings: findings, streams: streams, config: config)
+        Summary.grade(&call, findings: findings, streams: streams, measuredIntervals: intervals.count, config: config)
         call.findingCount = findings.count
         return CallAnalysis(call: call, streams: streams, intervals: intervals, events: m.events, findings: findings)
     }

@@ -14,6 +14,9 @@ enum Findings {
     static func episodes(_ flags: [Verdict], config: AnalysisConfig, span: (Int) -> (start: Int64, end: Int64)) -> [Episode] {
         // Most streams of most calls are never bad: nothing to walk.
         guard flags.contains(where: { $0.bad }) else { return [] }
+        // A call shorter than the persistence count (a short capture, a call of one window) is
+        // judged on all it has: the condition must hold in every one of its samples.
+        let needed = min(config.persistenceCount, flags.count)
         var result: [Episode] = []
         var current: (start: Int64, end: Int64, poorCount: Int, worst: Double?)?
         var counted = -1  // samples up to here are already in the episode's tallies
@@ -21,7 +24,7 @@ enum Findings {
             let lo = max(0, i - config.persistenceWindow + 1)
             var badInWindow = 0
             for f in flags[lo...i] where f.bad { badInWindow += 1 }
-            if badInWindow >= config.persistenceCount && flags[i].bad {
+            if badInWindow >= needed && flags[i].bad {
                 let first = (lo...i).first { flags[$0].bad }!
                 if current == nil { current = (span(first).start, span(i).end, 0, nil) }
                 current!.end = span(i).end
@@ -30,12 +33,12 @@ enum Findings {
                     if let v = flags[j].value { current!.worst = max(current!.worst ?? v, v) }
                 }
                 counted = i
-            } else if let c = current, badInWindow == 0 || !flags[i].bad && i - lo + 1 == config.persistenceWindow && badInWindow < config.persistenceCount {
-                result.append((c.start, c.end, c.poorCount >= config.persistenceCount, c.worst))
+            } else if let c = current, badInWindow == 0 || !flags[i].bad && i - lo + 1 == config.persistenceWindow && badInWindow < needed {
+                result.append((c.start, c.end, c.poorCount >= needed, c.worst))
                 current = nil
             }
         }
-        if let c = current { result.append((c.start, c.end, c.poorCount >= config.persistenceCount, c.worst)) }
+        if let c = current { result.append((c.start, c.end, c.poorCount >= needed, c.worst)) }
         return result
     }
 
@@ -218,7 +221,10 @@ enum Findings {
         let failedEnd = ["failed", "timedOut"].contains(c.endReason ?? "")
         // Outgoing calls are answered at callAnswerReceived; incoming ones when accepted (callCreate).
         let accepted = c.direction == "incoming" && m.events.contains { $0.action == "callMetric" && $0.type == "callCreate" }
-        let answered = c.answerMs != nil || iceConnected || accepted
+        // The SDK scores a call's media only once it flows (Cisco REM: from about 5 s after remote
+        // media starts): a call with quality callbacks was answered.
+        let scored = c.sdkQualityMin != nil
+        let answered = c.answerMs != nil || iceConnected || accepted || scored
         let unansweredEnd = ["rejected", "timedOut", "terminatedLocally", "terminatedRemotely", "undefined"].contains(c.endReason ?? "")
         if inboundPackets == 0 && !answered && !iceConnected && unansweredEnd && c.endReason != nil {
             add("unanswered", .info, c.startTs, c.durationMs, nil, "not answered (\(c.endReason!))")

@@ -31,10 +31,15 @@ public enum Grade: String, Sendable, Comparable, CaseIterable {
     case noMedia = "no_media"
     /// Never answered (rejected, timed out, cancelled before media): not a quality failure.
     case unanswered
+    /// Nothing measured the media: no stream gave an interval (only events or the SDK's own
+    /// score, every statistics record rejected, a wire flow of STUN checks alone), and no
+    /// finding says media failed or was poor. Never counted as good: nothing says it was.
+    case unmeasured
 
     private var rank: Int {
         switch self {
-        case .unanswered: -1;
+        case .unanswered: -2;
+        case .unmeasured: -1;
         case .good: 0;
         case .fair: 1;
         case .poor: 2;

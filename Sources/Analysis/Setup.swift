@@ -39,11 +39,11 @@ enum Setup {
         let answered = firstAnswer ?? create
         var restSent: Int64?, ringing: Int64?, answer: Int64?, connected: Int64?
         var disconnectedAt: Int64?
-        var scores: [Double] = []
+        var scores: [(ts: Int64, score: Double)] = []
         for i in events.indices {
             let ts = events[i].ts
             guard events[i].kind == "event" else {
-                if events[i].kind == "quality", let score = Double(events[i].type) { scores.append(score) }
+                if events[i].kind == "quality", let score = Double(events[i].type) { scores.append((ts, score)) }
                 continue
             }
             switch (events[i].action, events[i].type) {
@@ -77,9 +77,23 @@ enum Setup {
             c.sipStatus = end["sipStatus"]?.doubleValue.flatMap { Int(logValue: $0) }
             c.sipReason = end["sipReason"]?.stringValue
         }
-        if !scores.isEmpty {
-            c.sdkQualityMean = scores.reduce(0, +) / Double(scores.count)
-            c.sdkQualityMin = scores.min()
+        c.sdkQualityMean = timeWeightedScore(scores, until: m.lastTs)
+        c.sdkQualityMin = scores.map(\.score).min()
+    }
+
+    /// The SDK's score over time: SDKs report it when it changes (Cisco REM's
+    /// `onConnectionQualityChanged`), so each value holds until the next one and the last until
+    /// the call's last record. Scores in time order; when they span no time, their plain mean.
+    static func timeWeightedScore(_ scores: [(ts: Int64, score: Double)], until end: Int64) -> Double? {
+        guard !scores.isEmpty else { return nil }
+        var sum = 0.0, weight = 0.0
+        for (k, s) in scores.enumerated() {
+            let next = k + 1 < scores.count ? scores[k + 1].ts : max(end, s.ts)
+            let held = Double(max(0, next - s.ts))
+            sum += s.score * held
+            weight += held
         }
+        guard weight > 0 else { return scores.reduce(0) { $0 + $1.score } / Double(scores.count) }
+        return sum / weight
     }
 }

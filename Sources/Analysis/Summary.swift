@@ -45,7 +45,7 @@ enum Summary {
         if lost + received > 0 { c.lossPct = 100 * Double(lost) / Double(lost + received) }
         c.jitterMs = inAudio.jitterMs.value
         c.rttMs = inAudio.rttMs.value ?? all.rttMs.value
-        c.iceRttMs = all.iceRttMs.value
+        c.iceRttMs = all.iceRttMs.value ?? wireICERoundTrip(m)
         c.concealmentPct = inAudio.concealmentPct.value
         c.jitterBufferMs = inAudio.jitterBufferMs.value
         c.audioCodec = streams.first { $0.kind == .audio && $0.codec != nil }?.codec
@@ -53,7 +53,8 @@ enum Summary {
         if c.media == "unknown" {
             c.media = streams.contains { $0.kind == .video } ? "audio+video" : (streams.isEmpty ? "unknown" : "audio")
         }
-        if let pair = m.snapshots.last(where: { $0.pair != nil })?.pair {
+        // A captured call's pairs (`ice` records) name no candidate types: they say nothing of relays.
+        if let pair = m.snapshots.last(where: { $0.pair != nil && $0.source != "wire" })?.pair {
             c.localCandidateType = pair.localType
             c.remoteCandidateType = pair.remoteType
             c.transport = pair.relayProtocol ?? pair.transport
@@ -62,6 +63,19 @@ enum Summary {
         if c.network == "unknown", let n = m.snapshots.last(where: { $0.pair?.networkType != nil })?.pair?.networkType {
             c.network = n
         }
+    }
+
+    /// A captured call's ICE round-trip time: the mean of its `ice` records' latest round trips
+    /// (snapshots without streams: no interval carries them); nil when none was answered.
+    static func wireICERoundTrip(_ m: CallMaterial) -> Double? {
+        var sum = 0.0, n = 0.0
+        for s in m.snapshots where s.source == "wire" && s.streams.isEmpty {
+            if let rtt = s.pair?.rttMs, rtt.isFinite, rtt >= 0, rtt <= 60_000 {
+                sum += rtt
+                n += 1
+            }
+        }
+        return n > 0 ? sum / n : nil
     }
 
     /// The lowest mean of a metric over any `window` consecutive windows of one stream (or over
@@ -92,7 +106,10 @@ enum Summary {
         return (parts.reduce(0) { $0 + $1.ms }, largest)
     }
 
-    static func grade(_ c: inout CallSummary, findings: [Finding], streams: [StreamSummary], config: AnalysisConfig) {
+    /// `measuredIntervals`: how many intervals the call's streams gave (any metric).
+    static func grade(
+        _ c: inout CallSummary, findings: [Finding], streams: [StreamSummary], measuredIntervals: Int, config: AnalysisConfig
+    ) {
         if findings.contains(where: { $0.code == "unanswered" }) {
             c.grade = .unanswered
             c.gradeReason = "not answered (\(c.endReason ?? "no end record"))"
@@ -101,6 +118,16 @@ enum Summary {
         if let f = findings.first(where: { $0.code == "no_media" || $0.code == "ice_failure" }) {
             c.grade = .noMedia
             c.gradeReason = f.detail
+            return
+        }
+        // No interval measured the media and no finding judged it: the call is not known to be good.
+        if measuredIntervals == 0 && c.mosWorst == nil && c.mosWorstSent == nil && !findings.contains(where: { $0.severity >= .warn }) {
+            c.grade = .unmeasured
+            var reason = streams.isEmpty ? "no media statistics" : "no interval of media statistics"
+            if let mean = c.sdkQualityMean, let low = c.sdkQualityMin {
+                reason += "; the SDK's own score \(FixedText.decimal(mean, places: 0)) (lowest \(FixedText.decimal(low, places: 0)))"
+            }
+            c.gradeReason = reason
             return
         }
         var reasons: [String] = []

@@ -51,6 +51,10 @@ public struct StreamReading: Sendable, Equatable {
     public var rttCount: Double = .nan
     /// Wire records carry interval figures directly.
     public var intervalLossPct: Double = .nan
+    /// Wire records: the stream's first packet, epoch ms. Their counters count from it, so the
+    /// first record's counters are its first interval's (from here to the record's `ts`).
+    /// NaN for other sources, and for wire material stored before it was kept.
+    public var firstTs: Double = .nan
 
     public init(streamID: String, direction: StreamDirection, kind: MediaKind, ssrc: UInt32) {
         self.streamID = streamID

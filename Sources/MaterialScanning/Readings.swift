@@ -231,7 +231,19 @@ enum Readings {
         // Wire loss is expected − received; duplicates make it negative, which means none lost.
         s.lost = max(0, r["packetsLost"]?.doubleValue ?? .nan)
         s.inboundJitterMs = r["jitterMs"]?.doubleValue ?? .nan
+        s.firstTs = r["firstTs"]?.doubleValue ?? .nan
         if let rtt = lastRTTMs { s.rttMs = rtt }
         return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: [s], pair: nil)
+    }
+
+    /// A wire-measured `ice` record (a candidate pair's STUN checks, from `callstats capture`) as
+    /// a snapshot without streams: its pair's round-trip time is the call's ICE round-trip time
+    /// (`Summary`). Nil when no check of the pair was answered.
+    static func wireICE(_ r: LogRecord) -> Snapshot? {
+        guard let rtt = r["currentRoundTripTimeMs"]?.doubleValue, rtt.isFinite else { return nil }
+        var pair = PairReading()
+        pair.rttMs = rtt
+        let name = "wire-ice:\(r["local"]?.stringValue ?? "?")>\(r["remote"]?.stringValue ?? "?")"
+        return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: name, source: "wire", streams: [], pair: pair)
     }
 }

@@ -84,6 +84,12 @@ public struct RecordIngestor {
                 }
             }
             addToMaterial(of: record.call) { $0.touch(record.ts) }
+        case .ice:
+            if let snapshot = Readings.wireICE(record) {
+                addToMaterial(of: record.call) { $0.add(snapshot) }
+            } else {
+                addToMaterial(of: record.call) { $0.touch(record.ts) }
+            }
         default:
             addToMaterial(of: record.call) { $0.add(record) }
         }

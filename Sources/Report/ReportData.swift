@@ -35,6 +35,7 @@ public struct ReportData {
         ("jitter", "Jitter (ms)", "jitter_ms", 0, 2.5, 40),
         ("rtt", "RTT (ms)", "rtt_ms", 0, 25, 40),
         ("setup", "Time to media (ms)", "media_ms", 0, 250, 40),
+        ("sdk", "SDK score (0-100, mean over time)", "sdk_quality_mean", 0, 5, 21),
     ]
 
     /// `grading`: the settings the calls were graded with, as the header says them.
@@ -70,7 +71,7 @@ public struct ReportData {
     // MARK: - Over time and breakdowns (rollups)
 
     static let seriesColumns = [
-        "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered",
+        "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "unmeasured",
         "mos_n", "mos_mean", "mos_p50", "mos_p5", "loss_n", "loss_mean", "loss_p95", "jitter_n", "jitter_mean", "jitter_p95",
         "rtt_n", "rtt_mean", "rtt_p95", "setup_n", "setup_mean", "setup_p95",
     ]
@@ -78,8 +79,11 @@ public struct ReportData {
     /// Rollup rows of the chosen period: column names once, then rows of values.
     static func series(_ db: Database, period: String) throws -> JSONValue {
         let dims = (["all"] + dimensions).map { "'\($0)'" }.joined(separator: ", ")
+        // A database not yet upgraded to version 4 has no `unmeasured` count: none were graded so.
+        let hasUnmeasured = try db.scalar("SELECT count(*) FROM pragma_table_info('rollups') WHERE name = 'unmeasured'")?.int64 == 1
+        let columns = seriesColumns.map { $0 == "unmeasured" && !hasUnmeasured ? "0 AS unmeasured" : $0 }
         let s = try db.statement(
-            "SELECT \(seriesColumns.joined(separator: ", ")) FROM rollups WHERE period = ? AND dimension IN (\(dims)) ORDER BY bucket_ts, dimension, value")
+            "SELECT \(columns.joined(separator: ", ")) FROM rollups WHERE period = ? AND dimension IN (\(dims)) ORDER BY bucket_ts, dimension, value")
         try s.bind([.text(period)])
         var rows: [JSONValue] = []
         while try s.step() { rows.append(.array((0..<seriesColumns.count).map { json(s.value($0)) })) }
@@ -182,7 +186,7 @@ public struct ReportData {
         let columns = [
             "call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
             "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
-            "local_candidate_type", "grade_reason",
+            "local_candidate_type", "grade_reason", "sdk_quality_mean", "sdk_quality_min",
             current ? "mos_worst_sent" : "NULL",
             current ? "(SELECT conversation_id FROM call_conversations v WHERE v.call_id = calls.call_id)" : "NULL",
             current
@@ -191,7 +195,7 @@ public struct ReportData {
         ]
         let names = [
             "id", "start", "duration", "grade", "mos_worst", "mos", "loss", "jitter", "rtt",
-            "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason",
+            "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason", "sdk_score", "sdk_score_min",
             "mos_worst_sent", "conversation", "legs",
         ]
         let rows = try db.rows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])

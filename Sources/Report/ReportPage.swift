@@ -71,7 +71,7 @@ public enum ReportPage {
         window.addEventListener("error", e => fail(e.message));
         function fail(msg) { document.getElementById("errors").textContent += "Error: " + msg + "\n"; document.body.dataset.rendered = "error"; }
         const D = JSON.parse(document.getElementById("data").textContent);
-        const COLORS = {good: "#2e9d5b", fair: "#e3a72f", poor: "#d9534f", no_media: "#6c4a9e", p50: "#2b6cb0", p5: "#d9534f", loss: "#d9534f", jitter: "#e3a72f", rtt: "#6c4a9e", kbps: "#2b6cb0", mos: "#2e9d5b", fps: "#2b6cb0"};
+        const COLORS = {good: "#2e9d5b", fair: "#e3a72f", poor: "#d9534f", no_media: "#6c4a9e", unmeasured: "#9aa1ad", p50: "#2b6cb0", p5: "#d9534f", loss: "#d9534f", jitter: "#e3a72f", rtt: "#6c4a9e", kbps: "#2b6cb0", mos: "#2e9d5b", fps: "#2b6cb0"};
         const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined && text !== null) e.textContent = text; return e; };
         const fmt = (x, d) => x === null || x === undefined || !isFinite(x) ? "–" : Number(x).toFixed(d);
         const count = v => v >= 1e6 ? +(v / 1e6).toFixed(2) + "M" : v >= 1e4 ? +(v / 1e3).toFixed(1) + "k" : v.toFixed(0);
@@ -135,7 +135,7 @@ public enum ReportPage {
         // ---- quality over time
         function drawGrades(sel) {
           const c = document.getElementById("grades"), [ctx, w, h] = canvasCtx(c), pad = {l: 40, r: 8, t: 8, b: 22};
-          const keys = ["good", "fair", "poor", "no_media"];
+          const keys = ["good", "fair", "poor", "no_media", "unmeasured"];
           legend("grades-legend", keys.map(k => [k.replace("_", " "), COLORS[k]]));
           axes(ctx, w, h, pad, 100, v => v.toFixed(0) + "%", 4);
           if (!sel.length) return empty(ctx, w, h);
@@ -232,7 +232,7 @@ public enum ReportPage {
           const t = document.getElementById("worst"), head = t.tHead, bodyEl = t.tBodies[0];
           head.textContent = ""; bodyEl.textContent = "";
           const hr = el("tr");
-          [["started (UTC)", ""], ["call", ""], ["grade", ""], ["worst MOS", "num"], ["sent MOS", "num"], ["loss %", "num"], ["jitter ms", "num"], ["RTT ms", "num"], ["network", ""], ["platform", ""], ["app", ""], ["findings and why", ""]].forEach(([n, c]) => hr.appendChild(el("th", c, n)));
+          [["started (UTC)", ""], ["call", ""], ["grade", ""], ["worst MOS", "num"], ["sent MOS", "num"], ["loss %", "num"], ["jitter ms", "num"], ["RTT ms", "num"], ["SDK score", "num"], ["network", ""], ["platform", ""], ["app", ""], ["findings and why", ""]].forEach(([n, c]) => hr.appendChild(el("th", c, n)));
           head.appendChild(hr);
           const list = D.worst.filter(w => w.start >= state.from && w.start < state.to + bucketMs && (state.dim === "all" || String(w[state.dim]) === state.val));
           list.forEach(w => {
@@ -240,6 +240,7 @@ public enum ReportPage {
             tr.appendChild(el("td", null, iso(w.start))); const idCell = el("td", "id", w.id.length > 14 ? w.id.slice(0, 12) + "…" : w.id); idCell.title = w.id; tr.appendChild(idCell); tr.appendChild(el("td", null, w.grade.replace("_", " ")));
             tr.appendChild(el("td", "num", fmt(w.mos_worst, 2))); tr.appendChild(el("td", "num", fmt(w.mos_worst_sent, 2))); tr.appendChild(el("td", "num", fmt(w.loss, 2)));
             tr.appendChild(el("td", "num", fmt(w.jitter, 1))); tr.appendChild(el("td", "num", fmt(w.rtt, 0)));
+            tr.appendChild(el("td", "num", w.sdk_score === null || w.sdk_score === undefined ? "–" : fmt(w.sdk_score, 0) + " (min " + fmt(w.sdk_score_min, 0) + ")"));
             tr.appendChild(el("td", null, w.network)); tr.appendChild(el("td", null, w.platform)); tr.appendChild(el("td", null, w.app_version));
             const f = el("td", "why"); [...new Map(w.findings.map(x => [x[0], x[1]])).entries()].forEach(([code, sev]) => f.appendChild(el("span", "chip " + sev, code)));
             f.appendChild(el("div", "note", w.reason));
@@ -287,7 +288,7 @@ public enum ReportPage {
           const sum = k => sel.reduce((s, r) => s + (r[cols[k]] || 0), 0);
           const calls = sum("calls"), answered = calls - sum("unanswered"), mosN = sum("mos_n");
           const mos = mosN ? sel.reduce((s, r) => s + (r[cols.mos_n] || 0) * (r[cols.mos_mean] || 0), 0) / mosN : null;
-          [["calls", calls], ["answered", answered], ["good", sum("good")], ["fair", sum("fair")], ["poor", sum("poor")], ["no media", sum("no_media")],
+          [["calls", calls], ["answered", answered], ["good", sum("good")], ["fair", sum("fair")], ["poor", sum("poor")], ["no media", sum("no_media")], ["unmeasured", sum("unmeasured")],
            ["poor or no media", answered ? (100 * (sum("poor") + sum("no_media")) / answered).toFixed(1) + "%" : "–"], ["mean MOS-CQ", fmt(mos, 2)]]
             .forEach(([k, v]) => { const t = el("div", "tile"); t.dataset.key = k; t.appendChild(el("b", null, thousands(v))); t.appendChild(el("span", "note", k)); box.appendChild(t); });
         }

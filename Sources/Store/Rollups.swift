@@ -184,7 +184,7 @@ extension CallStore {
             try insert.insertRow { r in
                 try r.add(period); try r.add(start); try r.add(Schema.rollupDimensions[keys[g].dimension].name); try r.add(keys[g].value)
                 try r.add(acc.calls); try r.add(acc.good); try r.add(acc.fair); try r.add(acc.poor)
-                try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.minutes)
+                try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.unmeasured); try r.add(acc.minutes)
                 for m in 0..<metricCount {
                     let v = values[m][starts[m][g]..<starts[m][g + 1]]
                     try r.add(v.count)
@@ -200,7 +200,7 @@ extension CallStore {
     private func rollupInsert() throws -> Statement {
         if let prepared = rollupInsertStatement { return prepared }
         let columns =
-            ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "minutes"]
+            ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "unmeasured", "minutes"]
             + Schema.rollupMetricColumns
         let statement = try db.statement(
             "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
@@ -252,7 +252,7 @@ extension CallStore {
     }
 
     private struct Accumulator {
-        var calls = 0, good = 0, fair = 0, poor = 0, noMedia = 0, unanswered = 0
+        var calls = 0, good = 0, fair = 0, poor = 0, noMedia = 0, unanswered = 0, unmeasured = 0
         var minutes = 0.0
 
         mutating func add(grade: Grade?, minutes m: Double) {
@@ -263,6 +263,7 @@ extension CallStore {
             case .fair: fair += 1
             case .poor: poor += 1
             case .unanswered: unanswered += 1
+            case .unmeasured: unmeasured += 1
             case .noMedia, nil: noMedia += 1
             }
         }

@@ -130,6 +130,7 @@ public enum Schema {
                 calls INTEGER NOT NULL, good INTEGER NOT NULL, fair INTEGER NOT NULL, poor INTEGER NOT NULL,
                 no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
                 \(metrics),
+                unmeasured INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY (period, bucket_ts, dimension, value)
             ) WITHOUT ROWID;
             """
@@ -200,7 +201,7 @@ public enum Schema {
             GROUP BY conversation_id ORDER BY min(start_ts);
 
         CREATE VIEW IF NOT EXISTS daily_quality AS
-            SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered,
+            SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered, unmeasured,
                    round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
                    round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
             FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
@@ -271,6 +272,13 @@ public enum Schema {
         addColumns(EventsTable.self)
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
+        // Rollups are rebuilt from `calls`, never written per call: their added columns are here.
+        // A call keeps the grade it was stored with until `callstats regrade` grades it again.
+        added[4, default: []].append(
+            (
+                "rollups.unmeasured (calls stored before keep their grade until callstats regrade)",
+                "ALTER TABLE rollups ADD COLUMN unmeasured INTEGER NOT NULL DEFAULT 0;"
+            ))
         let generated = added.map { version, statements in
             Migration(
                 version: version, name: "v\(version)-added-columns",
@@ -321,7 +329,9 @@ public enum Schema {
         }
         try db.transaction {
             // The views name the tables' columns: made again after an upgrade added some.
-            if found.map({ $0 < version }) == true { try db.execute("DROP VIEW IF EXISTS intervals; DROP VIEW IF EXISTS events;") }
+            if found.map({ $0 < version }) == true {
+                try db.execute("DROP VIEW IF EXISTS intervals; DROP VIEW IF EXISTS events; DROP VIEW IF EXISTS daily_quality;")
+            }
             try db.execute(tables)
             try db.execute(rollupTable)
             try db.execute(views)

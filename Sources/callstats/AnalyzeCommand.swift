@@ -177,7 +177,7 @@ enum AnalyzeSummary {
         rows.append(
             (
                 "calls analysed",
-                "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0))"
+                "\(r.callsInRun)  (good \(g[.good] ?? 0), fair \(g[.fair] ?? 0), poor \(g[.poor] ?? 0), no media \(g[.noMedia] ?? 0), unanswered \(g[.unanswered] ?? 0), unmeasured \(g[.unmeasured] ?? 0))"
             ))
         let t = r.totals
         rows.append(

@@ -50,7 +50,8 @@ final class SetupTests: XCTestCase {
         XCTAssertEqual(call.iceDisconnectedMs, 3_500 + 2_000)
         XCTAssertEqual(call.ipChanges, 2)
         XCTAssertEqual(call.reconnects, 2)
-        XCTAssertEqual(call.sdkQualityMean, 70)
+        // 80 held 10 s, then 60 the 22 s to the end: (80 × 10 + 60 × 22) / 32, not (80 + 60) / 2.
+        XCTAssertEqual(call.sdkQualityMean, 2_120.0 / 32)
         XCTAssertEqual(call.sdkQualityMin, 60)
         XCTAssertEqual(call.endReason, "localHangup")
         XCTAssertEqual(call.endStatusCode, 200)

@@ -40,12 +40,12 @@ final class HeadlessChromiumTests: XCTestCase {
         let dom = try run(["--dump-dom", "file://" + html])
         XCTAssertTrue(dom.contains("data-rendered=\"ok\""), "the script finished without an error")
         XCTAssertTrue(dom.contains("<div id=\"errors\"></div>"), "no script error was shown")
-        // 2 over time, 5 distributions, and the first worst call's drill-down (5 audio panels, 2 more with video).
+        // 2 over time, 6 distributions, and the first worst call's drill-down (5 audio panels, 2 more with video).
         let charts = try XCTUnwrap(dom.firstMatch(of: /data-charts="(\d+)"/).map { Int($0.1)! })
-        XCTAssertGreaterThanOrEqual(charts, 12)
+        XCTAssertGreaterThanOrEqual(charts, 13)
         XCTAssertEqual(dom.components(separatedBy: "<canvas").count - 1, charts, "every canvas on the page was drawn")
         XCTAssertTrue(dom.contains("By network") && dom.contains("By candidate type"), "breakdowns")
-        XCTAssertEqual(dom.components(separatedBy: "class=\"tile\"").count - 1, 8, "summary tiles")
+        XCTAssertEqual(dom.components(separatedBy: "class=\"tile\"").count - 1, 9, "summary tiles")
         XCTAssertTrue(dom.contains(" UTC · graded with defaults · generated "), "the header says how the calls were graded")
         let png = ReportFixtures.directory.appendingPathComponent("shot-\(UUID().uuidString).png").path
         _ = try run(["--window-size=1400,2400", "--screenshot=" + png, "file://" + html])

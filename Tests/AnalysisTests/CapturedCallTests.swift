@@ -1,0 +1,202 @@
+import Analysis
+import CallLog
+import Capture
+import Foundation
+import MaterialScanning
+import MaterialTestSupport
+import TestSupport
+import XCTest
+
+/// Captures built packet by packet, run through the real capture and the analyser as `callstats
+/// capture` and `callstats analyze` run them (records written to a log, read back, analysed).
+/// Every figure expected is counted by hand from the packets sent.
+final class CapturedCallTests: XCTestCase {
+    /// Epoch nanoseconds on a 10-s boundary, where capture intervals start.
+    static let t0: Int64 = 1_700_000_000_000_000_000
+    static let ms: Int64 = 1_000_000
+
+    /// PCMU every 20 ms from `a` to `b`, `count` packets from `t0 + offsetMs`; sequence numbers
+    /// in `lost` are never sent.
+    static func pcmu(
+        _ w: inout PcapWriter, from a: String, to b: String, count: Int, offsetMs: Int64 = 0, lost: (Int) -> Bool, ssrc: UInt32 = 0x1234
+    ) {
+        for i in 0..<count where !lost(i) {
+            w.addUDP(
+                from: a, 40000, to: b, 50000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 160), ssrc: ssrc),
+                timestampNanos: t0 + (offsetMs + Int64(i) * 20) * ms)
+        }
+    }
+
+    /// The capture's records of `w`, analysed call by call.
+    static func analyse(_ w: PcapWriter) throws -> [String: CallAnalysis] {
+        let box = Collected()
+        var session = CaptureSession(configuration: CaptureConfiguration()) { box.records.append($0) }
+        try PcapSource.open(bytes: w.bytes).feed(&session)
+        session.finish()
+        var out: [String: CallAnalysis] = [:]
+        for call in Set(box.records.map(\.call)) {
+            let material = try Harness.material(box.records.filter { $0.call == call })
+            out[call] = CallAnalyzer.analyze(material)
+        }
+        return out
+    }
+
+    final class Collected: @unchecked Sendable { var records: [LogRecord] = [] }
+
+    /// 1.5 s of PCMU (75 sequence numbers), 4 never sent: 4 / 75 = 5.33 % lost. The capture
+    /// writes one record, which is the stream's only interval and only window: more than 5 %
+    /// lost in every window the call has is `high_loss` at its poor level.
+    func testACaptureShorterThanAnIntervalIsGradedByItsLoss() throws {
+        var w = PcapWriter()
+        Self.pcmu(&w, from: "10.0.0.1", to: "10.0.0.2", count: 75, lost: { [10, 30, 50, 70].contains($0) })
+        let calls = try Self.analyse(w)
+        XCTAssertEqual(calls.count, 1)
+        let a = try XCTUnwrap(calls.values.first)
+        XCTAssertEqual(a.intervals.count, 1)
+        XCTAssertEqual(a.call.lossPct ?? 0, 400.0 / 75, accuracy: 1e-9)
+        XCTAssertEqual(a.streams.first?.startTs, Self.t0 / Self.ms, "a wire stream starts at its first packet")
+        XCTAssertNotNil(a.call.mosCQ)
+        XCTAssertEqual(a.call.grade, .poor)
+        let loss = try XCTUnwrap(a.findings.first { $0.code == "high_loss" }, "\(a.findings)")
+        XCTAssertEqual(loss.severity, .poor)
+        XCTAssertEqual(loss.value ?? 0, 400.0 / 75, accuracy: 1e-9)
+    }
+
+    /// 25 s (1,250 packets); in the first 10 s every 11th from the 6th is lost (45 of 500,
+    /// 9.0 %), none after: the stream lost 45 of 1,250 (3.6 %), and so did the call.
+    func testAStreamsFirstIntervalCountsInTheCall() throws {
+        var w = PcapWriter()
+        Self.pcmu(&w, from: "10.0.0.1", to: "10.0.0.2", count: 1250, lost: { $0 < 500 && $0 % 11 == 5 })
+        let a = try XCTUnwrap(try Self.analyse(w).values.first)
+        let stream = try XCTUnwrap(a.streams.first)
+        XCTAssertEqual(stream.packetsLost, 45)
+        XCTAssertEqual(stream.lossPct ?? 0, 3.6, accuracy: 1e-9)
+        XCTAssertEqual(a.call.lossPct ?? 0, stream.lossPct ?? 0, accuracy: 1e-9)
+        XCTAssertEqual(a.intervals.count, 3)
+        XCTAssertEqual(a.intervals.first?.startTs, Self.t0 / Self.ms)
+        XCTAssertEqual(a.intervals.reduce(0) { $0 + ($1.packetsLost ?? 0) }, 45)
+        XCTAssertGreaterThan(a.intervals.first?.lossPct ?? 0, 8.5)
+    }
+
+    /// IPv6, 6 s (300 packets), every 20th from the 11th lost: 15 of 300, 5 %: `high_loss` at
+    /// its warn level (poor is above 5 %) in the call's only window.
+    func testAnIPv6CallWithFivePercentLossIsNotGood() throws {
+        var w = PcapWriter()
+        Self.pcmu(&w, from: "2001:db8::1", to: "2001:db8::2", count: 300, lost: { $0 % 20 == 10 })
+        let a = try XCTUnwrap(try Self.analyse(w).values.first)
+        XCTAssertTrue(a.call.callID.contains("[2001:db8::1]"), a.call.callID)
+        XCTAssertEqual(a.call.lossPct ?? 0, 5, accuracy: 1e-9)
+        XCTAssertEqual(a.findings.first { $0.code == "high_loss" }?.severity, .warn)
+        XCTAssertEqual(a.call.grade, .fair)
+    }
+
+    /// ICE checks answered 40 ms after the request, then 3 s of media on the pair: the call's ICE
+    /// round-trip time is 40 ms. A STUN exchange alone (a 25 ms answer, no media) is a call with
+    /// nothing measured: graded `unmeasured`, with its ICE round trip.
+    func testICERoundTripsOfACapture() throws {
+        var w = PcapWriter()
+        let a = "192.0.2.10", b = "198.51.100.20"
+        func tx(_ n: UInt8) -> [UInt8] { [UInt8](repeating: n, count: 12) }
+        w.addUDP(
+            from: a, 40000, to: b, 50000, payload: PcapPayloads.stunBinding(request: true, transaction: tx(1), useCandidate: true, controlling: true),
+            timestampNanos: Self.t0)
+        w.addUDP(from: b, 50000, to: a, 40000, payload: PcapPayloads.stunBinding(request: false, transaction: tx(1)), timestampNanos: Self.t0 + 40 * Self.ms)
+        Self.pcmu(&w, from: a, to: b, count: 150, offsetMs: 100, lost: { _ in false })
+        w.addUDP(from: a, 5555, to: "203.0.113.9", 3478, payload: PcapPayloads.stunBinding(request: true, transaction: tx(2)), timestampNanos: Self.t0)
+        w.addUDP(
+            from: "203.0.113.9", 3478, to: a, 5555, payload: PcapPayloads.stunBinding(request: false, transaction: tx(2)),
+            timestampNanos: Self.t0 + 25 * Self.ms)
+        let calls = try Self.analyse(w)
+        XCTAssertEqual(calls.count, 2)
+        let media = try XCTUnwrap(calls.values.first { !$0.streams.isEmpty })
+        XCTAssertEqual(media.call.iceRttMs ?? 0, 40, accuracy: 1e-6)
+        XCTAssertEqual(media.call.grade, .good)
+        XCTAssertFalse(media.call.relayUsed)
+        let stun = try XCTUnwrap(calls.values.first { $0.streams.isEmpty })
+        XCTAssertEqual(stun.call.iceRttMs ?? 0, 25, accuracy: 1e-6)
+        XCTAssertEqual(stun.call.grade, .unmeasured)
+        XCTAssertEqual(stun.call.gradeReason, "no media statistics")
+    }
+}
+
+/// Calls with no media statistics, and the SDK's own score over time.
+final class UnmeasuredCallTests: XCTestCase {
+    static let t0: Int64 = 1_795_000_000_000
+
+    static func cisco(_ id: String) -> LogRecord {
+        .callInfo(
+            call: id, ts: t0, direction: "outgoing", sdk: "cisco-rem", sdkVersion: "1", app: "a", appVersion: "1", platform: "ios",
+            network: "wifi", media: ["audio"])
+    }
+
+    /// The issue's Cisco call: 100 for 585 s, then 30, 40, 35 in its last 10 s, ended at 595 s.
+    /// Each value holds until the next: (100 × 585 + 30 × 3 + 40 × 4 + 35 × 3) / 595 = 58,855 / 595.
+    func testTheSDKScoreIsAMeanOverTime() throws {
+        let id = "cisco-1"
+        let records: [LogRecord] = [
+            Self.cisco(id),
+            .quality(call: id, ts: Self.t0, score: 100, source: "cisco-rem"),
+            .quality(call: id, ts: Self.t0 + 585_000, score: 30, source: "cisco-rem"),
+            .quality(call: id, ts: Self.t0 + 588_000, score: 40, source: "cisco-rem"),
+            .quality(call: id, ts: Self.t0 + 592_000, score: 35, source: "cisco-rem"),
+            .end(call: id, ts: Self.t0 + 595_000, reason: "terminatedLocally"),
+        ]
+        let a = try Harness.analyze(records)
+        XCTAssertEqual(a.call.sdkQualityMean ?? 0, 58_855.0 / 595, accuracy: 1e-9)
+        XCTAssertEqual(a.call.sdkQualityMean ?? 0, 98.92, accuracy: 0.01)
+        XCTAssertEqual(a.call.sdkQualityMin, 30)
+        // Scored callbacks mean media flowed: answered, but nothing measured it.
+        XCTAssertEqual(a.call.grade, .unmeasured)
+        XCTAssertEqual(a.call.gradeReason, "no media statistics; the SDK's own score 99 (lowest 30)")
+    }
+
+    /// Quality callbacks and nothing else, no end record: not good, since nothing measured the media.
+    func testACallWithOnlyQualityCallbacksIsUnmeasured() throws {
+        let id = "cisco-2"
+        let a = try Harness.analyze([
+            Self.cisco(id), .quality(call: id, ts: Self.t0 + 5_000, score: 90, source: "cisco-rem"),
+            .quality(call: id, ts: Self.t0 + 65_000, score: 80, source: "cisco-rem"),
+        ])
+        XCTAssertEqual(a.call.grade, .unmeasured)
+        XCTAssertTrue(a.findings.isEmpty, "\(a.findings)")
+        // The score held 60 s at 90; the last one holds until the last record, itself.
+        XCTAssertEqual(a.call.sdkQualityMean, 90)
+    }
+
+    /// Every statistics record of the call rejected (here: none reach the material), with the
+    /// call answered and connected: unmeasured, not good.
+    func testACallWhoseStatisticsWereAllRejectedIsUnmeasured() throws {
+        let id = "rejected"
+        let lines: ([String]) -> [String] = { $0.map { $0.contains(#""kind":"stats""#) ? #"{"v":1,"kind":"stats","call":"rejected"}"# : $0 } }
+        var s = W3CSnapshot(t: Double(Self.t0))
+        var records: [LogRecord] = [
+            Self.cisco(id), .event(call: id, ts: Self.t0, action: "callMetric", type: "callCreate"),
+            .event(call: id, ts: Self.t0 + 2_000, action: "callMetric", type: "callAnswerReceived"),
+            .event(call: id, ts: Self.t0 + 2_500, action: "iceState", type: "iceConnected"),
+        ]
+        for k in 1...3 {
+            s.t = Double(Self.t0 + Int64(k) * 10_000)
+            s.received += 500
+            records.append(Harness.stats(id, s, ts: Self.t0 + Int64(k) * 10_000))
+        }
+        XCTAssertEqual(try Harness.analyze(records).call.grade, .good, "with its statistics the call is good")
+        var ingestor = RecordIngestor()
+        let path = NSTemporaryDirectory() + "rejected-\(UUID().uuidString).ndjson"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let w = try LogWriter(path: path)
+        for r in records { try w.append(r) }
+        try w.close()
+        let text = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            .filter { !$0.contains(#""event":"checkpoint""#) }
+        var rejected = 0
+        for line in lines(text) {
+            var bytes = Array(line.utf8)
+            let outcome = bytes.withUnsafeMutableBufferPointer { ingestor.ingest(UnsafeBufferPointer($0)) }
+            if case .skipped = outcome { rejected += 1 }
+        }
+        XCTAssertEqual(rejected, 3)
+        let material = try XCTUnwrap(ingestor.take(id))
+        let a = CallAnalyzer.analyze(material)
+        XCTAssertEqual(a.call.grade, .unmeasured)
+    }
+}
