@@ -195,8 +195,9 @@ public enum Schema {
                    min(mos_cq) AS mos_min, max(mos_cq) AS mos_max, min(mos_worst) AS mos_worst,
                    (SELECT w.call_id FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
                     ORDER BY w.mos_cq IS NULL, w.mos_cq, w.call_id LIMIT 1) AS worst_leg,
-                   CASE max(CASE grade WHEN 'no_media' THEN 4 WHEN 'poor' THEN 3 WHEN 'fair' THEN 2 WHEN 'good' THEN 1 ELSE 0 END)
-                       WHEN 4 THEN 'no_media' WHEN 3 THEN 'poor' WHEN 2 THEN 'fair' WHEN 1 THEN 'good' ELSE 'unanswered' END AS grade
+                   (SELECT w.grade FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
+                    ORDER BY CASE w.grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 WHEN 'fair' THEN 2 WHEN 'good' THEN 3 ELSE 4 END,
+                             w.call_id LIMIT 1) AS grade
             FROM (SELECT * FROM conversation_legs ORDER BY conversation_id, call_id) l
             GROUP BY conversation_id ORDER BY min(start_ts);
 
