@@ -101,6 +101,9 @@ public enum CallAnalyzer {
                 }
             }
             Intervals.summarize(first: m[first], last: m[last], intervals[firstInterval...], into: &summary)
+            if let xr = series.last(where: { !m[$0].xrLossPct.isNaN || !m[$0].xrRFactor.isNaN }) {
+                Intervals.takeVoIPMetrics(m[xr], into: &summary)
+            }
             // Windows of `windowMs`: the stream's findings persist over them, and its worst
             // sustained score is their worst run.
             let windows = Findings.windows(intervals[firstInterval...], minimumMs: config.windowMs)

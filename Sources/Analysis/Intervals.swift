@@ -225,6 +225,16 @@ enum Intervals {
         }
     }
 
+    /// The far end's own figures (RTCP XR VoIP metrics) about the stream, from one reading.
+    static func takeVoIPMetrics(_ r: StreamReading, into s: inout StreamSummary) {
+        s.xrLossPct = sane(r.xrLossPct, max: 100)
+        s.xrDiscardPct = sane(r.xrDiscardPct, max: 100)
+        s.xrRFactor = sane(r.xrRFactor, max: 120)
+        s.xrMosLQ = sane(r.xrMosLQ, max: 5)
+        s.xrMosCQ = sane(r.xrMosCQ, max: 5)
+        s.xrJitterBufferMs = sane(r.xrJitterBufferMs, max: 65_535)
+    }
+
     static func summarize(first: StreamReading, last: StreamReading, _ intervals: ArraySlice<IntervalMetrics>, into s: inout StreamSummary) {
         // Totals: sums of interval deltas, so counter resets never make them negative or double.
         var t = IntervalTotals()

@@ -200,6 +200,11 @@ public struct StreamSummary: Sendable, Equatable {
     public var qualityLimitation: String?
     /// Counter resets seen (new SSRC with the same id, counters going backwards).
     public var counterResets: Int = 0
+    /// The receiving end's own RFC 3611 VoIP metrics about this stream (RTCP XR, captured calls),
+    /// from its latest report: loss and jitter-buffer discard (%), R-factor, MOS-LQ, MOS-CQ,
+    /// nominal jitter-buffer delay (ms). Nil without an XR report.
+    public var xrLossPct: Double?, xrDiscardPct: Double?, xrRFactor: Double?
+    public var xrMosLQ: Double?, xrMosCQ: Double?, xrJitterBufferMs: Double?
 
     public init(
         callID: String, streamID: String, ssrc: UInt32, direction: StreamDirection,

@@ -99,7 +99,7 @@ enum CaptureRecords {
 
     static func rtcp(
         _ c: RTCPCompound, call: String, flow: FlowKey, ts: Int64, viaTURN: Bool,
-        roundTripsMs: [UInt32: Double], clockRates: [UInt32: UInt32]
+        roundTripsMs: [UInt32: Double], clockRates: [UInt32: UInt32], xrRoundTripsMs: [UInt32: Double] = [:]
     ) -> LogRecord {
         var b: JSONObject = [
             "src": .string(flow.source.description),
@@ -129,9 +129,23 @@ enum CaptureRecords {
                 var o: JSONObject = ["ssrcs": .array(ssrcs.map { number($0) })]
                 if let reason { o["reason"] = .string(reason) }
                 b["bye"] = .object(o)
-            case let .extendedReport(ssrc, metrics, _):
+            case let .extendedReport(ssrc, metrics, _, times):
                 if b["ssrc"] == nil { b["ssrc"] = number(ssrc) }
                 if let m = metrics.first { b["voipMetrics"] = voip(m) }
+                if let ntp = times.receiverReferenceTime {
+                    b["rrtr"] = .object(["ntpTimestamp": rounded(Double(ntp >> 32) + Double(ntp & 0xFFFF_FFFF) / 4_294_967_296)])
+                }
+                if !times.dlrr.isEmpty {
+                    b["dlrr"] = .array(
+                        times.dlrr.map { d in
+                            var o: JSONObject = [
+                                "ssrc": number(d.ssrc), "lrr": number(d.lastRR),
+                                "dlrrMs": rounded(RTCPMath.compactNTPMs(d.delaySinceLastRR)),
+                            ]
+                            if let rtt = xrRoundTripsMs[d.ssrc] { o["roundTripTimeMs"] = rounded(rtt) }
+                            return .object(o)
+                        })
+                }
             case .other(_, let ssrc):
                 if b["ssrc"] == nil, let ssrc { b["ssrc"] = number(ssrc) }
             }

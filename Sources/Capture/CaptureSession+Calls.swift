@@ -159,6 +159,7 @@ extension CaptureSession {
         }
         pendingTransactions.removeAll()
         senderReports.removeAll()
+        receiverReferences.removeAll()
     }
 
     mutating func emit(_ record: LogRecord) {

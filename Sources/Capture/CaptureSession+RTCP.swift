@@ -12,6 +12,7 @@ extension CaptureSession {
         let call = callFor(flow: flow, signalledCall: media?.call, at: now)
         calls[call]!.lastActivityNanos = now
         var roundTrips: [UInt32: Double] = [:]
+        var xrRoundTrips: [UInt32: Double] = [:]
         var jitterRates: [UInt32: UInt32] = [:]
         for packet in compound.packets {
             switch packet {
@@ -20,6 +21,9 @@ extension CaptureSession {
                 measure(reports, at: now, roundTrips: &roundTrips, rates: &jitterRates)
             case .receiverReport(_, let reports):
                 measure(reports, at: now, roundTrips: &roundTrips, rates: &jitterRates)
+            case .extendedReport(let ssrc, _, _, let times):
+                if let ntp = times.receiverReferenceTime { rememberReceiverReference(ssrc: ssrc, ntp: ntp, at: now) }
+                for d in times.dlrr { if let rtt = xrRoundTrip(d, at: now) { xrRoundTrips[d.ssrc] = rtt } }
             default:
                 break
             }
@@ -29,7 +33,7 @@ extension CaptureSession {
         emit(
             CaptureRecords.rtcp(
                 compound, call: calls[call]!.id, flow: flow, ts: milliseconds(now), viaTURN: viaTURN,
-                roundTripsMs: roundTrips, clockRates: jitterRates))
+                roundTripsMs: roundTrips, clockRates: jitterRates, xrRoundTripsMs: xrRoundTrips))
         // A BYE does not close the stream at once: packets in flight may follow. The stream
         // closes on idle, and its call's `end` then says "bye" if SIP said so.
     }
@@ -41,6 +45,27 @@ extension CaptureSession {
         list.append((middle, now))
         senderReports[ssrc] = list
         if senderReports.count > configuration.maximumStreams { senderReports.removeAll() }
+    }
+
+    /// An RRTR (RFC 3611 §4.4), kept as SRs are: a later DLRR names it by its NTP middle 32 bits.
+    mutating func rememberReceiverReference(ssrc: UInt32, ntp: UInt64, at now: Int64) {
+        let middle = UInt32(truncatingIfNeeded: ntp >> 16)
+        var list = receiverReferences[ssrc] ?? []
+        if list.count >= CaptureSession.senderReportMemory { list.removeFirst() }
+        list.append((middle, now))
+        receiverReferences[ssrc] = list
+        if receiverReferences.count > configuration.maximumStreams { receiverReferences.removeAll() }
+    }
+
+    /// XR round-trip time (RFC 3611 §4.5), the arithmetic of RR's LSR/DLSR: the DLRR's arrival,
+    /// less the arrival of the RRTR it names (LRR), less the delay the replier held it (DLRR).
+    /// Both arrivals are on the capture clock; nil when the RRTR was not captured.
+    func xrRoundTrip(_ d: RTCPDLRR, at now: Int64) -> Double? {
+        guard d.lastRR != 0, let rrtr = receiverReferences[d.ssrc]?.last(where: { $0.ntpMiddle == d.lastRR }) else { return nil }
+        let rttMs = RTCPMath.roundTripTimeMs(sinceSenderReportNanos: now - rrtr.arrivalNanos, delaySinceLastSenderReport: d.delaySinceLastRR)
+        // As for RR: DLRR's 1/65536 s steps beside the replier read as 0; further below, not the one meant.
+        guard rttMs > -1 else { return nil }
+        return max(0, rttMs)
     }
 
     /// Round-trip time seen from the capture point (RFC 3550 §6.4.1): the report's arrival,

@@ -105,6 +105,8 @@ public struct CaptureSession {
     var flowCalls: [FlowKey: Int] = [:]
 
     var senderReports: [UInt32: [(ntpMiddle: UInt32, arrivalNanos: Int64)]] = [:]
+    /// RRTRs (RFC 3611 §4.4) by their sender's SSRC, matched by a later DLRR as SRs are by RRs.
+    var receiverReferences: [UInt32: [(ntpMiddle: UInt32, arrivalNanos: Int64)]] = [:]
     var ssrcClockRates: [UInt32: UInt32] = [:]
 
     var icePairs: [FlowKey: ICEPairState] = [:]

@@ -41,6 +41,27 @@ public struct RTCPVoIPMetrics: Equatable, Sendable {
     public var jitterBufferAbsoluteMaximum: UInt16
 }
 
+/// RFC 3611 §4.5 DLRR sub-block: the reply to a receiver's RRTR (§4.4), as RFC 3550's DLSR
+/// replies to an SR.
+public struct RTCPDLRR: Equatable, Sendable {
+    /// The receiver whose RRTR this answers.
+    public var ssrc: UInt32
+    /// Middle 32 bits of that RRTR's NTP timestamp (LRR).
+    public var lastRR: UInt32
+    /// Delay since that RRTR, in 1/65536 s (DLRR).
+    public var delaySinceLastRR: UInt32
+}
+
+/// The round-trip blocks of one XR packet: the sender's RRTR NTP timestamp, its DLRR sub-blocks.
+public struct RTCPXRTimes: Equatable, Sendable {
+    public var receiverReferenceTime: UInt64?
+    public var dlrr: [RTCPDLRR] = []
+    public init(receiverReferenceTime: UInt64? = nil, dlrr: [RTCPDLRR] = []) {
+        self.receiverReferenceTime = receiverReferenceTime
+        self.dlrr = dlrr
+    }
+}
+
 /// One RTCP packet of a compound datagram.
 public enum RTCPPacket: Equatable, Sendable {
     case senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32, reports: [RTCPReportBlock])
@@ -48,7 +69,7 @@ public enum RTCPPacket: Equatable, Sendable {
     /// Source descriptions: CNAME per SSRC (other items are not kept).
     case sourceDescription([(ssrc: UInt32, cname: String?)])
     case goodbye(ssrcs: [UInt32], reason: String?)
-    case extendedReport(ssrc: UInt32, voipMetrics: [RTCPVoIPMetrics], blockTypes: [UInt8])
+    case extendedReport(ssrc: UInt32, voipMetrics: [RTCPVoIPMetrics], blockTypes: [UInt8], times: RTCPXRTimes)
     /// APP, RTPFB, PSFB and others: kept as the packet type only.
     case other(packetType: UInt8, ssrc: UInt32?)
 
@@ -60,7 +81,7 @@ public enum RTCPPacket: Equatable, Sendable {
         case let (.sourceDescription(x), .sourceDescription(y)):
             x.count == y.count && zip(x, y).allSatisfy { $0.ssrc == $1.ssrc && $0.cname == $1.cname }
         case let (.goodbye(a1, a2), .goodbye(b1, b2)): a1 == b1 && a2 == b2
-        case let (.extendedReport(a1, a2, a3), .extendedReport(b1, b2, b3)): a1 == b1 && a2 == b2 && a3 == b3
+        case let (.extendedReport(a1, a2, a3, a4), .extendedReport(b1, b2, b3, b4)): a1 == b1 && a2 == b2 && a3 == b3 && a4 == b4
         case let (.other(a1, a2), .other(b1, b2)): a1 == b1 && a2 == b2
         default: false
         }
@@ -165,12 +186,22 @@ public struct RTCPCompound: Equatable, Sendable {
             guard p.count >= 8 else { return nil }
             var metrics: [RTCPVoIPMetrics] = []
             var types: [UInt8] = []
+            var times = RTCPXRTimes()
             var o = 8
             while o + 4 <= p.count {
                 let bt = p.u8(o)
                 let blockLength = (Int(p.u16(o + 2)) + 1) * 4
                 guard o + blockLength <= p.count else { break }
                 types.append(bt)
+                if bt == 4, blockLength >= 12 {
+                    times.receiverReferenceTime = p.u64(o + 4)
+                } else if bt == 5 {
+                    var k = o + 4
+                    while k + 12 <= o + blockLength {
+                        times.dlrr.append(RTCPDLRR(ssrc: p.u32(k), lastRR: p.u32(k + 4), delaySinceLastRR: p.u32(k + 8)))
+                        k += 12
+                    }
+                }
                 if bt == 7, blockLength >= 36 {
                     let b = p.slice(from: o, count: blockLength)
                     metrics.append(
@@ -186,7 +217,7 @@ public struct RTCPCompound: Equatable, Sendable {
                 }
                 o += blockLength
             }
-            return .extendedReport(ssrc: p.u32(4), voipMetrics: metrics, blockTypes: types)
+            return .extendedReport(ssrc: p.u32(4), voipMetrics: metrics, blockTypes: types, times: times)
         default:
             return .other(packetType: pt, ssrc: p.count >= 8 ? p.u32(4) : nil)
         }

@@ -212,7 +212,7 @@ struct StringTable {
 struct FieldBases {
     /// Fields per row: a stream's numbers (`StreamReading.numbers`), or a snapshot's pair RTT
     /// and stats time. A literal: a static computed from another cost a lazy-init check per use.
-    static let width = 28
+    static let width = 34
     private var bases: [Int64] = []
     /// Each row's place in `bases`, by the row's string number: string n's fields start at
     /// `(rowOfString[n] - 1) * width` (0: no room yet). Rows are numbered as they are first
@@ -372,6 +372,7 @@ extension StreamReading {
         \.jitterBufferDelay, \.jitterBufferEmitted, \.plcCalls, \.decodeCalls, \.jitterBufferMs, \.frames, \.fps,
         \.width, \.height, \.freezeCount, \.freezeSeconds, \.pauseSeconds, \.qlBandwidth, \.qlCPU, \.qlOther,
         \.rttMs, \.rttTotalSeconds, \.rttCount, \.intervalLossPct, \.firstTs,
+        \.xrLossPct, \.xrDiscardPct, \.xrRFactor, \.xrMosLQ, \.xrMosCQ, \.xrJitterBufferMs,
     ]
 
     /// The layout's one jitter field: a stream has the jitter of its direction only (measured
@@ -395,7 +396,8 @@ extension StreamReading {
             clockRate, packets, bytes, lost, storedJitterMs, audibleConcealed, totalSamples, concealmentEvents,
             jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
             width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
-            rttMs, rttTotalSeconds, rttCount, intervalLossPct, firstTs
+            rttMs, rttTotalSeconds, rttCount, intervalLossPct, firstTs,
+            xrLossPct, xrDiscardPct, xrRFactor, xrMosLQ, xrMosCQ, xrJitterBufferMs
         )
         withUnsafeBytes(of: values) { raw in
             let v = raw.bindMemory(to: Double.self)

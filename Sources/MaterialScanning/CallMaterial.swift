@@ -55,6 +55,15 @@ public struct StreamReading: Sendable, Equatable {
     /// first record's counters are its first interval's (from here to the record's `ts`).
     /// NaN for other sources, and for wire material stored before it was kept.
     public var firstTs: Double = .nan
+    /// Wire records: the receiving end's latest RTCP XR VoIP metrics (RFC 3611 §4.7) about this
+    /// stream, as `rtcp` records carry them: loss and discard in percent, R-factor, MOS, nominal
+    /// jitter-buffer delay in ms.
+    public var xrLossPct: Double = .nan
+    public var xrDiscardPct: Double = .nan
+    public var xrRFactor: Double = .nan
+    public var xrMosLQ: Double = .nan
+    public var xrMosCQ: Double = .nan
+    public var xrJitterBufferMs: Double = .nan
 
     public init(streamID: String, direction: StreamDirection, kind: MediaKind, ssrc: UInt32) {
         self.streamID = streamID

@@ -216,7 +216,7 @@ enum Readings {
     }
 
     /// A wire-measured `rtp` record (from `callstats capture`) as a reading.
-    static func wire(_ r: LogRecord, lastRTTMs: Double?) -> Snapshot? {
+    static func wire(_ r: LogRecord, lastRTTMs: Double?, voipMetrics: JSONValue? = nil) -> Snapshot? {
         guard let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)) else { return nil }
         let clock = r["clockRate"]?.doubleValue ?? .nan
         let codec = r["codec"]?.stringValue
@@ -232,6 +232,15 @@ enum Readings {
         s.lost = max(0, r["packetsLost"]?.doubleValue ?? .nan)
         s.inboundJitterMs = r["jitterMs"]?.doubleValue ?? .nan
         s.firstTs = r["firstTs"]?.doubleValue ?? .nan
+        if let x = voipMetrics {
+            // Rates are ratios in the record; 0-100 % here, as every loss in the database.
+            s.xrLossPct = x["lossRate"]?.doubleValue.map { $0 * 100 } ?? .nan
+            s.xrDiscardPct = x["discardRate"]?.doubleValue.map { $0 * 100 } ?? .nan
+            s.xrRFactor = x["rFactor"]?.doubleValue ?? .nan
+            s.xrMosLQ = x["mosLq"]?.doubleValue ?? .nan
+            s.xrMosCQ = x["mosCq"]?.doubleValue ?? .nan
+            s.xrJitterBufferMs = x["jitterBufferNominalMs"]?.doubleValue ?? .nan
+        }
         if let rtt = lastRTTMs { s.rttMs = rtt }
         return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: [s], pair: nil)
     }

@@ -13,6 +13,10 @@ public struct RecordIngestor {
     /// not looked up again for each record).
     public private(set) var callsSeen = Set<String>()
     private var lastRTT: [String: Double] = [:]
+    /// Per call and reported SSRC, the latest RTCP XR VoIP metrics block: the next `rtp` record of
+    /// that stream carries it (RTCP records are written as they arrive, a stream's records at its
+    /// interval's end, so a report precedes the record of the interval it came in).
+    private var lastVoIP: [String: [UInt32: JSONValue]] = [:]
     private var names = StreamNames()
 
     public init() {}
@@ -72,7 +76,9 @@ public struct RecordIngestor {
         case .stats:
             return ingestStats(line)  // a writer with another key order: the scanner copes
         case .rtpStream:
-            guard let snapshot = Readings.wire(record, lastRTTMs: lastRTT[record.call]) else {
+            let ssrc = record["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:))
+            let voip = ssrc.flatMap { lastVoIP[record.call]?[$0] }
+            guard let snapshot = Readings.wire(record, lastRTTMs: lastRTT[record.call], voipMetrics: voip) else {
                 return .skipped(category: .invalidRecord, message: "rtp record without ssrc")
             }
             addToMaterial(of: record.call) { $0.add(snapshot) }
@@ -82,6 +88,15 @@ public struct RecordIngestor {
                 for r in reports {
                     if let rtt = r["roundTripTimeMs"]?.doubleValue, rtt > 0, rtt < 60_000 { lastRTT[record.call] = rtt }
                 }
+            }
+            // XR round trips (RRTR/DLRR, RFC 3611) are the same measure from the other side's reports.
+            if case .array(let replies)? = record["dlrr"] {
+                for r in replies {
+                    if let rtt = r["roundTripTimeMs"]?.doubleValue, rtt > 0, rtt < 60_000 { lastRTT[record.call] = rtt }
+                }
+            }
+            if let voip = record["voipMetrics"], let ssrc = voip["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)) {
+                lastVoIP[record.call, default: [:]][ssrc] = voip
             }
             addToMaterial(of: record.call) { $0.touch(record.ts) }
         case .ice:
@@ -141,11 +156,12 @@ public struct RecordIngestor {
     /// Removes and returns a call's material (when it ended, or at the end of the file).
     public mutating func take(_ call: String) -> CallMaterial? {
         lastRTT[call] = nil
+        lastVoIP[call] = nil
         return open.removeValue(forKey: call)
     }
 
     public mutating func takeAll() -> [CallMaterial] {
-        defer { open.removeAll(); lastRTT.removeAll() }
+        defer { open.removeAll(); lastRTT.removeAll(); lastVoIP.removeAll() }
         return open.keys.sorted().compactMap { open[$0] }
     }
 }

@@ -120,6 +120,12 @@ package enum StreamsTable: StoredTable {
         try t.column("quality_limitation") { $0.qualityLimitation }
         try t.column("counter_resets") { $0.counterResets }
         try t.column("score_source", .none, addedIn: 4) { $0.scoreSource }
+        try t.column("xr_loss_pct", .none, addedIn: 4) { $0.xrLossPct }
+        try t.column("xr_discard_pct", .none, addedIn: 4) { $0.xrDiscardPct }
+        try t.column("xr_r_factor", .none, addedIn: 4) { $0.xrRFactor }
+        try t.column("xr_mos_lq", .none, addedIn: 4) { $0.xrMosLQ }
+        try t.column("xr_mos_cq", .none, addedIn: 4) { $0.xrMosCQ }
+        try t.column("xr_jitter_buffer_ms", .none, addedIn: 4) { $0.xrJitterBufferMs }
     }
 }
 

@@ -273,12 +273,19 @@ public enum Schema {
         addColumns(EventsTable.self)
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
-        // Rollups are rebuilt from `calls`, never written per call: their added columns are here.
-        // A call keeps the grade it was stored with until `callstats regrade` grades it again.
+        // Rollups are rebuilt from `calls`, never written per call: their added columns are here,
+        // and every bucket is marked for the rebuild that ends the upgrading run, so that the new
+        // count equals what `calls` says. A call keeps the grade it was stored with until
+        // `callstats regrade` grades it again.
         added[4, default: []].append(
             (
-                "rollups.unmeasured (calls stored before keep their grade until callstats regrade)",
-                "ALTER TABLE rollups ADD COLUMN unmeasured INTEGER NOT NULL DEFAULT 0;"
+                "rollups.unmeasured (every rollup bucket rebuilt; calls stored before keep their grade until callstats regrade)",
+                """
+                ALTER TABLE rollups ADD COLUMN unmeasured INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE IF NOT EXISTS rollup_pending (
+                    period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, PRIMARY KEY (period, bucket_ts)) WITHOUT ROWID;
+                INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) SELECT DISTINCT period, bucket_ts FROM rollups;
+                """
             ))
         let generated = added.map { version, statements in
             Migration(

@@ -90,6 +90,47 @@ final class CapturedCallTests: XCTestCase {
         XCTAssertEqual(a.call.grade, .fair)
     }
 
+    /// RTCP XR on a captured call. 10.0.0.2 (SSRC 0x5678) receives 3 s of PCMU and reports at
+    /// 1.000 s: an RR, an RRTR with NTP time 0xE8D4_A510_8000_0000 (middle 32 bits 0xA510_8000)
+    /// and VoIP metrics on the stream (loss 13/256, discard 3/256, R 85, MOS-LQ 4.1, MOS-CQ 4.0,
+    /// nominal jitter buffer 40 ms). 10.0.0.1 answers at 1.180 s with a DLRR naming that RRTR
+    /// and 8,192/65,536 s (125 ms) held: the XR round trip is 180 − 125 = 55 ms (RFC 3611 §4.5,
+    /// as RR's LSR/DLSR), the only round trip of the call.
+    func testXRRoundTripAndVoIPMetrics() throws {
+        var w = PcapWriter()
+        Self.pcmu(&w, from: "10.0.0.1", to: "10.0.0.2", count: 150, lost: { _ in false })
+        let block = PcapPayloads.ReportBlock(ssrc: 0x1234, fractionLost: 0, cumulativeLost: 0, highestSeq: 50, jitter: 0, lsr: 0, dlsr: 0)
+        var report = PcapPayloads.receiverReport(ssrc: 0x5678, reports: [block])
+        report += PcapPayloads.xrReceiverReference(ssrc: 0x5678, ntp: 0xE8D4_A510_8000_0000)
+        report += PcapPayloads.xrVoIPMetrics(
+            ssrc: 0x5678, sourceSSRC: 0x1234, lossRate: 13, discardRate: 3, roundTripDelay: 98, rFactor: 85, mosLQ: 41, mosCQ: 40)
+        w.addUDP(from: "10.0.0.2", 50001, to: "10.0.0.1", 40001, payload: report, timestampNanos: Self.t0 + 1_000 * Self.ms)
+        let reply = PcapPayloads.xrDelaySinceReceiverReference(ssrc: 0x1234, replies: [(0x5678, 0xA510_8000, 8192)])
+        w.addUDP(from: "10.0.0.1", 40001, to: "10.0.0.2", 50001, payload: reply, timestampNanos: Self.t0 + 1_180 * Self.ms)
+
+        let box = Collected()
+        var session = CaptureSession(configuration: CaptureConfiguration()) { box.records.append($0) }
+        try PcapSource.open(bytes: w.bytes).feed(&session)
+        session.finish()
+        let rtcp = box.records.filter { $0.kind == .rtcp }
+        XCTAssertEqual(rtcp.count, 2)
+        XCTAssertEqual(rtcp[0]["rrtr"]?["ntpTimestamp"]?.doubleValue ?? 0, Double(0xE8D4_A510) + 0.5, accuracy: 1e-6)
+        let dlrr = try XCTUnwrap(rtcp[1]["dlrr"]?.arrayValue?.first)
+        XCTAssertEqual(dlrr["ssrc"]?.doubleValue, Double(0x5678))
+        XCTAssertEqual(dlrr["dlrrMs"]?.doubleValue, 125)
+        XCTAssertEqual(dlrr["roundTripTimeMs"]?.doubleValue ?? 0, 55, accuracy: 1e-6)
+
+        let a = try XCTUnwrap(try Self.analyse(w).values.first)
+        let stream = try XCTUnwrap(a.streams.first)
+        XCTAssertEqual(a.call.rttMs ?? 0, 55, accuracy: 1e-6)
+        XCTAssertEqual(stream.xrLossPct ?? 0, 100 * 13.0 / 256, accuracy: 1e-4)
+        XCTAssertEqual(stream.xrDiscardPct ?? 0, 100 * 3.0 / 256, accuracy: 1e-4)
+        XCTAssertEqual(stream.xrRFactor, 85)
+        XCTAssertEqual(stream.xrMosLQ, 4.1)
+        XCTAssertEqual(stream.xrMosCQ, 4.0)
+        XCTAssertEqual(stream.xrJitterBufferMs, 40)
+    }
+
     /// ICE checks answered 40 ms after the request, then 3 s of media on the pair: the call's ICE
     /// round-trip time is 40 ms. A STUN exchange alone (a 25 ms answer, no media) is a call with
     /// nothing measured: graded `unmeasured`, with its ICE round trip.

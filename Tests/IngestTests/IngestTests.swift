@@ -85,6 +85,7 @@ final class IngestTests: XCTestCase {
         let db = try Database(path: target)
         try db.execute("DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;")
         try db.execute(addedSince2.map { "ALTER TABLE \(parts($0).table) DROP COLUMN \(parts($0).name);" }.joined())
+        try db.execute("DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured")
         let expected = try dump(target)  // before it becomes version 1
         try db.execute(
             """
@@ -172,6 +173,67 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(
             try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
             try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
+    }
+
+    /// A database of version 3 (no `unmeasured` grade, no XR columns) is upgraded in place by the
+    /// next run, which says what the upgrade adds; its calls keep their grades and its rollups
+    /// still equal them, until `regrade` grades them again: then the calls without media
+    /// statistics are `unmeasured`, in `calls` and in the rollups.
+    func testAVersion3DatabaseIsUpgradedAndRegradeFindsItsUnmeasuredCalls() throws {
+        let logs = try simulate(calls: 30, files: 1, seed: 43)
+        // A call of quality callbacks alone: graded good by version 3.
+        let extra = try LogWriter(path: logs.appendingPathComponent("callbacks.ndjson").path)
+        let t0: Int64 = 1_795_000_000_000
+        try extra.append(
+            .callInfo(
+                call: "callbacks-only", ts: t0, direction: "outgoing", sdk: "cisco-rem", sdkVersion: "1", app: "a", appVersion: "1",
+                platform: "ios", network: "wifi", media: ["audio"]))
+        try extra.append(.quality(call: "callbacks-only", ts: t0 + 5_000, score: 90, source: "cisco-rem"))
+        try extra.append(.quality(call: "callbacks-only", ts: t0 + 60_000, score: 70, source: "cisco-rem"))
+        try extra.close()
+        let path = dir.appendingPathComponent("v3.sqlite").path
+        _ = try analyze([logs.path], db: path)
+        let fresh = try StoreReader(path: path).connection
+        let unmeasured = try XCTUnwrap(try fresh.scalar("SELECT count(*) FROM calls WHERE grade = 'unmeasured'")?.int64)
+        XCTAssertGreaterThanOrEqual(unmeasured, 1)
+        XCTAssertEqual(try fresh.scalar("SELECT grade FROM calls WHERE call_id = 'callbacks-only'")?.string, "unmeasured")
+        let goodBefore = try XCTUnwrap(try fresh.scalar("SELECT count(*) FROM calls WHERE grade = 'good'")?.int64)
+
+        // As version 3 stored it: those calls good, no unmeasured count, no XR columns.
+        let db = try Database(path: path)
+        XCTAssertEqual(StreamsTable.columnDescriptions.filter { $0.name.hasPrefix("xr_") }.map(\.addedIn), Array(repeating: 4, count: 6))
+        try db.execute(
+            """
+            UPDATE calls SET grade = 'good', grade_reason = 'no problems found' WHERE grade = 'unmeasured';
+            UPDATE rollups SET good = good + unmeasured;
+            """)
+        try OlderSchemas.makeVersion3(db)
+        XCTAssertTrue(Schema.upgradeSummary(from: 3).contains("rollups.unmeasured"), Schema.upgradeSummary(from: 3))
+        XCTAssertTrue(Schema.upgradeSummary(from: 3).contains("streams.xr_mos_cq"), Schema.upgradeSummary(from: 3))
+
+        var o = AnalyzeRun.Options(paths: [logs.path], database: path)
+        o.callsPerTransaction = 7
+        let run = AnalyzeRun(options: o)
+        var announced: [Int] = []
+        run.onUpgrade = { announced.append($0) }
+        XCTAssertEqual(try run.run().upgradedFrom, 3)
+        XCTAssertEqual(announced, [3])
+        let upgraded = try StoreReader(path: path).connection
+        XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
+        XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM calls WHERE grade = 'unmeasured'")?.int64, 0, "grades kept")
+        XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM streams WHERE xr_mos_cq IS NOT NULL")?.int64, 0)
+        func rollupCounts(_ c: Database) throws -> [Int64?] {
+            try c.rows("SELECT sum(good), sum(unmeasured) FROM rollups WHERE period = 'day' AND dimension = 'all'")[0].map(\.int64)
+        }
+        XCTAssertEqual(try rollupCounts(upgraded), [goodBefore + unmeasured, 0])
+        XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM daily_quality WHERE unmeasured > 0")?.int64, 0)
+
+        let regraded = try RegradeRun(options: .init(database: path)).run()
+        XCTAssertEqual(regraded.gradesBefore["unmeasured"] ?? 0, 0)
+        XCTAssertEqual(Int64(regraded.gradesAfter["unmeasured"] ?? 0), unmeasured)
+        XCTAssertEqual(try rollupCounts(try StoreReader(path: path).connection), [goodBefore, unmeasured])
+        XCTAssertEqual(
+            try StoreReader(path: path).connection.scalar("SELECT sum(unmeasured) FROM daily_quality")?.int64, unmeasured)
     }
 
     /// Files analysed one run at a time (calls continuing across files and runs) end in the

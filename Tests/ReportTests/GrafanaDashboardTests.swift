@@ -89,6 +89,31 @@ final class GrafanaDashboardTests: XCTestCase {
         XCTAssertGreaterThan(ran, 100)
     }
 
+    /// The grade shares count `unmeasured` calls (never in `good`), and the SDK score panel counts
+    /// each call with a score once by its mean and once by its lowest.
+    func testUnmeasuredCallsAndTheSDKScoreAreShown() throws {
+        let store = try CallStore(path: ReportFixtures.sampleDatabase, forWriting: false)
+        let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
+        let variables = ["dimension": "all", "value": "*"]
+        func run(_ panel: String) throws -> (columns: [String], rows: [[SQLValue]]) {
+            let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)
+            let r = try store.db.query(fill(q.sql, from: 0, to: Int64.max / 2, variables: variables))
+            return (r.columns, r.rows)
+        }
+        let shares = try run("Share of answered calls by grade")
+        XCTAssertEqual(shares.columns, ["time", "good", "fair", "poor", "no_media", "unmeasured"])
+        for row in shares.rows {
+            XCTAssertEqual(row[1...].compactMap(\.double).reduce(0, +), 100, accuracy: 0.3, "an hour's shares add up to its answered calls")
+        }
+        let scored = try XCTUnwrap(store.db.scalar("SELECT count(*) FROM calls WHERE sdk_quality_mean IS NOT NULL")?.int64)
+        XCTAssertGreaterThan(scored, 0, "the sample has calls with the SDK's score")
+        let sdk = try run("SDK score per call")
+        XCTAssertEqual(sdk.columns, ["bin", "mean_over_time", "lowest"])
+        XCTAssertEqual(sdk.rows.count, 11)
+        XCTAssertEqual(sdk.rows.compactMap { $0[1].int64 }.reduce(0, +), scored)
+        XCTAssertEqual(sdk.rows.compactMap { $0[2].int64 }.reduce(0, +), scored)
+    }
+
     func testPanelsCoverTheQuestionsAndTheDataSourceIsProvisioned() throws {
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         let titles = Set(queries(dashboard).map(\.panel))
@@ -96,7 +121,7 @@ final class GrafanaDashboardTests: XCTestCase {
             "Share of answered calls by grade", "MOS-CQ per hour: median and tail", "MOS-CQ per call", "Loss (%) per call",
             "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
             "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
-            "MOS-CQ", "Events and findings", "variable call_id",
+            "MOS-CQ", "Events and findings", "variable call_id", "SDK score per call",
         ] {
             XCTAssertTrue(titles.contains(t), "panel '\(t)'")
         }

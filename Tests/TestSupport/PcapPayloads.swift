@@ -74,6 +74,19 @@ public enum PcapPayloads {
         return header(count: 0, type: 207, body: PcapBytes.be32(ssrc) + block)
     }
 
+    /// XR with one Receiver Reference Time block (RFC 3611 §4.4): the sender's NTP time.
+    public static func xrReceiverReference(ssrc: UInt32, ntp: UInt64) -> [UInt8] {
+        header(count: 0, type: 207, body: PcapBytes.be32(ssrc) + [4, 0] + PcapBytes.be16(2) + PcapBytes.be64(ntp))
+    }
+
+    /// XR with one DLRR block (RFC 3611 §4.5): per receiver, its RRTR's NTP middle 32 bits (LRR)
+    /// and the delay since it arrived in 1/65536 s (DLRR).
+    public static func xrDelaySinceReceiverReference(ssrc: UInt32, replies: [(ssrc: UInt32, lrr: UInt32, dlrr: UInt32)]) -> [UInt8] {
+        var block: [UInt8] = [5, 0] + PcapBytes.be16(UInt16(3 * replies.count))
+        for r in replies { block += PcapBytes.be32(r.ssrc) + PcapBytes.be32(r.lrr) + PcapBytes.be32(r.dlrr) }
+        return header(count: 0, type: 207, body: PcapBytes.be32(ssrc) + block)
+    }
+
     public static func stunBinding(request: Bool, transaction: [UInt8], useCandidate: Bool = false, controlling: Bool = false, success: Bool = true) -> [UInt8]
     {
         precondition(transaction.count == 12)

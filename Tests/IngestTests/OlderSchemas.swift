@@ -1,0 +1,24 @@
+import SQLiteDatabase
+import Store
+
+/// A database written now, laid out as an older schema version wrote it: what the upgrade
+/// tests start from.
+enum OlderSchemas {
+    /// The columns version 4 added to the calls and streams tables, as `table.column`.
+    static var addedIn4: [(table: String, column: String)] {
+        CallsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { ("calls", $0.name) }
+            + StreamsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { ("streams", $0.name) }
+    }
+
+    /// Undoes version 4 in `db`: its columns, the unmeasured rollup count, the conversations
+    /// table and views. Rows keep what they hold; callers change grades themselves.
+    static func makeVersion3(_ db: Database) throws {
+        try db.execute(
+            """
+            DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;
+            DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured;
+            \(addedIn4.map { "ALTER TABLE \($0.table) DROP COLUMN \($0.column);" }.joined(separator: "\n"))
+            UPDATE meta SET value = '3' WHERE key = 'schema_version';
+            """)
+    }
+}
