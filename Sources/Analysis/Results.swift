@@ -77,6 +77,10 @@ public struct CallSummary: Sendable, Equatable {
     /// Time to media: first iceConnected after the answer (callAnswerReceived for outgoing calls,
     /// callCreate — the accept — for incoming ones), so the callee's ringing time is not counted.
     public var mediaMs: Int64?
+    /// ICE candidate gathering, from the call's start (callCreate/incomingCall) to its end: the
+    /// SDK's `iceTimeout` event (iceNormal/iceOneRelay/iceNoRelay), or the browser's gathering
+    /// state `complete`.
+    public var iceGatheringMs: Int64?
     /// iceNormal / iceOneRelay / iceNoRelay, or nil when not reported.
     public var iceOutcome: String?
     public var iceDisconnects: Int = 0

@@ -50,7 +50,12 @@ enum Setup {
             case (EventName.callMetric, "callRestSent"): if restSent == nil, let create, ts >= create { restSent = ts - create }
             case (EventName.callMetric, "callRinging"): if ringing == nil, let create, ts >= create { ringing = ts - create }
             case (EventName.callMetric, "callAnswerReceived"): if answer == nil, let create, ts >= create { answer = ts - create }
-            case (EventName.iceTimeout, let outcome): c.iceOutcome = outcome
+            case (EventName.iceTimeout, let outcome):
+                c.iceOutcome = outcome
+                if c.iceGatheringMs == nil, let create, ts >= create { c.iceGatheringMs = ts - create }
+            case ("iceGathering", "complete"), ("iceGatheringState", "complete"):
+                // Browsers (the agent, imported dumps) tell gathering's end by its state.
+                if c.iceGatheringMs == nil, let create, ts >= create { c.iceGatheringMs = ts - create }
             case (EventName.iceState, "iceDisconnected"):
                 c.iceDisconnects += 1
                 if disconnectedAt == nil { disconnectedAt = ts }

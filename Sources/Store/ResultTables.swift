@@ -82,6 +82,7 @@ package enum CallsTable: StoredTable {
         try t.column("loss_pct_sent", .none, addedIn: 4) { $0.summary.lossPctSent }
         try t.column("jitter_ms_sent", .none, addedIn: 4) { $0.summary.jitterMsSent }
         try t.column("sdk_call_id", .none, addedIn: 4) { $0.summary.sdkCallID }
+        try t.column("ice_gathering_ms", .none, addedIn: 4) { $0.summary.iceGatheringMs }
     }
 }
 

@@ -22,21 +22,37 @@ public enum Schema {
         ("network", "network"),
         ("candidate_type", "local_candidate_type"),
         ("end_reason", "end_reason"),
+        ("direction", "direction"),
+        ("ice_outcome", "ice_outcome"),
     ]
 
-    /// Per-call metrics summarised in rollups: (name prefix, expression over `calls`).
-    public static let rollupMetrics: [(name: String, column: String)] = [
-        ("mos", "mos_cq"),
-        ("loss", "loss_pct"),
-        ("jitter", "jitter_ms"),
-        ("rtt", "rtt_ms"),
-        ("setup", "media_ms"),
+    /// Per-call metrics summarised in rollups: (name prefix, expression over `calls`, the schema
+    /// version that added it). Metrics added later follow `unmeasured` in the table, as the
+    /// upgrade of an older database adds them.
+    public static let rollupMetrics: [(name: String, column: String, addedIn: Int?)] = [
+        ("mos", "mos_cq", nil),
+        ("loss", "loss_pct", nil),
+        ("jitter", "jitter_ms", nil),
+        ("rtt", "rtt_ms", nil),
+        ("setup", "media_ms", nil),
+        ("rest_sent", "rest_sent_ms", 4),
+        ("ringing", "ringing_ms", 4),
+        ("answer", "answer_ms", 4),
+        ("ice_gathering", "ice_gathering_ms", 4),
     ]
 
     public static let percentiles: [(name: String, fraction: Double)] = [
         ("p5", 0.05), ("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
     ]
 
+    /// The rollup columns of the metrics added in `version` (nil: the first ones).
+    package static func rollupMetricColumns(addedIn version: Int?) -> [String] {
+        rollupMetrics.filter { $0.addedIn == version }.flatMap { m in
+            ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" }
+        }
+    }
+
+    /// Every metric's rollup columns, in `rollupMetrics`' order.
     static var rollupMetricColumns: [String] {
         rollupMetrics.flatMap { m in ["\(m.name)_n", "\(m.name)_mean"] + percentiles.map { "\(m.name)_\($0.name)" } }
     }
@@ -123,7 +139,8 @@ public enum Schema {
         """
 
     static var rollupTable: String {
-        let metrics = rollupMetricColumns.map { "\($0) REAL" }.joined(separator: ", ")
+        let metrics = rollupMetricColumns(addedIn: nil).map { "\($0) REAL" }.joined(separator: ", ")
+        let metricsAddedIn4 = rollupMetricColumns(addedIn: 4).map { "\($0) REAL, " }.joined()
         return """
             CREATE TABLE IF NOT EXISTS rollups (
                 period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
@@ -131,7 +148,7 @@ public enum Schema {
                 no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
                 \(metrics),
                 unmeasured INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (period, bucket_ts, dimension, value)
+                \(metricsAddedIn4)PRIMARY KEY (period, bucket_ts, dimension, value)
             ) WITHOUT ROWID;
             """
     }
@@ -279,9 +296,11 @@ public enum Schema {
         // `callstats regrade` grades it again.
         added[4, default: []].append(
             (
-                "rollups.unmeasured (every rollup bucket rebuilt; calls stored before keep their grade until callstats regrade)",
+                "rollups.unmeasured, the setup phases' and ICE gathering's percentiles, the direction and ICE outcome "
+                    + "dimensions (every rollup bucket rebuilt; calls stored before keep their grade until callstats regrade)",
                 """
                 ALTER TABLE rollups ADD COLUMN unmeasured INTEGER NOT NULL DEFAULT 0;
+                \(rollupMetricColumns(addedIn: 4).map { "ALTER TABLE rollups ADD COLUMN \($0) REAL;" }.joined(separator: "\n"))
                 CREATE TABLE IF NOT EXISTS rollup_pending (
                     period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, PRIMARY KEY (period, bucket_ts)) WITHOUT ROWID;
                 INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) SELECT DISTINCT period, bucket_ts FROM rollups;

@@ -46,6 +46,7 @@ final class SetupTests: XCTestCase {
         XCTAssertEqual(call.answerMs, 5_000)
         XCTAssertEqual(call.mediaMs, 300)
         XCTAssertEqual(call.iceOutcome, "iceOneRelay")
+        XCTAssertEqual(call.iceGatheringMs, 6_000, "gathering ends at the first ICE outcome")
         XCTAssertEqual(call.iceDisconnects, 3)
         XCTAssertEqual(call.iceDisconnectedMs, 3_500 + 2_000)
         XCTAssertEqual(call.ipChanges, 2)
@@ -58,6 +59,21 @@ final class SetupTests: XCTestCase {
         XCTAssertEqual(call.endStatusText, "OK")
         XCTAssertEqual(call.sipStatus, 487)
         XCTAssertEqual(call.sipReason, "Request Terminated")
+    }
+
+    /// A browser's gathering ends at its state `complete` (the agent's and the importers' names).
+    func testBrowserICEGatheringEndsAtComplete() throws {
+        for action in ["iceGatheringState", "iceGathering"] {
+            let c = "gathering-\(action)"
+            let records: [LogRecord] = [
+                event(c, 0, "callMetric", "callCreate"),
+                event(c, 40, action, "gathering"),
+                event(c, 730, action, "complete"),
+                event(c, 2_000, action, "complete"),  // after an ICE restart: not the first gathering
+                .end(call: c, ts: t0 + 5_000, reason: "localHangup"),
+            ]
+            XCTAssertEqual(try Harness.analyze(records).call.iceGatheringMs, 730, action)
+        }
     }
 
     /// An incoming call rings from `incomingCall`; `callCreate` is its accept, from which setup

@@ -80,12 +80,16 @@ final class IngestTests: XCTestCase {
         try FileManager.default.copyItem(atPath: current, toPath: upgraded)
         try Database(path: upgraded).execute(
             addedSince2.map { "UPDATE \(parts($0).table) SET \(parts($0).name) = NULL;" }.joined())
+        // The upgrade rebuilds every rollup bucket, from calls whose added columns are NULL.
+        try CallStore(path: upgraded).rebuildAllRollups()
         let target = dir.appendingPathComponent("v1.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: target)
         let db = try Database(path: target)
         try db.execute("DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;")
         try db.execute(addedSince2.map { "ALTER TABLE \(parts($0).table) DROP COLUMN \(parts($0).name);" }.joined())
-        try db.execute("DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured")
+        try db.execute(
+            "DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured;"
+                + Schema.rollupMetricColumns(addedIn: 4).map { "ALTER TABLE rollups DROP COLUMN \($0);" }.joined())
         let expected = try dump(target)  // before it becomes version 1
         try db.execute(
             """

@@ -10,13 +10,15 @@ enum OlderSchemas {
             + StreamsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { ("streams", $0.name) }
     }
 
-    /// Undoes version 4 in `db`: its columns, the unmeasured rollup count, the conversations
-    /// table and views. Rows keep what they hold; callers change grades themselves.
+    /// Undoes version 4 in `db`: its columns, its rollup counts, metrics and dimensions, the
+    /// conversations table and views. Rows keep what they hold; callers change grades themselves.
     static func makeVersion3(_ db: Database) throws {
         try db.execute(
             """
             DROP VIEW conversations; DROP VIEW conversation_legs; DROP TABLE call_conversations;
             DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured;
+            \(Schema.rollupMetricColumns(addedIn: 4).map { "ALTER TABLE rollups DROP COLUMN \($0);" }.joined())
+            DELETE FROM rollups WHERE dimension IN ('direction', 'ice_outcome');
             \(addedIn4.map { "ALTER TABLE \($0.table) DROP COLUMN \($0.column);" }.joined(separator: "\n"))
             UPDATE meta SET value = '3' WHERE key = 'schema_version';
             """)

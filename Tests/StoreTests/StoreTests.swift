@@ -374,7 +374,9 @@ final class StoreTests: XCTestCase {
         try check("pending")
         // Every marked bucket was rebuilt; the unmarked day kept its rows.
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollups WHERE calls < 0 AND NOT (period = 'day' AND bucket_ts = \(Self.base))")?.int64, 0)
-        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollups WHERE calls < 0")?.int64, 8)
+        XCTAssertEqual(
+            try store.db.scalar("SELECT count(*) FROM rollups WHERE calls < 0")?.int64, Int64(Schema.rollupDimensions.count) - 1,
+            "the unmarked day's rows: one per dimension but network, whose counts were put back")
     }
 
     func testRollupsMatchHandComputedPercentiles() throws {
@@ -411,6 +413,44 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM worst_calls_last_day")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT calls FROM findings_summary WHERE code = 'high_loss'")?.int64, 11)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM daily_quality")?.int64, 2)
+    }
+
+    /// Every setup phase and ICE gathering get percentiles; direction and ICE outcome are
+    /// dimensions. Five calls in one hour, their phases known: nearest-rank by hand.
+    func testSetupPhasesAndICEGatheringHavePercentilesByDirectionAndOutcome() throws {
+        let store = try CallStore(path: path)
+        let phases: [(rest: Int64?, ringing: Int64?, answer: Int64?, gathering: Int64?, direction: String, outcome: String?)] = [
+            (120, 900, 4_000, 300, "outgoing", "iceNormal"), (80, 700, 2_500, 250, "outgoing", "iceNormal"),
+            (200, 1_500, 9_000, 2_100, "outgoing", "iceOneRelay"), (nil, nil, 1_200, 400, "incoming", "iceNormal"),
+            (60, nil, nil, nil, "incoming", nil),
+        ]
+        for (n, p) in phases.enumerated() {
+            var c = call("c\(n)", start: Self.base + Int64(n) * 60_000, mos: 4.2, grade: .good)
+            c.call.restSentMs = p.rest
+            c.call.ringingMs = p.ringing
+            c.call.answerMs = p.answer
+            c.call.iceGatheringMs = p.gathering
+            c.call.direction = p.direction
+            c.call.iceOutcome = p.outcome
+            try store.write(c, complete: true, material: nil)
+        }
+        try store.rebuildAllRollups()
+        let all = try store.db.rows(
+            """
+            SELECT rest_sent_n, rest_sent_p50, rest_sent_p95, ringing_n, ringing_p50, answer_n, answer_p50, answer_p95,
+                   ice_gathering_n, ice_gathering_p50, ice_gathering_p99, ice_gathering_mean
+            FROM rollups WHERE period = 'hour' AND bucket_ts = ? AND dimension = 'all'
+            """, [.integer(Self.base)])
+        // rest 60 80 120 200: p50 → 2nd, p95 → 4th; ringing 700 900 1500; answer 1200 2500 4000 9000;
+        // gathering 250 300 400 2100 (mean 762.5).
+        XCTAssertEqual(
+            all.first,
+            [.real(4), .real(80), .real(200), .real(3), .real(900), .real(4), .real(2_500), .real(9_000), .real(4), .real(300), .real(2_100), .real(762.5)])
+        let byDirection = try store.db.rows(
+            "SELECT value, calls, answer_p50 FROM rollups WHERE period = 'day' AND dimension = 'direction' ORDER BY value")
+        XCTAssertEqual(byDirection, [[.text("incoming"), .integer(2), .real(1_200)], [.text("outgoing"), .integer(3), .real(4_000)]])
+        let byOutcome = try store.db.rows("SELECT value, calls FROM rollups WHERE period = 'day' AND dimension = 'ice_outcome' ORDER BY value")
+        XCTAssertEqual(byOutcome, [[.text("iceNormal"), .integer(3)], [.text("iceOneRelay"), .integer(1)], [.text("unknown"), .integer(1)]])
     }
 
     func testNearestRank() {
