@@ -54,7 +54,7 @@ enum FileReading {
         }
         intake.finish()
         let entry = CallStore.FileEntry(
-            path: path, fingerprint: fingerprint.description, size: fingerprint.size,
+            path: pseudonymizer?.ledgerPath(path) ?? path, fingerprint: fingerprint.description, size: fingerprint.size,
             mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
             calls: intake.ingestor.callsSeen.count)
         queue.put(

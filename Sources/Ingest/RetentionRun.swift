@@ -26,7 +26,7 @@ public enum RetentionRun {
     }
 
     /// Removes the calls `callIDs`, and every call whose `call` record names `user` in a person
-    /// field (`CallPseudonymizer.personFields`, in the record or its labels). With a
+    /// field (`KeyedIdentifiers.isIdentifyingField`, at any depth of the record). With a
     /// pseudonymizer, ids and the user are looked up by their pseudonyms too, since that is
     /// what a pseudonymised database holds.
     public static func forget(
@@ -57,22 +57,27 @@ public enum RetentionRun {
             reclaimed: reclaim && removal.calls > 0)
     }
 
-    /// Whether a person field of the `call` record (or of its labels) holds one of `names`,
-    /// as text or as a number (a phone number given as one).
+    /// Whether an identifying field of the `call` record (at any depth: its labels, or an object
+    /// of the caller's) holds one of `names`, as text or as the JSON text of another value (a
+    /// phone number given as a number).
     static func namesPerson(_ info: JSONObject, in names: Set<String>) -> Bool {
-        let fields = Set(CallPseudonymizer.personFields.map { $0.lowercased() })
         func matches(_ object: JSONObject) -> Bool {
             object.entries.contains { entry in
-                guard fields.contains(entry.key.lowercased()) else { return false }
-                switch entry.value {
-                case .string(let s): return names.contains(s)
-                case .number: return names.contains(entry.value.serialized())
-                default: return false
+                if KeyedIdentifiers.isIdentifyingField(entry.key), let text = KeyedIdentifiers.identifyingText(entry.value),
+                    names.contains(text)
+                {
+                    return true
                 }
+                return inside(entry.value)
             }
         }
-        if matches(info) { return true }
-        if case .object(let labels)? = info["labels"] { return matches(labels) }
-        return false
+        func inside(_ value: JSONValue) -> Bool {
+            switch value {
+            case .object(let o): matches(o)
+            case .array(let a): a.contains(where: inside)
+            default: false
+            }
+        }
+        return matches(info)
     }
 }

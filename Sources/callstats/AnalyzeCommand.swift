@@ -27,9 +27,11 @@ struct AnalyzeCommand: ParsableCommand {
             --config and --set choose others for a new database (for one that holds calls graded \
             otherwise, use `callstats regrade`).
 
-            Privacy: with --pseudonymize-key, call ids and person fields of the call record (user, \
-            caller, callee, email, phone, ...) become keyed pseudonyms (`anon-` + 16 hex digits) and \
-            IP addresses in call, event and end records are replaced, before anything is stored. \
+            Privacy: with --pseudonymize-key, call ids, person fields (user, caller, email, phone, \
+            ..., at any depth, names matched loosely), e-mail addresses, phone numbers and the call's \
+            id in any text, and peer-connection names become keyed pseudonyms (`anon-` + 16 hex \
+            digits), and IP addresses are replaced (in captured streams' ids too), before anything \
+            is stored. \
             Use the same key for every run over one database so that calls still merge.
 
             Examples:
