@@ -81,6 +81,11 @@ struct AnalyzeCommand: ParsableCommand {
     @Flag(help: "Print the summary as one JSON object (no progress; warnings still go to standard error).")
     var json = false
 
+    /// Seconds a commit to a new database waits for readers before saying who they are and
+    /// waiting again (the reader tests shorten it).
+    @Option(help: .hidden)
+    var readerWaitSeconds: Double?
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -112,7 +117,16 @@ struct AnalyzeCommand: ParsableCommand {
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
         if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
         options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
+        if let readerWaitSeconds { options.readerWaitSeconds = max(0.001, readerWaitSeconds) }
         let run = AnalyzeRun(options: options)
+        // Always said, --quiet and --json too: it is why the run does not end.
+        let database = db
+        run.onReaderWait = { readers in
+            Terminal.clearStatus()
+            Terminal.error(
+                "note: \(database) is being read by \(readers): the run's work is kept and its commit waits "
+                    + "until the reading ends (a new database is written under a rollback journal)")
+        }
         let issuesLeftToShow = Locked(quiet ? 0 : showIssues)
         run.onIssue = { issue in
             let show = issuesLeftToShow.withLock { left in
