@@ -64,6 +64,8 @@ public final class AnalyzeRun {
         /// How long a commit to a new database waits for readers before `onReaderWait` says who
         /// they are and it waits again (a commit never gives up: the run's work is kept).
         public var readerWaitSeconds = 60.0
+        /// What one file can make a reader hold (`RecordIngestor.Bounds`).
+        public var bounds = RecordIngestor.Bounds()
 
         public init(paths: [String], database: String) {
             self.paths = paths
@@ -223,6 +225,7 @@ public final class AnalyzeRun {
         let nextFile = AtomicCounter()
         let pseudonymizer = options.pseudonymizer
         let issuesHandedOver = options.issuesHandedOver
+        let bounds = options.bounds
         let group = DispatchGroup()
         for r in 0..<readers {
             group.enter()
@@ -234,14 +237,15 @@ public final class AnalyzeRun {
                     guard i < wholeFiles.count, !queue.isCancelled else { break }
                     FileReading.read(
                         path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
-                        pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
+                        pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, bounds: bounds,
+                        into: queue)
                 }
                 for (file, lines) in zip(sharedFiles, sharedLines) {
                     guard !queue.isCancelled else { lines.leave(reader: r); continue }
                     FileReading.read(
                         path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
                         config: config, pseudonymizer: pseudonymizer, progress: reading,
-                        issuesHandedOver: issuesHandedOver, into: queue)
+                        issuesHandedOver: issuesHandedOver, bounds: bounds, into: queue)
                 }
             }
         }

@@ -86,6 +86,14 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: .hidden)
     var readerWaitSeconds: Double?
 
+    /// The readers' bounds (`RecordIngestor.Bounds`), small in the tests that attack them.
+    @Option(help: .hidden)
+    var maxOpenCalls: Int?
+    @Option(help: .hidden)
+    var maxRecordsPerCall: Int?
+    @Option(help: .hidden)
+    var maxIDBytes: Int?
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -117,6 +125,9 @@ struct AnalyzeCommand: ParsableCommand {
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
         if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
         options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
+        if let maxOpenCalls { options.bounds.maximumOpenCalls = max(1, maxOpenCalls) }
+        if let maxRecordsPerCall { options.bounds.maximumRecordsPerCall = max(1, maxRecordsPerCall) }
+        if let maxIDBytes { options.bounds.maximumIDBytes = max(1, maxIDBytes) }
         if let readerWaitSeconds { options.readerWaitSeconds = max(0.001, readerWaitSeconds) }
         let run = AnalyzeRun(options: options)
         // Always said, --quiet and --json too: it is why the run does not end.
@@ -136,7 +147,7 @@ struct AnalyzeCommand: ParsableCommand {
             }
             if show {
                 Terminal.clearStatus()
-                Terminal.error("warning: " + Printable.escaped(issue.description))
+                Terminal.error((issue.category.isNote ? "note: " : "warning: ") + Printable.escaped(issue.description))
             }
         }
         if !quiet && !json {
