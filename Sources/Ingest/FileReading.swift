@@ -110,7 +110,7 @@ private struct LineIntake {
             records += 1
             // An ended call leaves the reader at once: memory holds open calls only.
             if ended, let m = ingestor.take(call) { send(m) }
-            if ingestor.open.count > ingestor.bounds.maximumOpenCalls { handOnOpenCalls(line: n) }
+            if ingestor.holdsTooManyCalls { handOnOpenCalls(line: n) }
         case .agentNote:
             records += 1
         case .skipped(let category, let message):
@@ -121,7 +121,8 @@ private struct LineIntake {
     /// More calls are open than a reader holds: they go on now and are merged with their later
     /// records (as a call split over files is), said once per file.
     private mutating func handOnOpenCalls(line n: Int) {
-        let count = ingestor.open.count
+        let count = ingestor.open.count, bytes = ingestor.openIDBytes
+        let bounds = ingestor.bounds
         for m in ingestor.takeOpen() { send(m) }
         guard !saidHandedOn else { return }
         saidHandedOn = true
@@ -130,7 +131,8 @@ private struct LineIntake {
                 LogIssue(
                     file: path, line: n, category: .callsHandedOnEarly,
                     message:
-                        "\(count) calls open at once (a reader holds at most \(ingestor.bounds.maximumOpenCalls)): those open were "
+                        "\(count) calls open at once, their ids \(bytes) bytes (a reader holds at most \(bounds.maximumOpenCalls) "
+                        + "calls, \(bounds.maximumOpenIDBytes) bytes of ids): those open were "
                         + "handed on and are merged with their later records; nothing is skipped")))
     }
 

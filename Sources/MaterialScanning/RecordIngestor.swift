@@ -9,16 +9,19 @@ public struct RecordIngestor {
     /// What one file can make a reader hold is bounded, so that no log, however made, takes
     /// memory without end (each bound is far above what agents write: a day-long call at one
     /// snapshot a second is 86,400 records; `BoundsTests` reads each attack):
-    /// - a call id or peer-connection name of more than `maximumIDBytes` skips its record;
+    /// - a call id or peer-connection name of more than `maximumIDBytes` (16 KiB) skips its record;
     /// - past `maximumRecordsPerCall` records of one call in one file, the call's further
     ///   statistics, events and quality callbacks there are skipped (its first end record is
     ///   still taken); about 90 MB of material at the bound (a million took 920 MB);
-    /// - past `maximumOpenCalls` calls open at once, the reader hands the open calls on
+    /// - past `maximumOpenCalls` calls open at once (or `maximumOpenIDBytes` of their ids), the
+    ///   reader hands the open calls on
     ///   (`takeOpen`) and they are merged with their later records, as calls split over files are.
     public struct Bounds: Sendable {
-        public var maximumIDBytes = 1_024
+        public var maximumIDBytes = 16 << 10
         public var maximumRecordsPerCall = 100_000
         public var maximumOpenCalls = 100_000
+        /// The open calls' ids together: long ids (up to `maximumIDBytes`) hand calls on sooner.
+        public var maximumOpenIDBytes = 64 << 20
         public init() {}
     }
 
@@ -36,6 +39,10 @@ public struct RecordIngestor {
     /// is first made, not looked up again for each record): 8 bytes a call where the ids took
     /// tens, for a file of millions of calls.
     private var callsSeenHashes = Set<Int>()
+    /// The bytes of the open calls' ids.
+    public private(set) var openIDBytes = 0
+    /// Whether more calls are open than `bounds` allows (then `takeOpen`).
+    public var holdsTooManyCalls: Bool { open.count > bounds.maximumOpenCalls || openIDBytes > bounds.maximumOpenIDBytes }
     /// How many different calls this ingestor has seen.
     public var callsSeen: Int { callsSeenHashes.count }
     private var lastRTT: [String: Double] = [:]
@@ -210,6 +217,7 @@ public struct RecordIngestor {
     private mutating func materialIndex(of call: String) -> [String: CallMaterial].Index {
         if let i = open.index(forKey: call) { return i }
         callsSeenHashes.insert(call.hashValue)
+        openIDBytes += call.utf8.count
         open[call] = CallMaterial(callID: call)
         return open.index(forKey: call)!  // a second lookup once per call
     }
@@ -217,7 +225,9 @@ public struct RecordIngestor {
     /// Removes and returns a call's material (when it ended, or at the end of the file).
     public mutating func take(_ call: String) -> CallMaterial? {
         lastRTT[call] = nil
-        return open.removeValue(forKey: call)
+        guard let m = open.removeValue(forKey: call) else { return nil }
+        openIDBytes -= call.utf8.count
+        return m
     }
 
     /// Removes and returns every open call's material, keeping what the calls' later records
@@ -226,13 +236,14 @@ public struct RecordIngestor {
     public mutating func takeOpen() -> [CallMaterial] {
         defer {
             open.removeAll()
+            openIDBytes = 0
             if lastRTT.count > bounds.maximumOpenCalls { lastRTT.removeAll() }
         }
         return open.keys.sorted().compactMap { open[$0] }
     }
 
     public mutating func takeAll() -> [CallMaterial] {
-        defer { open.removeAll(); lastRTT.removeAll() }
+        defer { open.removeAll(); lastRTT.removeAll(); openIDBytes = 0 }
         return open.keys.sorted().compactMap { open[$0] }
     }
 }

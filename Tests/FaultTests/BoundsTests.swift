@@ -92,7 +92,9 @@ final class BoundsTests: XCTestCase {
         let run = try Binary.run(["analyze", path, "--db", bounded, "--max-open-calls", "10", "--threads", "1"])
         XCTAssertEqual(run.status, 0, run.err)
         XCTAssertTrue(
-            run.err.contains("note: \(path):11: calls handed on early: 11 calls open at once (a reader holds at most 10): those open were handed on"),
+            run.err.contains(
+                "note: \(path):11: calls handed on early: 11 calls open at once, their ids 23 bytes (a reader holds at most 10 calls, 67108864 bytes of ids): those open were handed on"
+            ),
             run.err)
         XCTAssertEqual(run.err.components(separatedBy: "calls open at once").count - 1, 1, "said once per file (by each reader of it)")
         XCTAssertEqual(try query(bounded, "SELECT count(*), sum(complete) FROM calls"), ["30,30"])
