@@ -73,15 +73,18 @@ perf-check:
 	Benchmarks/check-performance.sh
 	$(SWIFT) test -c release --package-path Benchmarks --skip-build
 
-# The fault tests at soak size, then every fuzz target for FUZZ_SECONDS, then the figures.
+# The fault tests at soak size (kills, damaged input, hostile values, the privacy leak test, the
+# readers' memory bounds, a reader during a database's creation), then every fuzz target for
+# FUZZ_SECONDS, then the figures.
 SOAK_KILLS         ?= 500
 SOAK_ANALYZE_KILLS ?= 100
 SOAK_CONCURRENT    ?= 20
+SOAK_BLANK_MB      ?= 1024
 FUZZ_SECONDS       ?= 300
 soak: test-deps
 	$(SWIFT) build --build-tests
 	CALLSTATS_SOAK_KILLS=$(SOAK_KILLS) CALLSTATS_SOAK_ANALYZE_KILLS=$(SOAK_ANALYZE_KILLS) \
-	  CALLSTATS_SOAK_CONCURRENT=$(SOAK_CONCURRENT) $(SWIFT) test --skip-build --filter FaultTests > .build/soak.log 2>&1 \
+	  CALLSTATS_SOAK_CONCURRENT=$(SOAK_CONCURRENT) CALLSTATS_SOAK_BLANK_MB=$(SOAK_BLANK_MB) $(SWIFT) test --skip-build --filter FaultTests > .build/soak.log 2>&1 \
 	  || { grep -E "error|failed" .build/soak.log; exit 1; }
 	bash Fuzz/run.sh $(FUZZ_SECONDS) | tee .build/fuzz.log
 	@echo; echo "soak figures"; \

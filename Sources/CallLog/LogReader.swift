@@ -21,6 +21,16 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
         case missingDeltaBase = "delta without base"
         /// Lines that their checkpoint's length and XXH64 do not vouch for (`LogCheckpoint`).
         case failedCheckpoint = "failed checkpoint"
+        /// Records past one of a reader's bounds (`RecordIngestor`): an id too long, too many
+        /// records for one call in one file.
+        case beyondLimit = "record beyond a limit"
+        /// Not a skip: more calls were open at once than a reader holds, so those open were
+        /// handed on early, to be merged with their later records (nothing is lost).
+        case callsHandedOnEarly = "calls handed on early"
+
+        /// Whether this says what was done rather than what was skipped (it leaves the exit
+        /// status and the skipped counts alone).
+        public var isNote: Bool { self == .callsHandedOnEarly }
 
         /// "1 invalid record", "2 invalid records": how a summary counts them.
         public func counted(_ n: Int) -> String {
@@ -35,6 +45,8 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
                 case .invalidRecord: "invalid records"
                 case .missingDeltaBase: "deltas without base"
                 case .failedCheckpoint: "failed checkpoints"
+                case .beyondLimit: "records beyond a limit"
+                case .callsHandedOnEarly: "times calls were handed on early"
                 }
             return "\(n) \(plural)"
         }
@@ -358,7 +370,18 @@ struct LineChunker {
         var from = filled
         filled += n
         if atFileStart { skipByteOrderMark(from: &from, base: base) }
-        while from < filled, let nl = memchr(base + from, 0x0A, filled - from) {
+        while from < filled {
+            // Blank lines are no records: passed over a run at a time, with nothing kept for
+            // them (a few kilobytes of zstd can decode to gigabytes of newlines).
+            if from == lineStart && !skippingLongLine && base.load(fromByteOffset: from, as: UInt8.self) == 0x0A {
+                var p = from + 1
+                while p < filled && base.load(fromByteOffset: p, as: UInt8.self) == 0x0A { p += 1 }
+                lineNumber += p - from
+                lineStart = p
+                from = p
+                continue
+            }
+            guard let nl = memchr(base + from, 0x0A, filled - from) else { break }
             let end = base.distance(to: UnsafeRawPointer(nl))
             lineNumber += 1
             if skippingLongLine {
@@ -374,6 +397,11 @@ struct LineChunker {
                     lineStart = end + 1
                     hashedUpTo = lineStart
                     heldStart = lineStart
+                    from = end + 1
+                    continue
+                }
+                if trimmed == lineStart {  // a blank line ended by CR LF: no record either
+                    lineStart = end + 1
                     from = end + 1
                     continue
                 }

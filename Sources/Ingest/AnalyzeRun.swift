@@ -61,6 +61,11 @@ public final class AnalyzeRun {
         /// number of problems to be shown.
         public var issuesHandedOver = Options.defaultIssuesHandedOver
         public static let defaultIssuesHandedOver = 100
+        /// How long a commit to a new database waits for readers before `onReaderWait` says who
+        /// they are and it waits again (a commit never gives up: the run's work is kept).
+        public var readerWaitSeconds = 60.0
+        /// What one file can make a reader hold (`RecordIngestor.Bounds`).
+        public var bounds = RecordIngestor.Bounds()
 
         public init(paths: [String], database: String) {
             self.paths = paths
@@ -114,12 +119,17 @@ public final class AnalyzeRun {
     /// Before the database is upgraded from an older schema version (the argument), which
     /// happens before any file is read and can take minutes for millions of calls.
     public var onUpgrade: ((Int) -> Void)?
+    /// Each time a commit has waited `Options.readerWaitSeconds` for readers of a new database
+    /// and waits on: the processes that hold the file (`FileLockHolders.describe`).
+    public var onReaderWait: ((String) -> Void)?
 
     public init(options: Options) { self.options = options }
 
     public func run() throws -> Report {
         let started = Date()
         let store = try CallStore(path: options.database, willUpgrade: onUpgrade)
+        store.setReaderWait(seconds: options.readerWaitSeconds)
+        store.onReaderWait = onReaderWait
         // Into a database without calls, a call this run has not written yet is not stored.
         let startedWithoutCalls = try store.hasNoCalls()
         let config = try store.settingsForRun(asked: options.config, hasCalls: !startedWithoutCalls)
@@ -215,6 +225,7 @@ public final class AnalyzeRun {
         let nextFile = AtomicCounter()
         let pseudonymizer = options.pseudonymizer
         let issuesHandedOver = options.issuesHandedOver
+        let bounds = options.bounds
         let group = DispatchGroup()
         for r in 0..<readers {
             group.enter()
@@ -226,14 +237,15 @@ public final class AnalyzeRun {
                     guard i < wholeFiles.count, !queue.isCancelled else { break }
                     FileReading.read(
                         path: wholeFiles[i].path, fingerprint: wholeFiles[i].fingerprint, config: config,
-                        pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, into: queue)
+                        pseudonymizer: pseudonymizer, progress: reading, issuesHandedOver: issuesHandedOver, bounds: bounds,
+                        into: queue)
                 }
                 for (file, lines) in zip(sharedFiles, sharedLines) {
                     guard !queue.isCancelled else { lines.leave(reader: r); continue }
                     FileReading.read(
                         path: file.path, fingerprint: file.fingerprint, shared: (lines, r, readers),
                         config: config, pseudonymizer: pseudonymizer, progress: reading,
-                        issuesHandedOver: issuesHandedOver, into: queue)
+                        issuesHandedOver: issuesHandedOver, bounds: bounds, into: queue)
                 }
             }
         }

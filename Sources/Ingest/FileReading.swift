@@ -37,11 +37,12 @@ enum FileReading {
     static func read(
         path: String, fingerprint: FileFingerprint, shared: (lines: SharedLines, reader: Int, readers: Int)? = nil,
         config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress,
-        issuesHandedOver: Int = AnalyzeRun.Options.defaultIssuesHandedOver, into queue: HandOffQueue
+        issuesHandedOver: Int = AnalyzeRun.Options.defaultIssuesHandedOver, bounds: RecordIngestor.Bounds = .init(),
+        into queue: HandOffQueue
     ) {
         var intake = LineIntake(
             path: path, config: config, pseudonymizer: pseudonymizer, progress: progress, queue: queue,
-            issuesHandedOver: issuesHandedOver)
+            issuesHandedOver: issuesHandedOver, bounds: bounds)
         // Closures written at the call, not kept in a constant: a closure in a constant may
         // escape, so the state it changes was boxed and every line's access to it checked at
         // run time (`swift_beginAccess`, 0.2 % of the instructions on the simulated corpus).
@@ -54,9 +55,9 @@ enum FileReading {
         }
         intake.finish()
         let entry = CallStore.FileEntry(
-            path: path, fingerprint: fingerprint.description, size: fingerprint.size,
+            path: pseudonymizer?.ledgerPath(path) ?? path, fingerprint: fingerprint.description, size: fingerprint.size,
             mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
-            calls: intake.ingestor.callsSeen.count)
+            calls: intake.ingestor.callsSeen)
         queue.put(
             .fileDone(
                 FileDone(
@@ -75,13 +76,14 @@ private struct LineIntake {
     let queue: HandOffQueue
     /// For the calls' stored material, reused.
     let compressor = ZstdCompressor(level: CallMaterial.compressionLevel)
-    var ingestor = RecordIngestor()
+    var ingestor: RecordIngestor
     var records = 0, skipped = 0, textBytes = 0
     /// Problems handed to the writer one by one, at most `issuesHandedOver`; past that they are
     /// only counted here, by category. A file of garbage lines handed each over, and woke the
     /// writer for it: 1 MB/s on a file of one-byte lines.
     let issuesHandedOver: Int
     var issuesSent = 0
+    var saidHandedOn = false
     var issuesCounted: [LogIssue.Category: Int] = [:]
     /// What `progress` has been told: it is told every `ReadProgress.batchBytes` of text and at
     /// the end, since a lock per line would cost more than the line.
@@ -89,8 +91,9 @@ private struct LineIntake {
 
     init(
         path: String, config: AnalysisConfig, pseudonymizer: CallPseudonymizer?, progress: ReadProgress, queue: HandOffQueue,
-        issuesHandedOver: Int
+        issuesHandedOver: Int, bounds: RecordIngestor.Bounds
     ) {
+        ingestor = RecordIngestor(bounds: bounds)
         self.issuesHandedOver = issuesHandedOver
         self.path = path
         self.config = config
@@ -107,11 +110,30 @@ private struct LineIntake {
             records += 1
             // An ended call leaves the reader at once: memory holds open calls only.
             if ended, let m = ingestor.take(call) { send(m) }
+            if ingestor.holdsTooManyCalls { handOnOpenCalls(line: n) }
         case .agentNote:
             records += 1
         case .skipped(let category, let message):
             if handOver(category) { queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message))) }
         }
+    }
+
+    /// More calls are open than a reader holds: they go on now and are merged with their later
+    /// records (as a call split over files is), said once per file.
+    private mutating func handOnOpenCalls(line n: Int) {
+        let count = ingestor.open.count, bytes = ingestor.openIDBytes
+        let bounds = ingestor.bounds
+        for m in ingestor.takeOpen() { send(m) }
+        guard !saidHandedOn else { return }
+        saidHandedOn = true
+        queue.put(
+            .issue(
+                LogIssue(
+                    file: path, line: n, category: .callsHandedOnEarly,
+                    message:
+                        "\(count) calls open at once, their ids \(bytes) bytes (a reader holds at most \(bounds.maximumOpenCalls) "
+                        + "calls, \(bounds.maximumOpenIDBytes) bytes of ids): those open were "
+                        + "handed on and are merged with their later records; nothing is skipped")))
     }
 
     mutating func issue(_ issue: LogIssue) {

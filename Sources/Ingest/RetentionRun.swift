@@ -18,61 +18,80 @@ public enum RetentionRun {
         public var reclaimed: Bool
     }
 
-    /// Removes every call that started before `timestamp` (epoch ms).
-    public static func prune(database: String, before timestamp: Int64, reclaim: Bool) throws -> Report {
+    /// Removes every call that started before `timestamp` (epoch ms). `progress` is told each
+    /// stage as it begins (a few words, for a status line).
+    public static func prune(
+        database: String, before timestamp: Int64, reclaim: Bool, progress: ((String) -> Void)? = nil
+    ) throws -> Report {
         let store = try CallStore(path: database)
+        progress?("finding the calls to remove")
         let ids = try store.callIDs(startedBefore: timestamp)
-        return try remove(ids, from: store, database: database, reclaim: reclaim)
+        return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
     }
 
     /// Removes the calls `callIDs`, and every call whose `call` record names `user` in a person
-    /// field (`CallPseudonymizer.personFields`, in the record or its labels). With a
+    /// field (`KeyedIdentifiers.isIdentifyingField`, at any depth of the record). With a
     /// pseudonymizer, ids and the user are looked up by their pseudonyms too, since that is
     /// what a pseudonymised database holds.
     public static func forget(
         database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
-        reclaim: Bool
+        reclaim: Bool, progress: ((String) -> Void)? = nil
     ) throws -> Report {
         let store = try CallStore(path: database)
+        progress?("finding the calls to remove")
         var wanted = callIDs
         if let pseudonymizer { wanted += callIDs.map(pseudonymizer.identifier) }
         var ids = try store.existingCallIDs(wanted)
         if let user {
             let names = Set([user] + (pseudonymizer.map { [$0.identifier(user)] } ?? []))
             var found = Set(ids)
+            var looked = 0
             try store.forEachStoredMaterial { id, bytes in
+                looked += 1
+                if looked % 1000 == 0 { progress?("looking for the user in stored calls: \(looked) read, \(ids.count) found") }
                 guard !found.contains(id), let material = try? CallMaterial(decoding: bytes), let info = material.info else { return }
                 if namesPerson(info, in: names) { ids.append(id); found.insert(id) }
             }
         }
-        return try remove(ids, from: store, database: database, reclaim: reclaim)
+        return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
     }
 
-    private static func remove(_ ids: [String], from store: CallStore, database: String, reclaim: Bool) throws -> Report {
+    private static func remove(
+        _ ids: [String], from store: CallStore, database: String, reclaim: Bool, progress: ((String) -> Void)?
+    ) throws -> Report {
+        progress?("removing \(ids.count) call\(ids.count == 1 ? "" : "s") and rebuilding the rollups they counted in")
         let removal = try store.removeCalls(ids)
-        if reclaim && removal.calls > 0 { try store.reclaimSpace() }
+        if reclaim && removal.calls > 0 {
+            progress?("vacuuming \(database)")
+            try store.reclaimSpace()
+        }
         let space = try store.fileSpace()
         return Report(
             database: database, removal: removal, matched: ids, freeBytes: space.free, fileBytes: space.total,
             reclaimed: reclaim && removal.calls > 0)
     }
 
-    /// Whether a person field of the `call` record (or of its labels) holds one of `names`,
-    /// as text or as a number (a phone number given as one).
+    /// Whether an identifying field of the `call` record (at any depth: its labels, or an object
+    /// of the caller's) holds one of `names`, as text or as the JSON text of another value (a
+    /// phone number given as a number).
     static func namesPerson(_ info: JSONObject, in names: Set<String>) -> Bool {
-        let fields = Set(CallPseudonymizer.personFields.map { $0.lowercased() })
         func matches(_ object: JSONObject) -> Bool {
             object.entries.contains { entry in
-                guard fields.contains(entry.key.lowercased()) else { return false }
-                switch entry.value {
-                case .string(let s): return names.contains(s)
-                case .number: return names.contains(entry.value.serialized())
-                default: return false
+                if KeyedIdentifiers.isIdentifyingField(entry.key), let text = KeyedIdentifiers.identifyingText(entry.value),
+                    names.contains(text)
+                {
+                    return true
                 }
+                return inside(entry.value)
             }
         }
-        if matches(info) { return true }
-        if case .object(let labels)? = info["labels"] { return matches(labels) }
-        return false
+        func inside(_ value: JSONValue) -> Bool {
+            switch value {
+            case .object(let o): matches(o)
+            case .array(let a): a.contains(where: inside)
+            default: false
+            }
+        }
+        return matches(info)
     }
 }

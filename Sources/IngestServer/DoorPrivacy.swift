@@ -1,48 +1,37 @@
 import CallLog
 
 /// Pseudonymisation applied before a posted record is written, with the options and results of
-/// `callstats analyze --pseudonymize-key/--keep-address`: call ids become `anon-` and 16 hex
-/// digits of SipHash-2-4 under the key (the same pseudonym analyze gives, so a call posted here
-/// and one analysed with the key merge), person fields of `call` records and their labels are
-/// replaced the same way, and IP addresses in every record (statistics too, as the in-app
-/// collector does) go through CallLog's `Pseudonymizer` with the allow-list.
+/// `callstats analyze --pseudonymize-key/--keep-address`: call ids, identifying fields (person
+/// fields by a loose match of their name, whatever the value's type), the call's id inside
+/// other text, e-mail addresses, SIP user parts and E.164 numbers are replaced by their keyed
+/// pseudonyms (`KeyedIdentifiers`, the same as analyze's, so a call posted here and one analysed
+/// with the key merge); peer-connection names too; IP addresses in every record (statistics
+/// too, as the in-app collector does) go through CallLog's `Pseudonymizer` with the allow-list.
 public struct DoorPrivacy: Sendable {
-    public let key: SipHashKey
+    public let identifiers: KeyedIdentifiers
     public let addresses: Pseudonymizer
 
-    /// `call` record and label fields whose values identify a person (as analyze's).
-    public static let personFields: Set<String> = [
-        "user", "userId", "username", "caller", "callee", "from", "to", "email", "phone", "msisdn", "displayName",
-    ]
-
     public init(key: SipHashKey, keepAddresses: [IPPrefix] = []) {
-        self.key = key
+        identifiers = KeyedIdentifiers(key: key)
         addresses = Pseudonymizer(method: .keyedHash(key), allowList: keepAddresses)
     }
 
-    public func identifier(_ text: String) -> String {
-        let h = SipHash24.hash(Array(text.utf8), key: key)
-        let hex = String(h, radix: 16)
-        return "anon-" + String(repeating: "0", count: 16 - hex.count) + hex
-    }
+    public func identifier(_ text: String) -> String { identifiers.identifier(text) }
 
     public func apply(to record: LogRecord) -> LogRecord {
         var r = addresses.scrub(record)
         // `-` is the agent record's "no call", which readers recognise; it names no one.
+        let secrets = KeyedIdentifiers.secrets(ofCallID: r.call)
         if r.call != "-" { r.call = identifier(r.call) }
-        if r.kind == .call {
-            replacePersons(in: &r.body)
-            if case .object(var labels)? = r.body["labels"] {
-                replacePersons(in: &labels)
-                r.body["labels"] = .object(labels)
-            }
+        if r.kind == .stats {
+            // A report's ids and types name objects, not people: only the connection's name and
+            // text naming the call or someone are replaced (addresses were, above).
+            if case .string(let pc)? = r.body["pc"], pc != "pc" { r.body["pc"] = .string(identifier(pc)) }
+            identifiers.scrub(&r.body, secrets: secrets)
+            return r
         }
+        identifiers.replaceIdentifyingFields(in: &r.body)
+        identifiers.scrub(&r.body, secrets: secrets, skipping: r.kind == .call ? ["sdkVersion", "appVersion"] : [])
         return r
-    }
-
-    private func replacePersons(in object: inout JSONObject) {
-        for i in object.entries.indices where DoorPrivacy.personFields.contains(object.entries[i].key) {
-            if case .string(let s) = object.entries[i].value { object.entries[i].value = .string(identifier(s)) }
-        }
     }
 }

@@ -39,7 +39,12 @@ public struct ReportData {
     ]
 
     /// `grading`: the settings the calls were graded with, as the header says them.
-    public init(database db: Database, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options()) throws {
+    /// `progress`: told each stage as it begins.
+    public init(
+        database db: Database, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options(),
+        progress: ((String) -> Void)? = nil
+    ) throws {
+        progress?("counting calls")
         callCount = try db.scalar("SELECT count(*) FROM calls")?.int64 ?? 0
         poorCount = try db.scalar("SELECT count(*) FROM calls WHERE grade = 'poor'")?.int64 ?? 0
         let first = try db.scalar("SELECT min(start_ts) FROM calls")?.int64
@@ -60,10 +65,14 @@ public struct ReportData {
         var root = JSONObject()
         root["meta"] = .object(meta)
         root["dimensions"] = .array(ReportData.dimensions.map { .string($0) })
+        progress?("\(callCount) calls: quality over time and breakdowns (rollups)")
         root["series"] = try ReportData.series(db, period: period)
+        progress?("\(callCount) calls: distributions")
         root["histograms"] = try ReportData.distributions(db)
+        progress?("\(callCount) calls: the \(options.worstCalls) worst")
         let worst = try ReportData.worstCalls(db, limit: options.worstCalls)
         root["worst"] = .array(worst.rows)
+        progress?("\(callCount) calls: drill-downs of \(min(options.drillDowns, worst.ids.count)) calls")
         root["drill"] = try ReportData.drillDowns(db, calls: Array(worst.ids.prefix(options.drillDowns)))
         json = .object(root)
     }

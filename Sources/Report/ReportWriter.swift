@@ -11,14 +11,18 @@ public enum ReportWriter {
     }
 
     /// Opens `database` read-only (a missing file or one that is not a callstats database is an
-    /// error naming it) and writes the page to `output`.
-    public static func write(database: String, output: String, options: ReportData.Options = .init()) throws -> Result {
+    /// error naming it) and writes the page to `output`. `progress` is told each stage as it
+    /// begins (a few words, for a status line).
+    public static func write(
+        database: String, output: String, options: ReportData.Options = .init(), progress: ((String) -> Void)? = nil
+    ) throws -> Result {
         let started = Date()
         let reader = try StoreReader(path: database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let data = try ReportData(
             database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-            grading: try reader.recordedSettingsSummary(), options: options)
+            grading: try reader.recordedSettingsSummary(), options: options, progress: progress)
+        progress?("writing \(output)")
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)
         return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))

@@ -81,6 +81,10 @@ public final class Database {
         sqlite3_busy_timeout(handle, milliseconds)
     }
 
+    /// Whether a transaction is open on this connection (after a COMMIT that failed with
+    /// SQLITE_BUSY it still is, and the COMMIT can be run again).
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     func error(_ rc: Int32, sql: String? = nil) -> Error {
         Error(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
     }

@@ -92,3 +92,52 @@ struct WriterLock {
         close(fd)
     }
 }
+
+/// The processes other than this one that hold a POSIX lock on a file (SQLite readers hold a
+/// read lock on the database while they read), as the kernel lists them in /proc/locks: the
+/// only way to name a reader, since SQLite itself records none. Loose by nature: it matches the
+/// file by inode, sees only this machine, and names a process, not what it is doing.
+public enum FileLockHolders {
+    /// "pid 1234 (sqlite3), pid 99 (callstats)", or a sentence saying they could not be found.
+    public static func describe(_ path: String) -> String {
+        let pids = holders(path)
+        guard !pids.isEmpty else { return "another process (no lock holder found in /proc/locks)" }
+        return pids.map { pid in
+            let comm = readText("/proc/\(pid)/comm")?.split(separator: "\n").first.map(String.init)
+            return "pid \(pid)" + (comm.map { " (\($0))" } ?? "")
+        }.joined(separator: ", ")
+    }
+
+    /// The pids, in order, of the processes other than this one with a lock on `path`'s inode.
+    public static func holders(_ path: String) -> [Int32] {
+        var st = stat()
+        guard stat(path, &st) == 0, let text = readText("/proc/locks") else { return [] }
+        let inode = UInt64(st.st_ino)
+        var pids: [Int32] = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            // "1: POSIX  ADVISORY  READ 1234 08:01:5678 1073741824 1073742335" (a waiter has "->").
+            guard !fields.contains("->"), let at = fields.firstIndex(where: { $0.split(separator: ":").count == 3 }), at > 0,
+                let pid = Int32(fields[at - 1]), let ino = fields[at].split(separator: ":").last.flatMap({ UInt64($0) }),
+                ino == inode, pid != getpid(), !pids.contains(pid)
+            else { continue }
+            pids.append(pid)
+        }
+        return pids.sorted()
+    }
+
+    /// A small file's text (files in /proc report no size, so it is read to its end).
+    static func readText(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < 16 << 20 {
+            let n = read(fd, &chunk, chunk.count)
+            guard n > 0 else { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -27,9 +27,11 @@ struct AnalyzeCommand: ParsableCommand {
             --config and --set choose others for a new database (for one that holds calls graded \
             otherwise, use `callstats regrade`).
 
-            Privacy: with --pseudonymize-key, call ids and person fields of the call record (user, \
-            caller, callee, email, phone, ...) become keyed pseudonyms (`anon-` + 16 hex digits) and \
-            IP addresses in call, event and end records are replaced, before anything is stored. \
+            Privacy: with --pseudonymize-key, call ids, person fields (user, caller, email, phone, \
+            ..., at any depth, names matched loosely), e-mail addresses, phone numbers and the call's \
+            id in any text, and peer-connection names become keyed pseudonyms (`anon-` + 16 hex \
+            digits), and IP addresses are replaced (in captured streams' ids too), before anything \
+            is stored. \
             Use the same key for every run over one database so that calls still merge.
 
             Examples:
@@ -79,6 +81,19 @@ struct AnalyzeCommand: ParsableCommand {
     @Flag(help: "Print the summary as one JSON object (no progress; warnings still go to standard error).")
     var json = false
 
+    /// Seconds a commit to a new database waits for readers before saying who they are and
+    /// waiting again (the reader tests shorten it).
+    @Option(help: .hidden)
+    var readerWaitSeconds: Double?
+
+    /// The readers' bounds (`RecordIngestor.Bounds`), small in the tests that attack them.
+    @Option(help: .hidden)
+    var maxOpenCalls: Int?
+    @Option(help: .hidden)
+    var maxRecordsPerCall: Int?
+    @Option(help: .hidden)
+    var maxIDBytes: Int?
+
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
     var callsPerWrite: Int?
@@ -110,7 +125,19 @@ struct AnalyzeCommand: ParsableCommand {
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }
         if let callsPerWrite { options.callsPerWrite = max(1, callsPerWrite) }
         options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
+        if let maxOpenCalls { options.bounds.maximumOpenCalls = max(1, maxOpenCalls) }
+        if let maxRecordsPerCall { options.bounds.maximumRecordsPerCall = max(1, maxRecordsPerCall) }
+        if let maxIDBytes { options.bounds.maximumIDBytes = max(1, maxIDBytes) }
+        if let readerWaitSeconds { options.readerWaitSeconds = max(0.001, readerWaitSeconds) }
         let run = AnalyzeRun(options: options)
+        // Always said, --quiet and --json too: it is why the run does not end.
+        let database = db
+        run.onReaderWait = { readers in
+            Terminal.clearStatus()
+            Terminal.error(
+                "note: \(database) is being read by \(readers): the run's work is kept and its commit waits "
+                    + "until the reading ends (a new database is written under a rollback journal)")
+        }
         let issuesLeftToShow = Locked(quiet ? 0 : showIssues)
         run.onIssue = { issue in
             let show = issuesLeftToShow.withLock { left in
@@ -120,7 +147,7 @@ struct AnalyzeCommand: ParsableCommand {
             }
             if show {
                 Terminal.clearStatus()
-                Terminal.error("warning: " + Printable.escaped(issue.description))
+                Terminal.error((issue.category.isNote ? "note: " : "warning: ") + Printable.escaped(issue.description))
             }
         }
         if !quiet && !json {

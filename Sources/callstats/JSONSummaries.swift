@@ -54,3 +54,13 @@ enum JSONSummary {
         ])
     }
 }
+
+/// The status line of a command that goes through stages (`report`, `prune`, `forget`), as
+/// `analyze` has one: rewritten in place on a terminal, nothing elsewhere (`Terminal.status`),
+/// nothing with --quiet or --json. The caller clears it before printing its summary.
+enum ProgressLine {
+    static func stages(_ command: String, quiet: Bool) -> ((String) -> Void)? {
+        guard !quiet else { return nil }
+        return { stage in Terminal.status("\(command): \(Printable.escaped(stage))…") }
+    }
+}

@@ -36,6 +36,9 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "Print the summary as one JSON object.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "No progress line.")
+    var quiet = false
+
     func run() throws {
         guard worst >= 0, drillDowns >= 0 else { throw ValidationError("--worst and --drill-downs must not be negative") }
         var options = ReportData.Options()
@@ -44,7 +47,9 @@ struct ReportCommand: ParsableCommand {
         guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         let r: ReportWriter.Result
         do {
-            r = try ReportWriter.write(database: db, output: out, options: options)
+            defer { Terminal.clearStatus() }
+            r = try ReportWriter.write(
+                database: db, output: out, options: options, progress: ProgressLine.stages("report", quiet: quiet || json))
         } catch let error as CocoaError {
             // A file system error names the report's path; say it in one line, not as a dump.
             let reason = (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? error.localizedDescription

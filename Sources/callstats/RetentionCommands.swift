@@ -40,6 +40,9 @@ struct PruneCommand: ParsableCommand {
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "No progress line.")
+    var quiet = false
+
     func validate() throws {
         guard (before == nil) != (olderThan == nil) else { throw ValidationError("give one of --before DATE or --older-than AGE") }
         if let before, SimulateCommand.parseDate(before) == nil {
@@ -58,7 +61,9 @@ struct PruneCommand: ParsableCommand {
         } else {
             cutoff = Int64(Date().timeIntervalSince1970 * 1000) - (olderThan.flatMap(RetentionAge.milliseconds) ?? 0)
         }
-        let report = try RetentionRun.prune(database: db, before: cutoff, reclaim: vacuum)
+        let report = try RetentionRun.prune(
+            database: db, before: cutoff, reclaim: vacuum, progress: ProgressLine.stages("prune", quiet: quiet || json))
+        Terminal.clearStatus()
         RetentionSummary.print(report, command: "prune", json: json, extra: [("before", RetentionSummary.isoDate(cutoff))])
     }
 }
@@ -99,6 +104,9 @@ struct ForgetCommand: ParsableCommand {
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "No progress line.")
+    var quiet = false
+
     func validate() throws {
         if calls.isEmpty && user == nil { throw ValidationError("give --call ID (repeatable) or --user VALUE") }
         if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
@@ -109,7 +117,10 @@ struct ForgetCommand: ParsableCommand {
     func run() throws {
         guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         let pseudonymizer = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map { CallPseudonymizer(key: $0) }
-        let report = try RetentionRun.forget(database: db, callIDs: calls, user: user, pseudonymizer: pseudonymizer, reclaim: vacuum)
+        let report = try RetentionRun.forget(
+            database: db, callIDs: calls, user: user, pseudonymizer: pseudonymizer, reclaim: vacuum,
+            progress: ProgressLine.stages("forget", quiet: quiet || json))
+        Terminal.clearStatus()
         RetentionSummary.print(report, command: "forget", json: json, extra: [])
     }
 }
