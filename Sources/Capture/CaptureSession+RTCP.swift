@@ -39,22 +39,24 @@ extension CaptureSession {
     }
 
     mutating func rememberSenderReport(ssrc: UInt32, ntp: UInt64, at now: Int64) {
-        let middle = UInt32(truncatingIfNeeded: ntp >> 16)
-        var list = senderReports[ssrc] ?? []
-        if list.count >= CaptureSession.senderReportMemory { list.removeFirst() }
-        list.append((middle, now))
-        senderReports[ssrc] = list
-        if senderReports.count > configuration.maximumStreams { senderReports.removeAll() }
+        Self.remember(ntp: ntp, of: ssrc, at: now, in: &senderReports, streams: configuration.maximumStreams)
     }
 
     /// An RRTR (RFC 3611 §4.4), kept as SRs are: a later DLRR names it by its NTP middle 32 bits.
     mutating func rememberReceiverReference(ssrc: UInt32, ntp: UInt64, at now: Int64) {
-        let middle = UInt32(truncatingIfNeeded: ntp >> 16)
-        var list = receiverReferences[ssrc] ?? []
+        Self.remember(ntp: ntp, of: ssrc, at: now, in: &receiverReferences, streams: configuration.maximumStreams)
+    }
+
+    /// Keeps the last few references of `ssrc` (its NTP middle 32 bits and arrival) that a later
+    /// report names; the table is emptied past the stream cap, so it never outgrows the streams.
+    private static func remember(
+        ntp: UInt64, of ssrc: UInt32, at now: Int64, in table: inout [UInt32: [(ntpMiddle: UInt32, arrivalNanos: Int64)]], streams: Int
+    ) {
+        var list = table[ssrc] ?? []
         if list.count >= CaptureSession.senderReportMemory { list.removeFirst() }
-        list.append((middle, now))
-        receiverReferences[ssrc] = list
-        if receiverReferences.count > configuration.maximumStreams { receiverReferences.removeAll() }
+        list.append((UInt32(truncatingIfNeeded: ntp >> 16), now))
+        table[ssrc] = list
+        if table.count > streams { table.removeAll() }
     }
 
     /// XR round-trip time (RFC 3611 §4.5), the arithmetic of RR's LSR/DLSR: the DLRR's arrival,
