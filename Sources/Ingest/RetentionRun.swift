@@ -20,6 +20,7 @@ public enum RetentionRun {
 
     /// Removes every call that started before `timestamp` (epoch ms).
     public static func prune(database: String, before timestamp: Int64, reclaim: Bool) throws -> Report {
+        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "prune") }
         let store = try CallStore(path: database)
         let ids = try store.callIDs(startedBefore: timestamp)
         return try remove(ids, from: store, database: database, reclaim: reclaim)
@@ -33,6 +34,7 @@ public enum RetentionRun {
         database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
         reclaim: Bool
     ) throws -> Report {
+        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "forget") }
         let store = try CallStore(path: database)
         var wanted = callIDs
         if let pseudonymizer { wanted += callIDs.map(pseudonymizer.identifier) }

@@ -14,11 +14,18 @@ public enum ReportWriter {
     /// error naming it) and writes the page to `output`.
     public static func write(database: String, output: String, options: ReportData.Options = .init()) throws -> Result {
         let started = Date()
-        let reader = try StoreReader(path: database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data = try ReportData(
-            database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-            grading: try reader.recordedSettingsSummary(), options: options)
+        let data: ReportData
+        if StoreLocation.isPostgres(database) {
+            let reader = try PostgresReader(url: database)
+            data = try ReportData(
+                database: reader, name: reader.name, generatedAt: now, grading: try reader.recordedSettings().summaryText, options: options)
+        } else {
+            let reader = try StoreReader(path: database)
+            data = try ReportData(
+                database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
+                grading: try reader.recordedSettingsSummary(), options: options)
+        }
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)
         return Result(calls: data.callCount, poor: data.poorCount, bytes: page.count, seconds: Date().timeIntervalSince(started))
