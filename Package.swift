@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Layering (each line depends only on lines above it):
-//   CZstd, CZlib, CPcap, CSQLite      system libraries
+//   CZstd, CZlib, CPcap, CSQLite,     system libraries
+//   CLibPQ
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames (gzip where zstd is
 //                                     missing), reader, writer
@@ -18,7 +19,9 @@ import PackageDescription
 //   Analysis                          material -> results, pure: intervals, summaries, setup,
 //                                     findings, grade, settings; `CallAnalysis` and its rows
 //   SQLiteDatabase                    the SQLite C API made safe (connections, statements, values)
-//   Store                             the schema and every SQL statement: writer, readers, comparison
+//   PostgresDatabase                  libpq made safe (connections, parameterised statements, COPY)
+//   Store                             the schema and every SQL statement: writer, readers, comparison,
+//                                     for SQLite files and PostgreSQL servers
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
 //   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
@@ -37,7 +40,7 @@ let package = Package(
         // them through their public API.
         .library(name: "CallstatsModules", targets: [
             "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
-            "SQLiteDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
+            "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
         ]),
     ],
     dependencies: [
@@ -49,6 +52,7 @@ let package = Package(
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         .target(name: "CByteCompare"),
 
@@ -64,7 +68,8 @@ let package = Package(
         .target(name: "MaterialCodec", dependencies: ["CallLog", "MaterialScanning"]),
         .target(name: "Analysis", dependencies: ["CallLog", "Quality", "MaterialScanning"]),
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite"]),
-        .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase"]),
+        .target(name: "PostgresDatabase", dependencies: ["CLibPQ"]),
+        .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
         .target(name: "IngestServer", dependencies: [
@@ -109,6 +114,8 @@ let package = Package(
             "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
         ]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
+        // The PostgreSQL store against a real server (`PostgresServer`), through the binary.
+        .testTarget(name: "PostgresTests", dependencies: ["callstats", "Store", "SQLiteDatabase", "CallLog", "Importers", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
         .testTarget(name: "FaultTests", dependencies: [

@@ -125,14 +125,24 @@ public final class AnalyzeRun {
 
     public init(options: Options) { self.options = options }
 
+    /// Opens the database `options.database` names (`StoreLocation`) and runs.
     public func run() throws -> Report {
-        let started = Date()
+        if StoreLocation.isPostgres(options.database) {
+            return try run(into: PostgresStore(url: options.database))
+        }
         let store = try CallStore(path: options.database, willUpgrade: onUpgrade)
         store.setReaderWait(seconds: options.readerWaitSeconds)
         store.onReaderWait = onReaderWait
-        // Into a database without calls, a call this run has not written yet is not stored.
-        let startedWithoutCalls = try store.hasNoCalls()
-        let config = try store.settingsForRun(asked: options.config, hasCalls: !startedWithoutCalls)
+        return try run(into: store)
+    }
+
+    private func run<Results: ResultStore>(into store: Results) throws -> Report {
+        let started = Date()
+        // Into a database without calls, a call this run has not written yet is not stored,
+        // unless other processes write it too.
+        let hasNoCalls = try store.hasNoCalls()
+        let startedWithoutCalls = hasNoCalls && !store.sharedByOtherWriters
+        let config = try store.settingsForRun(asked: options.config, hasCalls: !hasNoCalls)
         let search = LogFiles.find(options.paths)
         let found = search.files
 

@@ -12,6 +12,7 @@ import Store
 ///   interrupted run leaves a consistent database and the next run reads unfinished files again.
 /// - Rollup buckets the calls touched are marked pending in the transaction of those calls, and
 ///   rebuilt once, in the final commit (`ResultStore.markRollupsPending`).
+/// - Into a store other processes write too, every sorted batch of calls commits on its own.
 /// - A call seen in several files of the run is written again with each part; it is counted
 ///   once, with the grade of its last write.
 final class AnalyzeWriter<Results: ResultStore> {
@@ -188,6 +189,9 @@ final class AnalyzeWriter<Results: ResultStore> {
             progress.callsWritten += 1
         }
         unwritten.removeAll(keepingCapacity: true)
+        // Each call written was locked in call-id order: committing now keeps another writer's
+        // locks from ever waiting on these in a cycle (`ResultStore.sharedByOtherWriters`).
+        if store.sharedByOtherWriters && callsInTransaction > 0 { try commitAndContinue() }
     }
 
     /// Commits the calls written so far with their pending rollup marks, and opens the next

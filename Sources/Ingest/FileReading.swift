@@ -174,7 +174,7 @@ enum CallWriting {
     /// Returns the grade the call now has and the start times whose rollups it touched (the
     /// analysis itself is not handed back: copying it retained and released all its arrays).
     static func write(
-        _ p: PendingCall, to store: CallStore, config: AnalysisConfig,
+        _ p: PendingCall, to store: some ResultStore, config: AnalysisConfig,
         knownNew: Bool = false
     ) throws -> (grade: Grade, starts: [Int64]) {
         guard !knownNew, let stored = try store.storedCall(p.callID) else {
@@ -195,7 +195,7 @@ enum CallWriting {
             throw StoredCallError(callID: p.callID, reason: "\(error)")
         }
         let analysis = CallAnalyzer.analyze(material, config: config)
-        try store.write(analysis, complete: material.hasEnded, material: material.encoded())
+        try store.write(analysis, complete: material.hasEnded, material: material.encoded(), replacing: true)
         return (analysis.call.grade, [stored.startTs, analysis.call.startTs])
     }
 }

@@ -41,10 +41,15 @@ public final class RegradeRun {
 
     public init(options: Options) { self.options = options }
 
+    /// Opens the database `options.database` names (`StoreLocation`) and regrades it.
     public func run() throws -> Report {
-        let started = Date()
+        if StoreLocation.isPostgres(options.database) { return try run(on: PostgresStore(url: options.database)) }
         guard FileManager.default.fileExists(atPath: options.database) else { throw RegradeError.noDatabase(options.database) }
-        let store = try CallStore(path: options.database)
+        return try run(on: CallStore(path: options.database))
+    }
+
+    private func run<Results: ResultStore>(on store: Results) throws -> Report {
+        let started = Date()
         let previous = try store.recordedSettings()
         let config = options.config ?? previous
         let before = try store.totals()

@@ -23,6 +23,7 @@ public enum RetentionRun {
     public static func prune(
         database: String, before timestamp: Int64, reclaim: Bool, progress: ((String) -> Void)? = nil
     ) throws -> Report {
+        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "prune") }
         let store = try CallStore(path: database)
         progress?("finding the calls to remove")
         let ids = try store.callIDs(startedBefore: timestamp)
@@ -37,6 +38,7 @@ public enum RetentionRun {
         database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
         reclaim: Bool, progress: ((String) -> Void)? = nil
     ) throws -> Report {
+        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "forget") }
         let store = try CallStore(path: database)
         progress?("finding the calls to remove")
         var wanted = callIDs

@@ -41,14 +41,14 @@ public struct ReportData {
     /// `grading`: the settings the calls were graded with, as the header says them.
     /// `progress`: told each stage as it begins.
     public init(
-        database db: Database, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options(),
+        database db: some StoreRows, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options(),
         progress: ((String) -> Void)? = nil
     ) throws {
         progress?("counting calls")
-        callCount = try db.scalar("SELECT count(*) FROM calls")?.int64 ?? 0
-        poorCount = try db.scalar("SELECT count(*) FROM calls WHERE grade = 'poor'")?.int64 ?? 0
-        let first = try db.scalar("SELECT min(start_ts) FROM calls")?.int64
-        let last = try db.scalar("SELECT max(start_ts) FROM calls")?.int64
+        callCount = try db.selectRows("SELECT count(*) FROM calls", []).first?.first?.int64 ?? 0
+        poorCount = try db.selectRows("SELECT count(*) FROM calls WHERE grade = 'poor'", []).first?.first?.int64 ?? 0
+        let first = try db.selectRows("SELECT min(start_ts) FROM calls", []).first?.first?.int64
+        let last = try db.selectRows("SELECT max(start_ts) FROM calls", []).first?.first?.int64
         let spanDays = Double((last ?? 0) - (first ?? 0)) / 86_400_000
         let period = spanDays <= options.hourlyUpToDays ? "hour" : "day"
 
@@ -86,16 +86,15 @@ public struct ReportData {
     ]
 
     /// Rollup rows of the chosen period: column names once, then rows of values.
-    static func series(_ db: Database, period: String) throws -> JSONValue {
+    static func series(_ db: some StoreRows, period: String) throws -> JSONValue {
         let dims = (["all"] + dimensions).map { "'\($0)'" }.joined(separator: ", ")
         // A database not yet upgraded to version 4 has no `unmeasured` count: none were graded so.
-        let hasUnmeasured = try db.scalar("SELECT count(*) FROM pragma_table_info('rollups') WHERE name = 'unmeasured'")?.int64 == 1
+        let hasUnmeasured = try db.hasColumn("rollups", "unmeasured")
         let columns = seriesColumns.map { $0 == "unmeasured" && !hasUnmeasured ? "0 AS unmeasured" : $0 }
-        let s = try db.statement(
-            "SELECT \(columns.joined(separator: ", ")) FROM rollups WHERE period = ? AND dimension IN (\(dims)) ORDER BY bucket_ts, dimension, value")
-        try s.bind([.text(period)])
-        var rows: [JSONValue] = []
-        while try s.step() { rows.append(.array((0..<seriesColumns.count).map { json(s.value($0)) })) }
+        let rows: [JSONValue] = try db.selectRows(
+            "SELECT \(columns.joined(separator: ", ")) FROM rollups WHERE period = ? AND dimension IN (\(dims)) ORDER BY bucket_ts, dimension, value",
+            [.text(period)]
+        ).map { row in .array(row.map(json)) }
         return .object(["columns": .array(seriesColumns.map { .string($0) }), "rows": .array(rows)])
     }
 
@@ -104,22 +103,22 @@ public struct ReportData {
     /// Per metric, counts per (day, dimension value, bin), sparse: `[day, dim, value, bin, count]`
     /// with dim -1 for all calls. Days and dimension values are indexes into the lists sent
     /// beside them, so the page filters by time and dimension without the rows.
-    static func distributions(_ db: Database) throws -> JSONValue {
+    static func distributions(_ db: some StoreRows) throws -> JSONValue {
         let dimColumns = Schema.rollupDimensions.filter { dimensions.contains($0.name) }
         let ordered = dimensions.map { d in dimColumns.first { $0.name == d }!.column }
         let metricColumns = histograms.map(\.column)
         let sql =
             "SELECT start_ts / 86400000, " + ordered.map { "coalesce(\($0), 'unknown')" }.joined(separator: ", ")
             + ", " + metricColumns.joined(separator: ", ") + " FROM calls"
-        let s = try db.statement(sql)
+        let rows = try db.selectRows(sql, [])
         var days: [Int64: Int] = [:], dayList: [Int64] = []
         var valueIndex = Array(repeating: [String: Int](), count: dimensions.count)
         var valueLists = Array(repeating: [String](), count: dimensions.count)
         // Key: metric, day, dim (+1), value, bin packed into one integer for a flat dictionary.
         var counts: [Int64: Int] = [:]
         var dimValues = [Int](repeating: 0, count: dimensions.count)
-        while try s.step() {
-            let day = s.value(0).int64 ?? 0
+        for row in rows {
+            let day = row[0].int64 ?? 0
             let d: Int
             if let known = days[day] {
                 d = known
@@ -129,7 +128,7 @@ public struct ReportData {
                 dayList.append(day)
             }
             for i in dimensions.indices {
-                let text = s.value(1 + i).description
+                let text = row[1 + i].description
                 if let v = valueIndex[i][text] {
                     dimValues[i] = v
                 } else {
@@ -140,7 +139,7 @@ public struct ReportData {
                 }
             }
             for (m, h) in histograms.enumerated() {
-                guard let x = s.value(1 + dimensions.count + m).double, x.isFinite else { continue }
+                guard let x = row[1 + dimensions.count + m].double, x.isFinite else { continue }
                 let bin = max(0, min(h.bins - 1, Int(((x - h.low) / h.width).rounded(.down))))
                 counts[pack(m, d, -1, 0, bin), default: 0] += 1
                 for i in dimensions.indices { counts[pack(m, d, i, dimValues[i], bin), default: 0] += 1 }
@@ -182,16 +181,14 @@ public struct ReportData {
     static let worstOrder = "WHERE grade IN ('poor', 'no_media') ORDER BY grade = 'no_media', mos_worst IS NULL, mos_worst, call_id"
 
     /// The ids of the calls the worst-calls table lists, in its order.
-    public static func worstCallIDs(_ db: Database, limit: Int) throws -> [String] {
-        try db.rows("SELECT call_id FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].string }
+    public static func worstCallIDs(_ db: some StoreRows, limit: Int) throws -> [String] {
+        try db.selectRows("SELECT call_id FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].string }
     }
 
-    static func worstCalls(_ db: Database, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
+    static func worstCalls(_ db: some StoreRows, limit: Int) throws -> (rows: [JSONValue], ids: [String]) {
         // The sent direction and the conversation came with schema version 4: a database not yet
         // upgraded is reported as it is, without them.
-        let current =
-            try db.scalar("SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'mos_worst_sent'")?.int64 == 1
-            && db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'call_conversations'")?.int64 == 1
+        let current = try db.hasColumn("calls", "mos_worst_sent") && db.hasColumn("call_conversations", "call_id")
         let columns = [
             "call_id", "start_ts", "duration_ms", "grade", "mos_worst", "mos_cq", "loss_pct", "jitter_ms", "rtt_ms",
             "network", "platform", "sdk || ' ' || sdk_version", "app || ' ' || app_version", "audio_codec",
@@ -207,18 +204,15 @@ public struct ReportData {
             "network", "platform", "sdk", "app_version", "codec", "candidate_type", "reason", "sdk_score", "sdk_score_min",
             "mos_worst_sent", "conversation", "legs",
         ]
-        let rows = try db.rows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])
+        let rows = try db.selectRows("SELECT \(columns.joined(separator: ", ")) FROM calls \(worstOrder) LIMIT ?", [.integer(Int64(limit))])
         let ids = rows.compactMap { $0[0].string }
         var findings: [String: [JSONValue]] = [:]
         if !ids.isEmpty {
-            let s = try db.statement(
-                "SELECT call_id, code, severity, start_ts, duration_ms, detail FROM findings WHERE call_id = ? AND severity != 'info' ORDER BY start_ts")
             for id in ids {
-                try s.bind([.text(id)])
-                var list: [JSONValue] = []
-                while try s.step() { list.append(.array((1..<6).map { json(s.value($0)) })) }
-                findings[id] = list
-                s.reset()
+                findings[id] = try db.selectRows(
+                    "SELECT call_id, code, severity, start_ts, duration_ms, detail FROM findings WHERE call_id = ? AND severity != 'info' ORDER BY start_ts",
+                    [.text(id)]
+                ).map { row in .array(row[1..<6].map(json)) }
             }
         }
         let out: [JSONValue] = rows.map { r in
@@ -231,36 +225,26 @@ public struct ReportData {
     }
 
     /// Per call: its inbound audio and video intervals, events and findings.
-    static func drillDowns(_ db: Database, calls ids: [String]) throws -> JSONValue {
+    static func drillDowns(_ db: some StoreRows, calls ids: [String]) throws -> JSONValue {
         var out = JSONObject()
-        let intervals = try db.statement(
-            """
+        let intervals = """
             SELECT i.end_ts, s.kind, i.mos_cq, i.loss_pct, i.jitter_ms, i.rtt_ms, i.bitrate_kbps, i.fps, i.freeze_ms
             FROM intervals i JOIN streams s ON s.call_id = i.call_id AND s.stream_id = i.stream_id
             WHERE i.call_id = ? AND s.direction = 'inbound' ORDER BY i.end_ts
-            """)
-        let events = try db.statement("SELECT ts, kind, action, type FROM events WHERE call_id = ? ORDER BY ts")
-        let findings = try db.statement("SELECT start_ts, duration_ms, code, severity FROM findings WHERE call_id = ? ORDER BY start_ts")
+            """
+        let events = "SELECT ts, kind, action, type FROM events WHERE call_id = ? ORDER BY ts"
+        let findings = "SELECT start_ts, duration_ms, code, severity FROM findings WHERE call_id = ? ORDER BY start_ts"
         for id in ids {
             var audio: [JSONValue] = [], video: [JSONValue] = []
-            try intervals.bind([.text(id)])
-            while try intervals.step() {
-                let kind = intervals.value(1).string
-                if kind == "video" {
-                    video.append(.array([0, 6, 7, 8].map { json(intervals.value($0)) }))
+            for row in try db.selectRows(intervals, [.text(id)]) {
+                if row[1].string == "video" {
+                    video.append(.array([0, 6, 7, 8].map { json(row[$0]) }))
                 } else {
-                    audio.append(.array([0, 2, 3, 4, 5, 6].map { json(intervals.value($0)) }))
+                    audio.append(.array([0, 2, 3, 4, 5, 6].map { json(row[$0]) }))
                 }
             }
-            intervals.reset()
-            var ev: [JSONValue] = []
-            try events.bind([.text(id)])
-            while try events.step() { ev.append(.array((0..<4).map { json(events.value($0)) })) }
-            events.reset()
-            var fi: [JSONValue] = []
-            try findings.bind([.text(id)])
-            while try findings.step() { fi.append(.array((0..<4).map { json(findings.value($0)) })) }
-            findings.reset()
+            let ev: [JSONValue] = try db.selectRows(events, [.text(id)]).map { .array($0.map(json)) }
+            let fi: [JSONValue] = try db.selectRows(findings, [.text(id)]).map { .array($0.map(json)) }
             out[id] = .object(["audio": .array(audio), "video": .array(video), "events": .array(ev), "findings": .array(fi)])
         }
         return .object(out)

@@ -17,11 +17,19 @@ public enum ReportWriter {
         database: String, output: String, options: ReportData.Options = .init(), progress: ((String) -> Void)? = nil
     ) throws -> Result {
         let started = Date()
-        let reader = try StoreReader(path: database)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data = try ReportData(
-            database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-            grading: try reader.recordedSettingsSummary(), options: options, progress: progress)
+        let data: ReportData
+        if StoreLocation.isPostgres(database) {
+            let reader = try PostgresReader(url: database)
+            data = try ReportData(
+                database: reader, name: reader.name, generatedAt: now, grading: try reader.recordedSettings().summaryText,
+                options: options, progress: progress)
+        } else {
+            let reader = try StoreReader(path: database)
+            data = try ReportData(
+                database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
+                grading: try reader.recordedSettingsSummary(), options: options, progress: progress)
+        }
         progress?("writing \(output)")
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)

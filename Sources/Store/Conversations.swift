@@ -16,8 +16,36 @@ import SQLiteDatabase
 /// brought them. So they are recomputed whole whenever calls change (the end of `analyze`, a
 /// `regrade`, a removal), in the transaction that changed them: a later leg joins the earlier
 /// one, a rerun finds the same links, a removed leg leaves its conversation.
-extension CallStore {
-    public func linkConversations() throws {
+/// What links legs, as read from a store: each store reads these with its own SQL and writes
+/// `ConversationLinks.legs` back.
+package struct ConversationClues {
+    /// Calls whose `call` record labels them with a conversation id.
+    var labels: [(callID: String, conversation: String)] = []
+    /// Calls with an SDK call id.
+    var sdkCallIDs: [(callID: String, sdkCallID: String)] = []
+    /// (sender, receiver): a call that alone sent an SSRC, and a call that heard it while both lasted.
+    var ssrcPairs: [(String, String)] = []
+}
+
+/// The SSRC links, the same SQL in both stores. Each SSRC sent by exactly one call, then the
+/// calls that received it: both sides materialised, so the receivers are found through an index
+/// on the SSRC rather than by scanning every stream for each sent one.
+let conversationSSRCPairs = """
+    WITH sent AS MATERIALIZED (
+        SELECT ssrc, min(call_id) AS call_id FROM streams WHERE direction = 'outbound' AND ssrc != 0
+        GROUP BY ssrc HAVING min(call_id) = max(call_id)),
+    heard AS MATERIALIZED (SELECT ssrc, call_id FROM streams WHERE direction = 'inbound' AND ssrc != 0)
+    SELECT DISTINCT a.call_id, b.call_id
+    FROM heard b JOIN sent a ON a.ssrc = b.ssrc AND a.call_id != b.call_id
+        JOIN calls ca ON ca.call_id = a.call_id JOIN calls cb ON cb.call_id = b.call_id
+    WHERE ca.start_ts <= cb.end_ts AND cb.start_ts <= ca.end_ts
+    ORDER BY 1, 2
+    """
+
+package enum ConversationLinks {
+    /// The rows of `call_conversations` the clues give: (call id, conversation id, linked by).
+    /// A function of the clues as sets: the order they were read in changes nothing.
+    static func legs(_ clues: ConversationClues) -> [(callID: String, conversation: String, linkedBy: String)] {
         var links = UnionFind()
         var labels: [String: String] = [:], sdkIDs: [String: String] = [:]
         var kinds: [String: Set<String>] = [:]
@@ -32,10 +60,7 @@ extension CallStore {
             }
         }
         var byLabel: [String: [String]] = [:]
-        for row in try db.rows(
-            "SELECT call_id, json_extract(labels, '$.conversation') FROM calls WHERE labels LIKE '%\"conversation\"%' ORDER BY call_id")
-        {
-            guard let id = row[0].string, let label = row[1].string, !label.isEmpty else { continue }
+        for (id, label) in clues.labels where !label.isEmpty {
             labels[id] = label
             links.add(id)
             kinds[id, default: []].insert("label")
@@ -43,44 +68,47 @@ extension CallStore {
         }
         linkAll(byLabel, kind: "label")
         var bySDK: [String: [String]] = [:]
-        for row in try db.rows("SELECT call_id, sdk_call_id FROM calls WHERE sdk_call_id IS NOT NULL ORDER BY call_id") {
-            guard let id = row[0].string, let sdk = row[1].string else { continue }
+        for (id, sdk) in clues.sdkCallIDs {
             sdkIDs[id] = sdk
             bySDK[sdk, default: []].append(id)
         }
         linkAll(bySDK, kind: "sdk_call_id")
-        // Each SSRC sent by exactly one call, then the calls that received it: both sides
-        // materialised, so the receivers are found through an automatic index on the SSRC rather
-        // than by scanning every stream for each sent one (a fifth of the instructions).
-        for row in try db.rows(
-            """
-            WITH sent AS MATERIALIZED (
-                SELECT ssrc, min(call_id) AS call_id FROM streams WHERE direction = 'outbound' AND ssrc != 0
-                GROUP BY ssrc HAVING min(call_id) = max(call_id)),
-            heard AS MATERIALIZED (SELECT ssrc, call_id FROM streams WHERE direction = 'inbound' AND ssrc != 0)
-            SELECT DISTINCT a.call_id, b.call_id
-            FROM heard b JOIN sent a ON a.ssrc = b.ssrc AND a.call_id != b.call_id
-                JOIN calls ca ON ca.call_id = a.call_id JOIN calls cb ON cb.call_id = b.call_id
-            WHERE ca.start_ts <= cb.end_ts AND cb.start_ts <= ca.end_ts
-            ORDER BY 1, 2
-            """)
-        {
-            guard let a = row[0].string, let b = row[1].string else { continue }
-            link(a, b, by: "ssrc")
-        }
+        for (a, b) in clues.ssrcPairs { link(a, b, by: "ssrc") }
 
-        try db.execute("DELETE FROM call_conversations")
+        var out: [(callID: String, conversation: String, linkedBy: String)] = []
         for (_, legs) in links.groups() {
             // Two or more legs, or one leg with an explicit id whose other legs are not stored yet.
             guard legs.count > 1 || labels[legs[0]] != nil else { continue }
-            let id =
-                legs.compactMap { labels[$0] }.min() ?? legs.compactMap { sdkIDs[$0] }.min() ?? legs[0]
+            let id = legs.compactMap { labels[$0] }.min() ?? legs.compactMap { sdkIDs[$0] }.min() ?? legs[0]
             let by = legs.reduce(into: Set<String>()) { $0.formUnion(kinds[$1] ?? []) }.sorted().joined(separator: "+")
-            for leg in legs {
-                try db.run(
-                    "INSERT INTO call_conversations(call_id, conversation_id, linked_by) VALUES (?, ?, ?)",
-                    [.text(leg), .text(id), .text(by)])
-            }
+            for leg in legs { out.append((leg, id, by)) }
+        }
+        return out
+    }
+}
+
+extension CallStore {
+    public func linkConversations() throws {
+        var clues = ConversationClues()
+        for row in try db.rows(
+            "SELECT call_id, json_extract(labels, '$.conversation') FROM calls WHERE labels LIKE '%\"conversation\"%'")
+        {
+            guard let id = row[0].string, let label = row[1].string else { continue }
+            clues.labels.append((id, label))
+        }
+        for row in try db.rows("SELECT call_id, sdk_call_id FROM calls WHERE sdk_call_id IS NOT NULL") {
+            guard let id = row[0].string, let sdk = row[1].string else { continue }
+            clues.sdkCallIDs.append((id, sdk))
+        }
+        for row in try db.rows(conversationSSRCPairs) {
+            guard let a = row[0].string, let b = row[1].string else { continue }
+            clues.ssrcPairs.append((a, b))
+        }
+        try db.execute("DELETE FROM call_conversations")
+        for leg in ConversationLinks.legs(clues) {
+            try db.run(
+                "INSERT INTO call_conversations(call_id, conversation_id, linked_by) VALUES (?, ?, ?)",
+                [.text(leg.callID), .text(leg.conversation), .text(leg.linkedBy)])
         }
     }
 }

@@ -1,4 +1,5 @@
 import Analysis
+import Foundation
 import MaterialCodec
 import MaterialScanning
 import SQLiteDatabase
@@ -166,7 +167,7 @@ public enum DatabaseComparison {
             .filter { !ignoredColumns.contains("\(table).\($0)") }
     }
 
-    private static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
     /// Call material by call id, each read and written again in the current layout; calls whose
     /// material is only in one database or differs count on both sides.
@@ -184,5 +185,83 @@ public enum DatabaseComparison {
             name: MaterialTable.name + " (content)", rows: (Int64(first.count), Int64(second.count)),
             onlyInFirst: Int64(first.filter { second[$0.key] != $0.value }.count),
             onlyInSecond: Int64(second.filter { first[$0.key] != $0.value }.count))
+    }
+}
+
+/// Where the rows of a comparison come from: an SQLite file or a PostgreSQL server.
+private protocol ComparedStore {
+    /// The compared columns of `table` (a table or the view `intervals`/`events`), in order.
+    func columns(of table: String) throws -> [String]
+    func rows(_ sql: String) throws -> [[SQLValue]]
+}
+
+private struct ComparedSQLite: ComparedStore {
+    let db: Database
+    func columns(of table: String) throws -> [String] {
+        try db.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap { $0[0].string }
+    }
+    func rows(_ sql: String) throws -> [[SQLValue]] { try db.rows(sql) }
+}
+
+private struct ComparedPostgres: ComparedStore {
+    let reader: PostgresReader
+    func columns(of table: String) throws -> [String] {
+        try reader.rows(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '\(table)' ORDER BY ordinal_position"
+        ).compactMap { $0[0].string }
+    }
+    func rows(_ sql: String) throws -> [[SQLValue]] { try reader.rows(sql) }
+}
+
+extension DatabaseComparison {
+    /// The tables (and views) compared across stores: what users read, and the bookkeeping
+    /// that makes later runs behave alike.
+    static let crossStoreTables = [
+        CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, "rollups", MaterialTable.name, "call_conversations",
+        "ingested_files", "rollup_pending", "meta",
+    ]
+
+    /// `compare` for two databases in any stores (`StoreLocation`: an SQLite file or a
+    /// PostgreSQL URL each). Rows are compared as multisets with REAL values rounded to 12
+    /// significant digits: sums made in another order (a rollup's minutes, of calls starting in
+    /// the same millisecond) may differ in their last bits. Ignored as in `compare`.
+    public static func compareAcrossStores(_ first: String, _ second: String) throws -> [TableComparison] {
+        func open(_ location: String) throws -> any ComparedStore {
+            StoreLocation.isPostgres(location)
+                ? ComparedPostgres(reader: try PostgresReader(url: location)) : ComparedSQLite(db: try StoreReader(path: location).connection)
+        }
+        let a = try open(first), b = try open(second)
+        var out: [TableComparison] = []
+        for table in crossStoreTables {
+            let firstColumns = try a.columns(of: table).filter { !ignoredColumns.contains("\(table).\($0)") }
+            let secondColumns = try b.columns(of: table).filter { !ignoredColumns.contains("\(table).\($0)") }
+            let shared = firstColumns.filter(secondColumns.contains)
+            let filter = comparedRows[table].map { " WHERE \($0)" } ?? ""
+            let sql = "SELECT \(shared.map(quoted).joined(separator: ", ")) FROM \(quoted(table))\(filter)"
+            func counted(_ store: any ComparedStore) throws -> [String: Int64] {
+                var counts: [String: Int64] = [:]
+                for row in try store.rows(sql) { counts[row.map(canonical).joined(separator: "|"), default: 0] += 1 }
+                return counts
+            }
+            let x = try counted(a), y = try counted(b)
+            let onlyInFirst = x.reduce(Int64(0)) { $0 + max(0, $1.value - (y[$1.key] ?? 0)) }
+            let onlyInSecond = y.reduce(Int64(0)) { $0 + max(0, $1.value - (x[$1.key] ?? 0)) }
+            out.append(
+                TableComparison(
+                    name: table, rows: (x.values.reduce(0, +), y.values.reduce(0, +)), onlyInFirst: onlyInFirst, onlyInSecond: onlyInSecond,
+                    columnsOnlyInFirst: firstColumns.filter { !secondColumns.contains($0) },
+                    columnsOnlyInSecond: secondColumns.filter { !firstColumns.contains($0) }))
+        }
+        return out
+    }
+
+    private static func canonical(_ value: SQLValue) -> String {
+        switch value {
+        case .null: "NULL"
+        case .integer(let i): String(i)
+        case .real(let d): d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(format: "%.12g", d)
+        case .text(let t): "'" + t
+        case .blob(let b): "x" + b.map { String(format: "%02x", $0) }.joined()
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Analysis
 import MaterialScanning
+import PostgresDatabase
 
 /// What the `analyze` and `regrade` jobs need of a results database, and nothing else: the
 /// seam where a second backend plugs in. `CallStore` is the SQLite implementation; a
@@ -63,6 +64,10 @@ public protocol ResultStore: AnyObject {
     var upgradedFrom: Int? { get }
     /// Called once a run's writing is done (SQLite: the switch from bulk loading to WAL).
     func endBulkLoad()
+    /// Whether other processes may write the database at the same time (PostgreSQL): then no
+    /// call is known new without looking it up, and a run commits after each sorted batch of
+    /// calls, so that the per-call locks of two writers never wait on each other in a cycle.
+    var sharedByOtherWriters: Bool { get }
 }
 
 extension ResultStore {
@@ -80,7 +85,24 @@ extension ResultStore {
     }
 }
 
-extension CallStore: ResultStore {}
+extension CallStore: ResultStore {
+    /// One writer at a time (`WriterLock`).
+    public var sharedByOtherWriters: Bool { false }
+}
+
+/// Where `--db` points: a PostgreSQL server for a `postgres://` or `postgresql://` URL, an
+/// SQLite file for anything else. The one place that tells them apart.
+public enum StoreLocation {
+    public static func isPostgres(_ location: String) -> Bool {
+        let lower = location.lowercased()
+        return lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://")
+    }
+
+    /// `location` as messages show it: a URL without its password.
+    public static func displayName(_ location: String) -> String {
+        isPostgres(location) ? PostgresConnection.withoutPassword(location) : location
+    }
+}
 
 /// A file in the ledger: content already read, by fingerprint.
 public struct LedgerEntry: Sendable {

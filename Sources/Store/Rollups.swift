@@ -1,4 +1,5 @@
 import Analysis
+import PostgresDatabase
 import SQLiteDatabase
 
 /// Hourly and daily rollups by dimension, recomputed per touched bucket.
@@ -63,7 +64,7 @@ extension CallStore {
         try refreshRollups(forCallStarts: starts)
     }
 
-    private static func buckets(_ callStarts: some Sequence<Int64>) -> (hours: Set<Int64>, days: Set<Int64>) {
+    static func buckets(_ callStarts: some Sequence<Int64>) -> (hours: Set<Int64>, days: Set<Int64>) {
         var hours = Set<Int64>(), days = Set<Int64>()
         for t in callStarts {
             hours.insert(floorDiv(t, CallStore.hourMs) * CallStore.hourMs)
@@ -72,60 +73,85 @@ extension CallStore {
         return (hours, days)
     }
 
+    /// Rebuilds the given buckets (`RollupBuilder`).
+    private func rebuild(hours: Set<Int64>, days: Set<Int64>) throws {
+        try RollupBuilder.rebuild(hours: hours, days: days, in: SQLiteRollups(store: self))
+    }
+
+    /// The rollup row insert, prepared once per connection (it runs for every group of every
+    /// rebuilt bucket; finding it by its long SQL text cost more than the insert).
+    func rollupInsert() throws -> Statement {
+        if let prepared = rollupInsertStatement { return prepared }
+        let columns = RollupBuilder.columns
+        let statement = try db.statement(
+            "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
+        rollupInsertStatement = statement
+        return statement
+    }
+
+    /// Nearest-rank percentile of sorted values.
+    public static func nearestRank(_ sorted: [Double], _ p: Double) -> Double? {
+        nearestRank(sorted[...], p)
+    }
+
+    static func nearestRank(_ sorted: ArraySlice<Double>, _ p: Double) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p * Double(sorted.count)).rounded(.up))
+        return sorted[sorted.startIndex + min(max(rank, 1), sorted.count) - 1]
+    }
+
+}
+
+/// What a rollup row holds and how it is computed from a bucket's calls: one definition for
+/// both stores, which only read the calls (`RollupStorage.bucketCalls`, the columns of
+/// `selectedColumns`) and write the rows (`columns`, in that order). A grade or a dimension
+/// added later is added here and in `Schema.rollupDimensions` / `rollupMetrics` only.
+package enum RollupBuilder {
+    /// The columns of a rollup row, in the order `insertRow` writes them.
+    package static var columns: [String] {
+        ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "unmeasured", "minutes"]
+            + Schema.rollupMetricColumns
+    }
+
+    /// What is read of each call of a bucket, in the order `BucketCalls.append` takes it:
+    /// start, grade, duration, each dimension's value (text, 'unknown' when NULL), each metric.
+    package static var selectedColumns: String {
+        let dims = Schema.rollupDimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
+        let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
+        return "start_ts, grade, duration_ms, \(dims), \(metrics)"
+    }
+
     /// Rebuilds the given buckets. The calls of a day are read once, for the day and for those of
     /// its hours that are rebuilt (reading them again per hour cost as much as the grouping).
-    private func rebuild(hours: Set<Int64>, days: Set<Int64>) throws {
+    static func rebuild<Storage: RollupStorage>(hours: Set<Int64>, days: Set<Int64>, in storage: Storage) throws {
         var hoursLeft = hours
         var values = DimensionValues()
         for day in days.sorted() {
-            let calls = try bucketCalls(from: day, length: CallStore.dayMs, values: &values)
-            try replaceBucket(period: "day", start: day, with: calls, in: 0..<calls.count, values: values)
+            let calls = try storage.bucketCalls(from: day, length: CallStore.dayMs, values: &values)
+            try replaceBucket(in: storage, period: "day", start: day, with: calls, in: 0..<calls.count, values: values)
             // The day's calls come in start order: each hour's are a run of them.
             var i = 0
             while i < calls.count {
                 let hour = floorDiv(calls.starts[i], CallStore.hourMs) * CallStore.hourMs
                 var j = i + 1
                 while j < calls.count, calls.starts[j] < hour + CallStore.hourMs { j += 1 }
-                if hoursLeft.remove(hour) != nil { try replaceBucket(period: "hour", start: hour, with: calls, in: i..<j, values: values) }
+                if hoursLeft.remove(hour) != nil { try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, values: values) }
                 i = j
             }
         }
         // Hours whose day is not rebuilt (a mark left alone), and marked hours without calls now.
         for hour in hoursLeft.sorted() {
-            let calls = try bucketCalls(from: hour, length: CallStore.hourMs, values: &values)
-            try replaceBucket(period: "hour", start: hour, with: calls, in: 0..<calls.count, values: values)
+            let calls = try storage.bucketCalls(from: hour, length: CallStore.hourMs, values: &values)
+            try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: 0..<calls.count, values: values)
         }
-    }
-
-    /// The rollup inputs of the calls starting in `[start, start + length)`, in start order.
-    private func bucketCalls(from start: Int64, length: Int64, values: inout DimensionValues) throws -> BucketCalls {
-        let dims = Schema.rollupDimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
-        let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
-        let statement = try db.statement(
-            "SELECT start_ts, grade, duration_ms, \(dims), \(metrics) FROM calls WHERE start_ts >= ? AND start_ts < ? ORDER BY start_ts")
-        defer { statement.reset() }
-        try statement.bind([.integer(start), .integer(start + length)])
-        var calls = BucketCalls()
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
-        while try statement.step() {
-            calls.starts.append(statement.value(0).int64 ?? start)
-            calls.grades.append(statement.value(1).string.flatMap { Grade(rawValue: $0) })
-            calls.minutes.append(Double(statement.value(2).int64 ?? 0) / 60_000)
-            for d in 0..<dimCount { calls.groups.append(values.number(GroupKey(dimension: d, value: statement.value(3 + d).description))) }
-            for m in 0..<metricCount {
-                let v = statement.value(3 + dimCount + m).double
-                calls.metrics.append(v.flatMap { $0.isFinite ? $0 : nil } ?? .nan)
-            }
-        }
-        return calls
     }
 
     /// Replaces one bucket's rows with those of `calls[range]`.
-    private func replaceBucket(
-        period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
+    private static func replaceBucket<Storage: RollupStorage>(
+        in storage: Storage, period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
         values: DimensionValues
     ) throws {
-        try db.run("DELETE FROM rollups WHERE period = ? AND bucket_ts = ?", [.text(period), .integer(start)])
+        try storage.deleteBucket(period: period, start: start)
         guard !range.isEmpty else { return }
         let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
 
@@ -179,9 +205,8 @@ extension CallStore {
             values[m] = out
         }
 
-        let insert = try rollupInsert()
         for (g, acc) in groups.enumerated() {
-            try insert.insertRow { r in
+            try storage.insertRow { r in
                 try r.add(period); try r.add(start); try r.add(Schema.rollupDimensions[keys[g].dimension].name); try r.add(keys[g].value)
                 try r.add(acc.calls); try r.add(acc.good); try r.add(acc.fair); try r.add(acc.poor)
                 try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.unmeasured); try r.add(acc.minutes)
@@ -195,32 +220,8 @@ extension CallStore {
         }
     }
 
-    /// The rollup row insert, prepared once per connection (it runs for every group of every
-    /// rebuilt bucket; finding it by its long SQL text cost more than the insert).
-    private func rollupInsert() throws -> Statement {
-        if let prepared = rollupInsertStatement { return prepared }
-        let columns =
-            ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "unmeasured", "minutes"]
-            + Schema.rollupMetricColumns
-        let statement = try db.statement(
-            "INSERT INTO rollups(\(columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
-        rollupInsertStatement = statement
-        return statement
-    }
-
-    /// Nearest-rank percentile of sorted values.
-    public static func nearestRank(_ sorted: [Double], _ p: Double) -> Double? {
-        nearestRank(sorted[...], p)
-    }
-
-    static func nearestRank(_ sorted: ArraySlice<Double>, _ p: Double) -> Double? {
-        guard !sorted.isEmpty else { return nil }
-        let rank = Int((p * Double(sorted.count)).rounded(.up))
-        return sorted[sorted.startIndex + min(max(rank, 1), sorted.count) - 1]
-    }
-
     /// A group: one value of one dimension (an index into `Schema.rollupDimensions`).
-    private struct GroupKey: Hashable {
+    package struct GroupKey: Hashable {
         var dimension: Int
         var value: String
     }
@@ -228,7 +229,7 @@ extension CallStore {
     /// The groups of one rebuild, numbered as they are first met: a call's values are looked up
     /// once, when its row is read, and its buckets (its day and its hour) group it by number.
     /// Looking up each call's values per bucket hashed every String twice, a fifth of a rebuild.
-    private struct DimensionValues {
+    package struct DimensionValues {
         private(set) var keys: [GroupKey] = []
         private var numbers: [GroupKey: Int] = [:]
 
@@ -242,7 +243,7 @@ extension CallStore {
 
     /// The rollup inputs of a bucket's calls, column by column; `groups` (value numbers in
     /// `DimensionValues`) and `metrics` hold one row per call (NaN: no finite value).
-    private struct BucketCalls {
+    package struct BucketCalls {
         var starts: [Int64] = []
         var grades: [Grade?] = []
         var minutes: [Double] = []
@@ -267,6 +268,63 @@ extension CallStore {
             case .noMedia, nil: noMedia += 1
             }
         }
+    }
+}
+
+/// Where rollups are read from and written to (one per store).
+package protocol RollupStorage {
+    associatedtype Writer: RollupRowWriter
+    /// The rollup inputs of the calls starting in `[start, start + length)`, in start order.
+    func bucketCalls(from start: Int64, length: Int64, values: inout RollupBuilder.DimensionValues) throws -> RollupBuilder.BucketCalls
+    func deleteBucket(period: String, start: Int64) throws
+    /// One row, its values added in `RollupBuilder.columns` order.
+    func insertRow(_ body: (inout Writer) throws -> Void) throws
+}
+
+/// Takes a rollup row's values in column order.
+package protocol RollupRowWriter {
+    mutating func add(_ value: String) throws
+    mutating func add(_ value: Int64) throws
+    mutating func add(_ value: Int) throws
+    mutating func add(_ value: Double) throws
+    mutating func add(_ value: Double?) throws
+}
+
+extension RowBinder: RollupRowWriter {}
+extension CopyRows: RollupRowWriter {}
+
+/// The SQLite store's rollups.
+struct SQLiteRollups: RollupStorage {
+    let store: CallStore
+
+    func bucketCalls(from start: Int64, length: Int64, values: inout RollupBuilder.DimensionValues) throws -> RollupBuilder.BucketCalls {
+        let statement = try store.db.statement(
+            "SELECT \(RollupBuilder.selectedColumns) FROM calls WHERE start_ts >= ? AND start_ts < ? ORDER BY start_ts")
+        defer { statement.reset() }
+        try statement.bind([.integer(start), .integer(start + length)])
+        var calls = RollupBuilder.BucketCalls()
+        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
+        while try statement.step() {
+            calls.starts.append(statement.value(0).int64 ?? start)
+            calls.grades.append(statement.value(1).string.flatMap { Grade(rawValue: $0) })
+            calls.minutes.append(Double(statement.value(2).int64 ?? 0) / 60_000)
+            for d in 0..<dimCount {
+                calls.groups.append(values.number(RollupBuilder.GroupKey(dimension: d, value: statement.value(3 + d).description)))
+            }
+            for m in 0..<metricCount {
+                let v = statement.value(3 + dimCount + m).double
+                calls.metrics.append(v.flatMap { $0.isFinite ? $0 : nil } ?? .nan)
+            }
+        }
+        return calls
+    }
+
+    func deleteBucket(period: String, start: Int64) throws {
+        try store.db.run("DELETE FROM rollups WHERE period = ? AND bucket_ts = ?", [.text(period), .integer(start)])
+    }
+
+    func insertRow(_ body: (inout RowBinder) throws -> Void) throws {
+        try store.rollupInsert().insertRow(body)
     }
 }
 

@@ -410,6 +410,12 @@ public enum StoreError: Error, CustomStringConvertible {
     /// The run asked for other analysis settings than the stored calls were graded with.
     case otherSettings(path: String, differences: String)
     case unreadableSettings(path: String, reason: String)
+    /// A PostgreSQL server could not be reached, or refused the connection.
+    case cannotConnect(reason: String)
+    /// A PostgreSQL server refused a statement, or the connection to it was lost mid-run.
+    case server(name: String, reason: String)
+    /// A command that works on SQLite files only, given a PostgreSQL URL.
+    case notForPostgres(command: String)
 
     public var description: String {
         switch self {
@@ -433,6 +439,12 @@ public enum StoreError: Error, CustomStringConvertible {
                 + "leave --config and --set out to use the database's settings, or use another --db"
         case .unreadableSettings(let p, let r):
             "\(p): the analysis settings it records (meta.analysis_config) cannot be read: \(r)"
+        case .cannotConnect(let r):
+            "\(r); check the --db URL (host, port, user, database), the password (PGPASSWORD or ~/.pgpass) and that the server runs"
+        case .server(let n, let r):
+            "PostgreSQL \(n): \(r); what was committed stays, and running the same command again completes the work"
+        case .notForPostgres(let c):
+            "callstats \(c) works on SQLite files only; with PostgreSQL use SQL (callstats query) or a SQLite copy"
         }
     }
 }

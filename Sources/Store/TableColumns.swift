@@ -1,3 +1,4 @@
+import PostgresDatabase
 import SQLiteDatabase
 
 /// How the tables written from Swift values are described: each table lists its columns once
@@ -14,48 +15,70 @@ import SQLiteDatabase
 /// its value, so the declaration and the bound value cannot disagree.
 package protocol ColumnValue {
     static var sqlType: String { get }
+    /// The type in PostgreSQL: one that holds every value the SQLite type holds, exactly.
+    static var postgresType: String { get }
     func bind(to row: inout RowBinder) throws
+    /// The value in a row of COPY's text format (PostgreSQL).
+    func copy(to rows: inout CopyRows)
 }
 
 extension String: ColumnValue {
     package static var sqlType: String { "TEXT" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(self) }
+    package static var postgresType: String { "TEXT" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(self) }
 }
 
 extension Int64: ColumnValue {
     package static var sqlType: String { "INTEGER" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(self) }
+    package static var postgresType: String { "BIGINT" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(self) }
 }
 
 extension Int: ColumnValue {
     package static var sqlType: String { "INTEGER" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(self) }
+    package static var postgresType: String { "BIGINT" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(self) }
 }
 
 extension UInt32: ColumnValue {
     package static var sqlType: String { "INTEGER" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(Int64(self)) }
+    package static var postgresType: String { "BIGINT" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(Int64(self)) }
 }
 
 extension Bool: ColumnValue {
     package static var sqlType: String { "INTEGER" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(Int64(self ? 1 : 0)) }
+    package static var postgresType: String { "BIGINT" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(Int64(self ? 1 : 0)) }
 }
 
 /// NaN and infinities are not measurements: they are stored as NULL (`RowBinder.add(Double)`).
 extension Double: ColumnValue {
     package static var sqlType: String { "REAL" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(self) }
+    package static var postgresType: String { "DOUBLE PRECISION" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(self) }
 }
 
 extension [UInt8]: ColumnValue {
     package static var sqlType: String { "BLOB" }
     @inline(__always) package func bind(to row: inout RowBinder) throws { try row.add(self) }
+    package static var postgresType: String { "BYTEA" }
+    @inline(__always) package func copy(to rows: inout CopyRows) { rows.add(self) }
 }
 
 /// nil is NULL: *not measured*, never zero.
 extension Optional: ColumnValue where Wrapped: ColumnValue {
     package static var sqlType: String { Wrapped.sqlType }
+    package static var postgresType: String { Wrapped.postgresType }
+    @inline(__always) package func copy(to rows: inout CopyRows) {
+        if let value = self { value.copy(to: &rows) } else { rows.addNull() }
+    }
     @inline(__always) package func bind(to row: inout RowBinder) throws {
         if let value = self { try value.bind(to: &row) } else { try row.addNull() }
     }
@@ -108,7 +131,9 @@ extension StoredTable {
     package static var columnDescriptions: [ColumnDescription] {
         var list = ColumnDescriptions<Row>()
         try! columns(&list)  // describing evaluates no value and cannot fail
-        let key = keyColumn.map { [ColumnDescription(name: $0, declaration: "INTEGER NOT NULL", addedIn: nil)] } ?? []
+        let key = keyColumn.map {
+            [ColumnDescription(name: $0, declaration: "INTEGER NOT NULL", postgresDeclaration: "BIGINT NOT NULL", addedIn: nil)]
+        } ?? []
         return key + list.columns
     }
 
@@ -116,9 +141,9 @@ extension StoredTable {
 
     /// The column definitions of a `CREATE TABLE`: those a table of schema `version` has (all
     /// when nil), one a line.
-    package static func columnDefinitions(atVersion version: Int? = nil) -> String {
+    package static func columnDefinitions(atVersion version: Int? = nil, postgres: Bool = false) -> String {
         columnDescriptions.filter { c in version.map { c.addedIn ?? 0 <= $0 } ?? true }
-            .map { "\($0.name) \($0.declaration)" }.joined(separator: ",\n    ")
+            .map { "\($0.name) \(postgres ? $0.postgresDeclaration : $0.declaration)" }.joined(separator: ",\n    ")
     }
 
     /// The insert of `rows` rows, naming every column (an upgraded table has its added columns
@@ -148,7 +173,36 @@ package struct ColumnDescription: Equatable {
     package var name: String
     /// The SQL type and constraint, as in `CREATE TABLE`.
     package var declaration: String
+    /// The same in PostgreSQL.
+    package var postgresDeclaration: String
     package var addedIn: Int?
+}
+
+extension StoredTable {
+    /// Appends `row`'s values as a row of COPY's text format, after the key when the table has
+    /// one (the caller adds it first).
+    @inline(__always)
+    package static func copy(_ row: UnsafePointer<Row>, to rows: inout CopyRows) {
+        var writing = CopyWriting(row: row, rows: CopyRows())
+        swap(&writing.rows, &rows)
+        try! columns(&writing)  // writing COPY text cannot fail
+        swap(&writing.rows, &rows)
+        rows.endRow()
+    }
+}
+
+/// Writes one row's values in COPY's text format.
+struct CopyWriting<Row>: ColumnVisitor {
+    let row: UnsafePointer<Row>
+    var rows: CopyRows
+
+    @inline(__always)
+    mutating func column<Value: ColumnValue>(
+        _ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
+        _ value: (Row) -> Value
+    ) throws {
+        value(row.pointee).copy(to: &rows)
+    }
 }
 
 /// Records the columns of a list; evaluates no value.
@@ -159,7 +213,10 @@ struct ColumnDescriptions<Row>: ColumnVisitor {
         _ name: String, _ constraint: ColumnConstraint, addedIn: Int?,
         _ value: (Row) -> Value
     ) throws {
-        columns.append(ColumnDescription(name: name, declaration: Value.sqlType + constraint.rawValue, addedIn: addedIn))
+        columns.append(
+            ColumnDescription(
+                name: name, declaration: Value.sqlType + constraint.rawValue,
+                postgresDeclaration: Value.postgresType + constraint.rawValue, addedIn: addedIn))
     }
 }
 

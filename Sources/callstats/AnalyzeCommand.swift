@@ -45,7 +45,7 @@ struct AnalyzeCommand: ParsableCommand {
     @Argument(help: "Log files or folders (searched recursively for *.ndjson, *.ndjson.zst and *.ndjson.gz, following symbolic links); - reads standard input.")
     var paths: [String]
 
-    @Option(name: .long, help: "The SQLite database to write.")
+    @Option(name: .long, help: "The database to write: an SQLite file, or a postgres:// URL (libpq conventions).")
     var db = "callstats.sqlite"
 
     @Option(help: "Reader threads (default: one per core).")
@@ -171,11 +171,11 @@ struct AnalyzeCommand: ParsableCommand {
         if json {
             JSONSummary.print(
                 JSONSummary.analyze(
-                    report, database: db,
+                    report, database: StoreLocation.displayName(db),
                     exitStatus: report.skippedAnything ? ExitStatus.skippedInput : ExitStatus.ok))
         } else {
             var out = OutputBuffer()
-            for line in AnalyzeSummary.lines(report, database: db) { out.line(line) }
+            for line in AnalyzeSummary.lines(report, database: StoreLocation.displayName(db)) { out.line(line) }
             out.flush()
         }
         if report.skippedAnything { throw ExitCode(ExitStatus.skippedInput) }

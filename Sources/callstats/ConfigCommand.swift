@@ -42,8 +42,12 @@ struct SettingsOptions: ParsableArguments {
 
     /// A database's settings, or the defaults when the file does not exist yet.
     static func recordedSettings(of database: String) throws -> AnalysisConfig {
+        if StoreLocation.isPostgres(database) {
+            // A server without the schema yet has no settings: the defaults, as for a new file.
+            do { return try StoreReader.open(database).recordedSettings() } catch StoreError.notADatabase { return AnalysisConfig() }
+        }
         guard FileManager.default.fileExists(atPath: database) else { return AnalysisConfig() }
-        return try StoreReader(path: database).recordedSettings()
+        return try StoreReader.open(database).recordedSettings()
     }
 }
 
@@ -76,7 +80,7 @@ struct ConfigCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        if let db, !FileManager.default.fileExists(atPath: db) { throw CommandFailure(message: "\(db): no such database") }
+        if let db, !StoreLocation.isPostgres(db), !FileManager.default.fileExists(atPath: db) { throw CommandFailure(message: "\(db): no such database") }
         let config: AnalysisConfig
         if let asked = try settings.settings(database: db) {
             config = asked

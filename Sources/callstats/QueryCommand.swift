@@ -27,7 +27,7 @@ struct QueryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("List the columns of this table or view.", valueName: "name"))
     var describe: String?
 
-    @Option(name: .long, help: "The analysis database.")
+    @Option(name: .long, help: "The analysis database: an SQLite file, or a postgres:// URL.")
     var db = "callstats.sqlite"
 
     @Option(help: "table (aligned, for people), csv, or json (an array of objects).")
@@ -37,7 +37,7 @@ struct QueryCommand: ParsableCommand {
     var limit: Int = 10_000
 
     func run() throws {
-        let reader = try StoreReader(path: db)
+        let reader = try StoreReader.open(db)
         let result: QueryResult
         if let describe {
             result = try reader.columns(of: describe)

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Report
 import CallLog
+import Store
 
 /// `callstats report`: the database as one self-contained HTML page.
 struct ReportCommand: ParsableCommand {
@@ -44,7 +45,7 @@ struct ReportCommand: ParsableCommand {
         var options = ReportData.Options()
         options.worstCalls = worst
         options.drillDowns = min(drillDowns, worst)
-        guard FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
+        guard StoreLocation.isPostgres(db) || FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         let r: ReportWriter.Result
         do {
             defer { Terminal.clearStatus() }

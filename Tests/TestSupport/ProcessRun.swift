@@ -27,6 +27,22 @@ public func runProcess(
     try p.run()
     let o = out.fileHandleForReading.readDataToEndOfFile()
     let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return ProcessResult(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+    return ProcessResult(status: waitForExit(p), out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+}
+
+/// Waits for `process` to end and returns its exit status (128 + the signal for one killed by a
+/// signal). It reaps the child itself: Foundation's own wait was seen to miss the end of a child
+/// (`runuser` around `pg_ctl start`), leaving it a zombie and the test waiting for ever. When
+/// Foundation has reaped it first, its own status is used.
+public func waitForExit(_ process: Process) -> Int32 {
+    var status: Int32 = 0
+    while true {
+        let r = waitpid(process.processIdentifier, &status, 0)
+        if r == process.processIdentifier { break }
+        if r == -1 && errno == EINTR { continue }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+    let signal = status & 0x7f
+    return signal == 0 ? (status >> 8) & 0xff : 128 + signal
 }

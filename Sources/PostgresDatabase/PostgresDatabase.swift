@@ -1,0 +1,280 @@
+import CLibPQ
+
+/// A thin, safe layer over libpq: just what the store needs. This module knows nothing of
+/// callstats' tables; the `Store` module owns the schema and every statement.
+///
+/// Values reach SQL as parameters (`PQexecParams`) or as COPY data escaped here, never through
+/// string building, so nothing read from a log can change a statement.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+    /// The URL given, with any password left out: for messages.
+    public let displayName: String
+
+    /// An error of the server or of the connection: the server's message, and the statement it
+    /// came from when there was one.
+    public struct Error: Swift.Error, CustomStringConvertible {
+        public var message: String
+        /// The SQLSTATE code, when the server sent one (`23505`: a unique key violated).
+        public var sqlState: String?
+        public var sql: String?
+        /// The connection is gone (the server stopped or the network dropped it).
+        public var connectionLost: Bool
+        public var description: String {
+            message + (sql.map { " (in: \($0.prefix(160)))" } ?? "")
+        }
+    }
+
+    /// Connects with libpq's own parsing of `url` (`postgres://user:password@host:port/db?sslmode=...`),
+    /// so `PGPASSWORD`, `~/.pgpass`, `PGSSLMODE` and the other libpq settings apply as for psql.
+    public init(url: String) throws {
+        displayName = PostgresConnection.withoutPassword(url)
+        guard let conn = PQconnectdb(url) else {
+            throw Error(message: "cannot connect to \(displayName): out of memory", sqlState: nil, sql: nil, connectionLost: true)
+        }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = PostgresConnection.trimmed(PQerrorMessage(conn))
+            PQfinish(conn)
+            throw Error(message: "cannot connect to \(displayName): \(message)", sqlState: nil, sql: nil, connectionLost: true)
+        }
+        handle = conn
+        // NOTICEs (such as "relation already exists, skipping") are not for the user.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// `url` with the password of its user part replaced by `***`.
+    public static func withoutPassword(_ url: String) -> String {
+        let chars = Array(url)
+        guard let slash = (0..<max(0, chars.count - 2)).first(where: { chars[$0] == ":" && chars[$0 + 1] == "/" && chars[$0 + 2] == "/" })
+        else { return url }
+        let userStart = slash + 3
+        guard let at = chars[userStart...].firstIndex(where: { $0 == "@" }),
+            !chars[userStart..<at].contains("/"),
+            let colon = chars[userStart..<at].firstIndex(of: ":")
+        else { return url }
+        return String(chars[..<colon]) + ":***" + String(chars[at...])
+    }
+
+    private static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "" }
+        var s = String(cString: text)
+        while s.last?.isWhitespace == true { s.removeLast() }
+        return s
+    }
+
+    var connectionLost: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    private func error(_ result: OpaquePointer?, sql: String?) -> Error {
+        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
+        var message = PostgresConnection.trimmed(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle))
+        if message.isEmpty { message = PostgresConnection.trimmed(PQerrorMessage(handle)) }
+        let lost = connectionLost
+        if lost { message = "the connection to \(displayName) was lost: \(message)" }
+        return Error(message: message, sqlState: state, sql: sql, connectionLost: lost)
+    }
+
+    /// Runs one or more statements without parameters (DDL, BEGIN/COMMIT).
+    public func execute(_ sql: String) throws {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(result, sql: sql) }
+    }
+
+    /// Runs `sql` with `parameters` ($1, $2, ...) and returns its rows (none for a command) and
+    /// the number of rows a command changed.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresResult {
+        // Each parameter's bytes live until the call returns: texts NUL-terminated, bytea binary.
+        // Never empty, so that each has an address (an empty bytea's length says 0).
+        var buffers: [[UInt8]] = parameters.map { p in
+            switch p {
+            case .null: [0]
+            case .text(let s): Array(s.utf8) + [0]
+            case .bytes(let b): b.isEmpty ? [0] : b
+            }
+        }
+        let formats: [Int32] = parameters.map { if case .bytes = $0 { 1 } else { 0 } }
+        let lengths: [Int32] = parameters.map { if case .bytes(let b) = $0 { Int32(b.count) } else { 0 } }
+        let result: OpaquePointer? = buffers.withUnsafeMutableBufferPointer { buffers in
+            // The arrays' storage stays where it is while `buffers` is borrowed here.
+            var pointers: [UnsafePointer<CChar>?] = []
+            for i in buffers.indices {
+                if case .null = parameters[i] {
+                    pointers.append(nil)
+                } else {
+                    pointers.append(buffers[i].withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self) })
+                }
+            }
+            return PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, lengths, formats, 0)
+        }
+        defer { PQclear(result) }
+        let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        guard let result, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(result, sql: sql) }
+        return PostgresResult(result)
+    }
+
+    /// The first column of the first row, if any (nil also for NULL).
+    public func scalar(_ sql: String, _ parameters: [PostgresValue] = []) throws -> String? {
+        let r = try query(sql, parameters)
+        return r.rows.first?.first ?? nil
+    }
+
+    /// Runs `COPY ... FROM STDIN` (`sql`) with `data`, rows in COPY's text format.
+    public func copy(_ sql: String, data: [UInt8]) throws {
+        let start = PQexec(handle, sql)
+        let startStatus = start.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        if startStatus != PGRES_COPY_IN {
+            let e = error(start, sql: sql)
+            PQclear(start)
+            throw e
+        }
+        PQclear(start)
+        let sent = data.withUnsafeBufferPointer { p in
+            p.isEmpty ? 1 : p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: p.count) { PQputCopyData(handle, $0, Int32(p.count)) }
+        }
+        let ended = PQputCopyEnd(handle, sent == 1 ? nil : "sending the rows failed")
+        var failure: Error?
+        if sent != 1 || ended != 1 { failure = error(nil, sql: sql) }
+        // Every result of the COPY is read, so that the connection is ready for the next statement.
+        while let result = PQgetResult(handle) {
+            if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil { failure = error(result, sql: sql) }
+            PQclear(result)
+            if connectionLost { break }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The server's major version (15 for 15.4).
+    public var serverVersion: Int { Int(PQserverVersion(handle)) / 10_000 }
+}
+
+/// A parameter: text (PostgreSQL converts it to the column's type), raw bytes for `bytea`, or NULL.
+public enum PostgresValue: Equatable, Sendable {
+    case null
+    case text(String)
+    case bytes([UInt8])
+}
+
+/// A statement's rows, every value as text (libpq's text format), with each column's type.
+public struct PostgresResult: Sendable {
+    public var columns: [String]
+    /// Each column's type OID (`pg_type.oid`): 20, 21, 23 integers, 700, 701, 1700 numbers,
+    /// 16 boolean, 17 bytea.
+    public var types: [UInt32]
+    public var rows: [[String?]]
+    /// The rows a command changed (`INSERT ... ON CONFLICT DO NOTHING`: those inserted).
+    public var changed: Int
+
+    init(_ result: OpaquePointer) {
+        let n = Int(PQnfields(result))
+        columns = (0..<n).map { String(cString: PQfname(result, Int32($0))) }
+        types = (0..<n).map { UInt32(PQftype(result, Int32($0))) }
+        let count = Int(PQntuples(result))
+        rows = []
+        rows.reserveCapacity(count)
+        for r in 0..<count {
+            rows.append(
+                (0..<n).map { c in
+                    if PQgetisnull(result, Int32(r), Int32(c)) == 1 { return nil }
+                    let length = Int(PQgetlength(result, Int32(r), Int32(c)))
+                    let p = UnsafeRawPointer(PQgetvalue(result, Int32(r), Int32(c))!).assumingMemoryBound(to: UInt8.self)
+                    return String(decoding: UnsafeBufferPointer(start: p, count: length), as: UTF8.self)
+                })
+        }
+        changed = Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// A `bytea` value in the text format (`\x` then hex) as bytes.
+    public static func bytes(fromHex text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        let utf8 = Array(text.utf8.dropFirst(2))
+        out.reserveCapacity(utf8.count / 2)
+        func nibble(_ c: UInt8) -> UInt8 { c <= 57 ? c - 48 : (c | 0x20) - 87 }
+        var i = 0
+        while i + 1 < utf8.count {
+            out.append(nibble(utf8[i]) << 4 | nibble(utf8[i + 1]))
+            i += 2
+        }
+        return out
+    }
+}
+
+/// Rows for `COPY ... FROM STDIN` in the text format: tab between values, newline after each
+/// row, `\N` for NULL, and backslash, tab, newline and carriage return escaped in text.
+public struct CopyRows {
+    public private(set) var data: [UInt8] = []
+    public private(set) var rows = 0
+    private var atRowStart = true
+
+    public init() { data.reserveCapacity(1 << 16) }
+
+    private mutating func separator() {
+        if !atRowStart { data.append(9) }
+        atRowStart = false
+    }
+
+    public mutating func endRow() {
+        data.append(10)
+        atRowStart = true
+        rows += 1
+    }
+
+    public mutating func removeAll() {
+        data.removeAll(keepingCapacity: true)
+        rows = 0
+        atRowStart = true
+    }
+
+    public mutating func addNull() {
+        separator()
+        data.append(contentsOf: [92, 78])  // \N
+    }
+
+    public mutating func add(_ value: Int64) {
+        separator()
+        data.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func add(_ value: Int) { add(Int64(value)) }
+
+    /// Written with enough digits to read back the same double (Swift's shortest round-trip form).
+    /// NaN and infinities are not measurements: NULL.
+    public mutating func add(_ value: Double) {
+        guard value.isFinite else { return addNull() }
+        separator()
+        data.append(contentsOf: value.description.utf8)
+    }
+
+    public mutating func add(_ value: Double?) {
+        if let value { add(value) } else { addNull() }
+    }
+
+    public mutating func add(_ value: String) {
+        separator()
+        for byte in value.utf8 {
+            switch byte {
+            case 92: data.append(92); data.append(92)
+            case 9: data.append(92); data.append(116)
+            case 10: data.append(92); data.append(110)
+            case 13: data.append(92); data.append(114)
+            // NUL cannot be stored in PostgreSQL text: written as the escape \x00 would be
+            // refused, so it is kept visible as U+FFFD.
+            case 0: data.append(contentsOf: [0xEF, 0xBF, 0xBD])
+            default: data.append(byte)
+            }
+        }
+    }
+
+    /// A bytea value: `\\x` then hex (the backslash doubled for COPY's own escaping).
+    public mutating func add(_ bytes: [UInt8]) {
+        separator()
+        data.append(contentsOf: [92, 92, 120])
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        for b in bytes {
+            data.append(hex[Int(b >> 4)])
+            data.append(hex[Int(b & 15)])
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import PostgresDatabase
+
+/// The schema in PostgreSQL: the tables and views of `Data/SCHEMA.md`, with the column lists of
+/// `ResultTables.swift` mapped to PostgreSQL types (`ColumnValue.postgresType`: TEXT, BIGINT,
+/// DOUBLE PRECISION, BYTEA), so that the same logs give the same rows as in SQLite. The views
+/// answer the same questions with PostgreSQL's functions.
+enum PostgresSchema {
+    /// The advisory lock key (`pg_advisory_xact_lock`) under which the schema is created or
+    /// upgraded: two workers starting at once would otherwise race to create the same tables.
+    static let schemaLock: Int64 = 0x6361_6c6c_0001
+    /// The advisory lock key under which commits and rollup rebuilds are serialised
+    /// (`PostgresStore.commit`, `refreshPendingRollups`).
+    static let commitLock: Int64 = 0x6361_6c6c_0002
+
+    static var tables: String {
+        """
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE IF NOT EXISTS ingested_files (
+            path TEXT NOT NULL, fingerprint TEXT NOT NULL PRIMARY KEY, size BIGINT NOT NULL, mtime BIGINT NOT NULL,
+            records BIGINT NOT NULL, skipped BIGINT NOT NULL, calls BIGINT NOT NULL, ingested_at BIGINT NOT NULL
+        );
+
+        CREATE TABLE IF NOT EXISTS calls (
+            \(CallsTable.columnDefinitions(postgres: true))
+        );
+        CREATE INDEX IF NOT EXISTS calls_start ON calls(start_ts);
+        CREATE UNIQUE INDEX IF NOT EXISTS calls_key ON calls(call_key);
+        -- Each writer takes a block of 1,024 filing numbers at a time: unique across workers.
+        CREATE SEQUENCE IF NOT EXISTS call_keys INCREMENT BY 1024;
+
+        CREATE TABLE IF NOT EXISTS streams (
+            \(StreamsTable.columnDefinitions(postgres: true)),
+            PRIMARY KEY (call_id, stream_id)
+        );
+
+        CREATE TABLE IF NOT EXISTS interval_rows (
+            \(IntervalsTable.columnDefinitions(postgres: true))
+        );
+        CREATE INDEX IF NOT EXISTS interval_rows_call ON interval_rows(call_key);
+
+        CREATE TABLE IF NOT EXISTS event_rows (
+            \(EventsTable.columnDefinitions(postgres: true))
+        );
+        CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
+
+        CREATE TABLE IF NOT EXISTS findings (
+            \(FindingsTable.columnDefinitions(postgres: true))
+        );
+        CREATE INDEX IF NOT EXISTS findings_call ON findings(call_id);
+        CREATE INDEX IF NOT EXISTS findings_code ON findings(code, start_ts);
+
+        CREATE TABLE IF NOT EXISTS call_material (
+            \(MaterialTable.columnDefinitions(postgres: true))
+        );
+
+        CREATE TABLE IF NOT EXISTS call_conversations (
+            call_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, linked_by TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS call_conversations_id ON call_conversations(conversation_id);
+
+        CREATE TABLE IF NOT EXISTS rollup_pending (
+            period TEXT NOT NULL, bucket_ts BIGINT NOT NULL, PRIMARY KEY (period, bucket_ts)
+        );
+
+        CREATE TABLE IF NOT EXISTS rollups (
+            period TEXT NOT NULL, bucket_ts BIGINT NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
+            calls BIGINT NOT NULL, good BIGINT NOT NULL, fair BIGINT NOT NULL, poor BIGINT NOT NULL,
+            no_media BIGINT NOT NULL, unanswered BIGINT NOT NULL, unmeasured BIGINT NOT NULL DEFAULT 0,
+            minutes DOUBLE PRECISION NOT NULL,
+            \(Schema.rollupMetricColumns.map { "\($0) DOUBLE PRECISION" }.joined(separator: ", ")),
+            PRIMARY KEY (period, bucket_ts, dimension, value)
+        );
+        """
+    }
+
+    /// Columns added by later schema versions, for a database made by an earlier one.
+    static var addedColumns: String {
+        func added<T: StoredTable>(_ table: T.Type) -> [String] {
+            table.columnDescriptions.filter { $0.addedIn != nil }.map {
+                "ALTER TABLE \(table.name) ADD COLUMN IF NOT EXISTS \($0.name) \($0.postgresDeclaration);"
+            }
+        }
+        let rollups = Schema.rollupMetrics.filter { $0.addedIn != nil }.flatMap { m in
+            Schema.rollupMetricColumns(addedIn: m.addedIn).map { "ALTER TABLE rollups ADD COLUMN IF NOT EXISTS \($0) DOUBLE PRECISION;" }
+        }
+        return (added(CallsTable.self) + added(StreamsTable.self) + added(IntervalsTable.self) + added(EventsTable.self)
+            + added(FindingsTable.self) + added(MaterialTable.self) + rollups).joined(separator: "\n")
+    }
+
+    /// A UTC time as SQLite's `datetime(seconds, 'unixepoch')` writes it.
+    private static func datetime(_ seconds: String) -> String {
+        "to_char(to_timestamp(\(seconds)) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+    }
+
+    /// The views of `Schema.views`, the same columns and rows.
+    static var views: String {
+        """
+        CREATE VIEW intervals (call_id, \(Schema.intervalColumns)) AS
+            SELECT c.call_id, \(Schema.prefixed("i", Schema.intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
+
+        CREATE VIEW events (call_id, \(Schema.eventColumns)) AS
+            SELECT c.call_id, \(Schema.prefixed("e", Schema.eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
+
+        CREATE VIEW worst_calls AS
+            SELECT call_id, \(datetime("start_ts / 1000")) AS started, duration_ms / 1000 AS seconds,
+                   grade, round(mos_worst::numeric, 2) AS mos_worst, round(mos_cq::numeric, 2) AS mos,
+                   round(loss_pct::numeric, 2) AS loss_pct, round(jitter_ms::numeric, 1) AS jitter_ms,
+                   round(rtt_ms) AS rtt_ms, network, platform, grade_reason
+            FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
+            ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
+
+        CREATE VIEW worst_calls_last_day AS
+            SELECT * FROM worst_calls
+            WHERE started >= \(datetime("(SELECT max(start_ts) FROM calls) / 1000 - 86400"));
+
+        CREATE VIEW poor_share_by_network AS
+            SELECT network, count(*) AS calls,
+                   count(*) FILTER (WHERE grade = 'poor') AS poor, count(*) FILTER (WHERE grade = 'no_media') AS no_media,
+                   round(100.0 * count(*) FILTER (WHERE grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
+                   round(avg(mos_cq)::numeric, 2) AS mos_mean
+            FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
+
+        CREATE VIEW setup_p95_by_app_version AS
+            WITH ranked AS (
+                SELECT app || ' ' || app_version AS app_version, media_ms,
+                       row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
+                       count(*) OVER (PARTITION BY app, app_version) AS n
+                FROM calls WHERE media_ms IS NOT NULL)
+            SELECT app_version, max(n) AS calls,
+                   min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
+                   min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
+            FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
+
+        CREATE VIEW findings_summary AS
+            SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
+                   round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
+            FROM findings GROUP BY code, severity ORDER BY calls DESC;
+
+        CREATE VIEW conversation_legs AS
+            SELECT v.conversation_id, v.linked_by, c.call_id, c.start_ts, c.direction, c.sdk, c.grade,
+                   c.mos_cq, c.mos_worst, c.loss_pct, c.jitter_ms,
+                   c.mos_cq_sent, c.mos_worst_sent, c.loss_pct_sent, c.jitter_ms_sent, c.rtt_ms, c.grade_reason
+            FROM call_conversations v JOIN calls c USING (call_id);
+
+        CREATE VIEW conversations AS
+            SELECT conversation_id, min(linked_by) AS linked_by, count(*) AS legs,
+                   string_agg(call_id, ' ' ORDER BY call_id) AS call_ids,
+                   \(datetime("min(start_ts) / 1000")) AS started,
+                   min(mos_cq) AS mos_min, max(mos_cq) AS mos_max, min(mos_worst) AS mos_worst,
+                   (SELECT w.call_id FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
+                    ORDER BY w.mos_cq IS NULL, w.mos_cq, w.call_id LIMIT 1) AS worst_leg,
+                   (SELECT w.grade FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
+                    ORDER BY CASE w.grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 WHEN 'fair' THEN 2 WHEN 'good' THEN 3 ELSE 4 END,
+                             w.call_id LIMIT 1) AS grade
+            FROM conversation_legs l
+            GROUP BY conversation_id ORDER BY min(start_ts);
+
+        CREATE VIEW daily_quality AS
+            SELECT to_char(to_timestamp(bucket_ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+                   calls, good, fair, poor, no_media, unanswered, unmeasured,
+                   round(100.0 * (poor + no_media) / greatest(1, calls - unanswered), 1) AS poor_pct,
+                   round(mos_p50::numeric, 2) AS mos_p50, round(mos_p5::numeric, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
+            FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
+        """
+    }
+
+    static let viewNames = [
+        "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
+        "findings_summary", "conversation_legs", "conversations", "daily_quality",
+    ]
+
+    /// Creates the schema in an empty database, brings an older one to `Schema.version`, or
+    /// checks a current one; refuses a newer one and a database holding other tables but no
+    /// callstats schema version. Under an advisory lock, in one transaction: workers that start
+    /// together wait for the first to finish it. Returns the version upgraded from, if any.
+    static func migrate(_ db: PostgresConnection, name: String) throws -> Int? {
+        try db.execute("BEGIN")
+        do {
+            try db.query("SELECT pg_advisory_xact_lock($1)", [.text(String(schemaLock))])
+            let hasMeta = try db.scalar("SELECT to_regclass('meta') IS NOT NULL") == "t"
+            let found = hasMeta ? try db.scalar("SELECT value FROM meta WHERE key = 'schema_version'").flatMap { Int($0) } : nil
+            if let found, found > Schema.version {
+                throw StoreError.newerSchema(path: name, found: found, supported: Schema.version)
+            }
+            if let found, found < 3 {
+                throw StoreError.olderSchema(path: name, found: found, supported: Schema.version)
+            }
+            if found == nil {
+                let others = try db.scalar(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name != 'meta'")
+                if others != "0" {
+                    throw StoreError.notADatabase(path: name, reason: "it has tables but no callstats schema version")
+                }
+            }
+            if found != Schema.version {
+                try db.execute(tables)
+                try db.execute(addedColumns)
+                try db.execute(viewNames.map { "DROP VIEW IF EXISTS \($0) CASCADE;" }.joined(separator: "\n"))
+                try db.execute(views)
+                try db.query(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    [.text(String(Schema.version))])
+            }
+            try db.execute("COMMIT")
+            return found.flatMap { $0 < Schema.version ? $0 : nil }
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,237 @@
+import CallLog
+import Foundation
+import Importers
+import Store
+import TestSupport
+import XCTest
+
+/// The PostgreSQL store against a real server (`PostgresServer`, one for the suite, a database
+/// per test), through the built binary: the same logs give the same rows as the SQLite file,
+/// readers work, several writers at once end as one run, and faults leave what a rerun mends.
+final class PostgresStoreTests: XCTestCase {
+    nonisolated(unsafe) static var server: PostgresServer?
+    nonisolated(unsafe) static var unavailable: Error?
+    /// The corpus (simulated calls, some continuing in the next file, and the shared Chromium
+    /// recording imported), and its analysis into SQLite by one run: the reference.
+    nonisolated(unsafe) static var corpus: URL!
+    nonisolated(unsafe) static var reference: String!
+
+    static let binary: URL = {
+        let bundle = Bundle(for: PostgresStoreTests.self).bundleURL
+        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("callstats") }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    override class func setUp() {
+        do {
+            server = try PostgresServer.start()
+        } catch {
+            unavailable = error
+        }
+    }
+
+    override class func tearDown() {
+        server?.stop()
+        server = nil
+        if let corpus { try? FileManager.default.removeItem(at: corpus.deletingLastPathComponent()) }
+    }
+
+    var server: PostgresServer!
+
+    override func setUpWithError() throws {
+        if let skip = Self.unavailable as? PostgresServer.Skip { throw XCTSkip(skip.reason) }
+        if let failure = Self.unavailable { throw failure }
+        server = Self.server
+        if Self.corpus == nil { try Self.makeCorpus() }
+    }
+
+    @discardableResult
+    static func callstats(_ args: [String]) throws -> ProcessResult { try runProcess(binary, args) }
+
+    static func makeCorpus() throws {
+        let dir = TestPaths.temporaryDirectory("pg-corpus")
+        let logs = dir.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        let sim = try callstats(["simulate", "--calls", "240", "--files", "4", "--seed", "5", "--days", "2", "--out", logs.path])
+        XCTAssertEqual(sim.status, 0, sim.err)
+        if let recording = TestPaths.chromiumRecording {
+            let imported = try callstats(["import", recording.path, "--out", logs.appendingPathComponent("chromium.ndjson.zst").path])
+            XCTAssertEqual(imported.status, 0, imported.err)
+            // Its two peers as two legs of one conversation, in files of their own.
+            let legs = RecordingLegs.split(ChromiumImporter().convert(path: recording.path).records, a: "peer-a", b: "peer-b")
+            for (name, records) in [("peer-a", legs.a), ("peer-b", legs.b)] {
+                let w = try LogWriter(path: logs.appendingPathComponent("\(name).ndjson.zst").path)
+                for r in records { try w.append(r) }
+                try w.close()
+            }
+        }
+        let db = dir.appendingPathComponent("reference.sqlite").path
+        let run = try callstats(["analyze", logs.path, "--db", db, "--quiet"])
+        XCTAssertEqual(run.status, 0, run.err)
+        corpus = logs
+        reference = db
+    }
+
+    var logFiles: [String] {
+        get throws {
+            try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { $0.contains(".ndjson") }.sorted()
+                .map { Self.corpus.appendingPathComponent($0).path }
+        }
+    }
+
+    /// Every compared table of `url` equals the reference SQLite file's, and holds rows.
+    func assertSameAsReference(_ url: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let tables = try DatabaseComparison.compareAcrossStores(Self.reference, url)
+        for t in tables {
+            XCTAssertTrue(t.same, "\(t.name): \(t.rows) rows, \(t.onlyInFirst) only in SQLite, \(t.onlyInSecond) only in PostgreSQL", file: file, line: line)
+            let mayBeEmpty = t.name == "rollup_pending" || (t.name == "call_conversations" && TestPaths.chromiumRecording == nil)
+            if !mayBeEmpty { XCTAssertGreaterThan(t.rows.first ?? 0, 0, t.name, file: file, line: line) }
+        }
+    }
+
+    func scalar(_ url: String, _ sql: String) throws -> String {
+        try server.psql(sql, database: String(url.split(separator: "/").last!)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    // MARK: - Same results
+
+    func testSameLogsGiveTheSameRowsAsSQLite() throws {
+        let url = try server.createDatabase()
+        let run = try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"])
+        XCTAssertEqual(run.status, 0, run.err)
+        try assertSameAsReference(url)
+        if TestPaths.chromiumRecording != nil {
+            // The recording's call (2 % loss, 30 ms jitter) is there with its intervals.
+            XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM intervals i JOIN calls c USING (call_id) WHERE c.sdk = 'chromium'")) ?? 0, 10)
+        }
+        // A second run reads nothing again and changes nothing.
+        let again = try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--json"])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertTrue(again.out.contains("\"files_read\":0") || again.out.contains("\"files_read\": 0"), again.out)
+        try assertSameAsReference(url)
+    }
+
+    func testQueryAndReportReadPostgres() throws {
+        let url = try server.createDatabase()
+        XCTAssertEqual(try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"]).status, 0)
+        let sql = "SELECT grade, count(*) AS n FROM calls GROUP BY grade ORDER BY grade"
+        let fromPG = try Self.callstats(["query", "--db", url, "--format", "csv", sql])
+        let fromSQLite = try Self.callstats(["query", "--db", Self.reference, "--format", "csv", sql])
+        XCTAssertEqual(fromPG.status, 0, fromPG.err)
+        XCTAssertEqual(fromPG.out, fromSQLite.out)
+        XCTAssertTrue(fromPG.out.contains("good,"), fromPG.out)
+        // Views answer alike, rounded values included (rows that tie in a view's order may come
+        // in either order: compared as sorted lists of rows).
+        func rows(_ db: String, _ q: String) throws -> [String] {
+            let out = try Self.callstats(["query", "--db", db, "--format", "json", q]).out
+            let list = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(out.utf8)) as? [Any], out)
+            return try list.map { String(decoding: try JSONSerialization.data(withJSONObject: $0, options: .sortedKeys), as: UTF8.self) }.sorted()
+        }
+        for view in ["poor_share_by_network", "findings_summary", "daily_quality", "worst_calls", "conversations", "conversation_legs"] {
+            let q = "SELECT * FROM \(view)"
+            let (pg, sqlite) = (try rows(url, q), try rows(Self.reference, q))
+            XCTAssertEqual(pg, sqlite, view)
+            if view != "conversations" && view != "conversation_legs" || TestPaths.chromiumRecording != nil {
+                XCTAssertFalse(pg.isEmpty, view)
+            }
+        }
+        let list = try Self.callstats(["query", "--db", url])
+        XCTAssertEqual(list.status, 0, list.err)
+        for name in SchemaGuide.relations.map(\.name) { XCTAssertTrue(list.out.contains(name), "\(name) not listed: \(list.out)") }
+        // Read-only, and one statement.
+        let write = try Self.callstats(["query", "--db", url, "DELETE FROM calls"])
+        XCTAssertEqual(write.status, 1)
+        XCTAssertTrue(write.err.contains("read-only transaction"), write.err)
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM calls"), try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last.map(String.init))
+        XCTAssertEqual(try Self.callstats(["query", "--db", url, "SELECT 1; DELETE FROM calls"]).status, 1)
+        // The report.
+        let out = Self.corpus.deletingLastPathComponent().appendingPathComponent("pg-report.html").path
+        let report = try Self.callstats(["report", "--db", url, "--out", out])
+        XCTAssertEqual(report.status, 0, report.err)
+        let html = try String(contentsOfFile: out, encoding: .utf8)
+        let calls = try scalar(url, "SELECT count(*) FROM calls")
+        XCTAssertNotNil(report.out.range(of: "calls +\(calls) ", options: .regularExpression), report.out)
+        XCTAssertGreaterThan(html.count, 10_000)
+    }
+
+    // MARK: - Many writers
+
+    /// Three workers at once over overlapping halves of the files (each file read by two of them,
+    /// calls that continue in the next file read by different workers) end as one run over all.
+    func testConcurrentWorkersOverOverlappingInputsEndAsOneRun() throws {
+        let url = try server.createDatabase()
+        let files = try logFiles
+        XCTAssertGreaterThanOrEqual(files.count, 4)
+        let n = files.count
+        let shares = [Array(files[0..<(n / 2 + 1)]), Array(files[(n / 2 - 1)...]), files.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)]
+        let processes = try shares.map { share -> (Process, Pipe) in
+            let p = Process()
+            p.executableURL = Self.binary
+            p.arguments = ["analyze"] + share + ["--db", url, "--quiet"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            return (p, err)
+        }
+        for (p, err) in processes {
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertEqual(waitForExit(p), 0, message)
+        }
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM ingested_files"), String(n))
+        try assertSameAsReference(url)
+    }
+
+    /// A worker killed at a random moment, then run again, leaves the clean result.
+    func testKilledWorkerRerunConverges() throws {
+        let url = try server.createDatabase()
+        let files = try logFiles
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = ["analyze"] + files + ["--db", url, "--quiet"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // Once it has committed something (calls are committed in batches as they are written).
+        let deadline = Date().addingTimeInterval(30)
+        func committed() throws -> Int {
+            guard try scalar(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'calls'") == "1" else { return 0 }
+            return Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
+        }
+        while p.isRunning, Date() < deadline, try committed() < 20 { usleep(20_000) }
+        XCTAssertTrue(p.isRunning, "the run ended before it could be killed: make the corpus larger")
+        kill(p.processIdentifier, SIGKILL)
+        XCTAssertEqual(waitForExit(p), 128 + SIGKILL)
+        let partial = Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
+        let total = Int(try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last ?? "") ?? 0
+        XCTAssertLessThan(partial, total, "the kill came after the last commit")
+        let rerun = try Self.callstats(["analyze"] + files + ["--db", url, "--quiet"])
+        XCTAssertEqual(rerun.status, 0, rerun.err)
+        try assertSameAsReference(url)
+    }
+
+    // MARK: - Faults
+
+    func testUnreachableServerAndNewerSchemaAreRefusedClearly() throws {
+        let refused = try Self.callstats(["analyze", Self.corpus.path, "--db", "postgresql://postgres:secret@127.0.0.1:\(PostgresServer.freePort())/x"])
+        XCTAssertEqual(refused.status, 1, refused.err)
+        XCTAssertTrue(refused.err.contains("cannot connect to postgresql://postgres:***@127.0.0.1"), refused.err)
+        XCTAssertTrue(refused.err.contains("Connection refused"), refused.err)
+        XCTAssertFalse(refused.err.contains("secret"), refused.err)
+
+        let missing = try Self.callstats(["query", "--db", server.url("no_such_database")])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("database \"no_such_database\" does not exist"), missing.err)
+
+        let url = try server.createDatabase()
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        try server.psql("UPDATE meta SET value = '99' WHERE key = 'schema_version'", database: String(url.split(separator: "/").last!))
+        let newer = try Self.callstats(["analyze", Self.corpus.path, "--db", url])
+        XCTAssertEqual(newer.status, 1)
+        XCTAssertTrue(newer.err.contains("has schema version 99, newer than this callstats understands"), newer.err)
+
+        let prune = try Self.callstats(["prune", "--db", url, "--before", "2026-01-01"])
+        XCTAssertEqual(prune.status, 1)
+        XCTAssertTrue(prune.err.contains("works on SQLite files only"), prune.err)
+    }
+}
