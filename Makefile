@@ -10,16 +10,16 @@ BIN     := .build/release/callstats
 
 all: build
 
-# System libraries the package links (zstd, zlib, libpcap, SQLite) plus tools the tests compare
-# against (tshark, zstd). Installed only when missing.
+# System libraries the package links (zstd, zlib, libpcap, SQLite, libpq) plus tools the tests
+# compare against (tshark, zstd). Installed only when missing.
 deps:
 	@missing=""; \
-	for h in zstd.h zlib.h pcap/pcap.h sqlite3.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
+	for h in zstd.h zlib.h pcap/pcap.h sqlite3.h postgresql/libpq-fe.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
 	for c in pkg-config zstd; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing system packages (missing:$$missing)"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev zlib1g-dev libpcap-dev libsqlite3-dev pkg-config zstd >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev zlib1g-dev libpcap-dev libsqlite3-dev libpq-dev pkg-config zstd >/dev/null; \
 	fi
 
 # Optional comparison tools for the tests: without them those comparisons are skipped.
@@ -30,6 +30,8 @@ test-deps: deps
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
 	@command -v valgrind >/dev/null || { echo "Installing valgrind (instruction counts of the performance checks)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "Installing postgresql (the PostgreSQL store is tested against a throwaway server)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
 	@command -v chromium >/dev/null || { echo "Installing chromium (the HTML report is checked in a headless browser)"; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || true

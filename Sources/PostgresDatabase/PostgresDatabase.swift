@@ -56,11 +56,11 @@ public final class PostgresConnection {
         return String(chars[..<colon]) + ":***" + String(chars[at...])
     }
 
+    /// libpq's message on one line (it breaks long ones and indents the rest with tabs).
     private static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
         guard let text else { return "" }
-        var s = String(cString: text)
-        while s.last?.isWhitespace == true { s.removeLast() }
-        return s
+        return String(cString: text).split(whereSeparator: { $0 == "\n" || $0 == "\t" || $0 == "\r" })
+            .map { $0.drop(while: { $0 == " " }) }.filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     var connectionLost: Bool { PQstatus(handle) != CONNECTION_OK }
@@ -70,7 +70,7 @@ public final class PostgresConnection {
         var message = PostgresConnection.trimmed(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle))
         if message.isEmpty { message = PostgresConnection.trimmed(PQerrorMessage(handle)) }
         let lost = connectionLost
-        if lost { message = "the connection to \(displayName) was lost: \(message)" }
+        if lost { message = "the connection was lost: \(message)" }
         return Error(message: message, sqlState: state, sql: sql, connectionLost: lost)
     }
 

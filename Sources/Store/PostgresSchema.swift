@@ -166,6 +166,25 @@ enum PostgresSchema {
         """
     }
 
+    /// Refuses a database whose tables lack columns this version writes (someone altered a
+    /// table): writing into it would fail mid-run, after work was done.
+    static func checkColumns(_ db: PostgresConnection, name: String) throws {
+        func names<T: StoredTable>(_ t: T.Type) -> (String, [String]) { (t.name, t.columnNames) }
+        let expected = [
+            names(CallsTable.self), names(StreamsTable.self), names(IntervalsTable.self), names(EventsTable.self),
+            names(FindingsTable.self), names(MaterialTable.self), ("rollups", RollupBuilder.columns),
+            ("call_conversations", ["call_id", "conversation_id", "linked_by"]),
+        ]
+        let r = try db.query(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()")
+        var present: [String: Set<String>] = [:]
+        for row in r.rows { if let t = row[0], let c = row[1] { present[t, default: []].insert(c) } }
+        for (table, columns) in expected {
+            let missing = columns.filter { !(present[table]?.contains($0) ?? false) }
+            if !missing.isEmpty { throw StoreError.alteredTable(path: name, table: table, missing: missing) }
+        }
+    }
+
     static let viewNames = [
         "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
         "findings_summary", "conversation_legs", "conversations", "daily_quality",
@@ -203,6 +222,7 @@ enum PostgresSchema {
                     "INSERT INTO meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                     [.text(String(Schema.version))])
             }
+            try checkColumns(db, name: name)
             try db.execute("COMMIT")
             return found.flatMap { $0 < Schema.version ? $0 : nil }
         } catch {

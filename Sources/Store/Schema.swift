@@ -416,6 +416,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case server(name: String, reason: String)
     /// A command that works on SQLite files only, given a PostgreSQL URL.
     case notForPostgres(command: String)
+    /// A table lacks columns of its schema version: it was changed by hand.
+    case alteredTable(path: String, table: String, missing: [String])
 
     public var description: String {
         switch self {
@@ -443,6 +445,9 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(r); check the --db URL (host, port, user, database), the password (PGPASSWORD or ~/.pgpass) and that the server runs"
         case .server(let n, let r):
             "PostgreSQL \(n): \(r); what was committed stays, and running the same command again completes the work"
+        case .alteredTable(let p, let t, let m):
+            "\(p): table \(t) lacks the column\(m.count == 1 ? "" : "s") \(m.joined(separator: ", ")) of its schema version "
+                + "(changed by hand?); restore the table, or analyse into a new database"
         case .notForPostgres(let c):
             "callstats \(c) works on SQLite files only; with PostgreSQL use SQL (callstats query) or a SQLite copy"
         }

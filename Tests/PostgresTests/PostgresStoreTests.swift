@@ -55,9 +55,8 @@ final class PostgresStoreTests: XCTestCase {
         let sim = try callstats(["simulate", "--calls", "240", "--files", "4", "--seed", "5", "--days", "2", "--out", logs.path])
         XCTAssertEqual(sim.status, 0, sim.err)
         if let recording = TestPaths.chromiumRecording {
-            let imported = try callstats(["import", recording.path, "--out", logs.appendingPathComponent("chromium.ndjson.zst").path])
-            XCTAssertEqual(imported.status, 0, imported.err)
-            // Its two peers as two legs of one conversation, in files of their own.
+            // The recording's two peers as two legs of one conversation, each in a file of its
+            // own, as two agents would log them (linked by their SSRCs).
             let legs = RecordingLegs.split(ChromiumImporter().convert(path: recording.path).records, a: "peer-a", b: "peer-b")
             for (name, records) in [("peer-a", legs.a), ("peer-b", legs.b)] {
                 let w = try LogWriter(path: logs.appendingPathComponent("\(name).ndjson.zst").path)
@@ -233,5 +232,57 @@ final class PostgresStoreTests: XCTestCase {
         let prune = try Self.callstats(["prune", "--db", url, "--before", "2026-01-01"])
         XCTAssertEqual(prune.status, 1)
         XCTAssertTrue(prune.err.contains("works on SQLite files only"), prune.err)
+    }
+
+    func testWrongUserBadURLAndAlteredTableAreRefusedClearly() throws {
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        let wrongUser = try Self.callstats(["analyze", Self.corpus.path, "--db", "postgresql://nobody_here@127.0.0.1:\(server.port)/\(database)"])
+        XCTAssertEqual(wrongUser.status, 1)
+        XCTAssertTrue(wrongUser.err.contains("role \"nobody_here\" does not exist"), wrongUser.err)
+        XCTAssertTrue(wrongUser.err.contains("check the --db URL"), wrongUser.err)
+
+        let badURL = try Self.callstats(["query", "--db", "postgresql://127.0.0.1:port/\(database)"])
+        XCTAssertEqual(badURL.status, 1)
+        XCTAssertTrue(badURL.err.contains("invalid"), badURL.err)
+
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        try server.psql("ALTER TABLE calls DROP COLUMN mos_cq CASCADE", database: database)
+        let calls = try scalar(url, "SELECT count(*) FROM calls")
+        let altered = try Self.callstats(["analyze", Self.corpus.path, "--db", url])
+        XCTAssertEqual(altered.status, 1)
+        XCTAssertTrue(altered.err.contains("table calls lacks the column mos_cq"), altered.err)
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM calls"), calls, "nothing written")
+    }
+
+    /// The server stopped at once (as a crash leaves it) while a worker writes: the worker stops
+    /// with a clear error, and once the server is back a rerun leaves the clean result.
+    func testServerGoingAwayMidRunThenRerunConverges() throws {
+        let url = try server.createDatabase()
+        let files = try logFiles
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = ["analyze"] + files + ["--db", url, "--quiet"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(30)
+        func committed() throws -> Int {
+            guard try scalar(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'calls'") == "1" else { return 0 }
+            return Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
+        }
+        while p.isRunning, Date() < deadline, try committed() < 20 { usleep(20_000) }
+        XCTAssertTrue(p.isRunning, "the run ended before the server could be stopped: make the corpus larger")
+        server.stop(removing: false)
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(waitForExit(p), 1, message)
+        XCTAssertTrue(message.contains("PostgreSQL postgresql://postgres@127.0.0.1"), message)
+        XCTAssertTrue(message.contains("running the same command again completes the work"), message)
+        XCTAssertEqual(message.split(separator: "\n").count, 1, "one line: \(message)")
+        try server.restart()
+        let rerun = try Self.callstats(["analyze"] + files + ["--db", url, "--quiet"])
+        XCTAssertEqual(rerun.status, 0, rerun.err)
+        try assertSameAsReference(url)
     }
 }
