@@ -135,6 +135,38 @@ final class SettingsRunTests: XCTestCase {
         }
     }
 
+    /// The quality model that scored a database's calls is in `meta`: recorded by the first
+    /// run; a run into a database scored by another model keeps that one's name and says so
+    /// (`otherQualityModel`, the warning the command prints); `regrade` records its own.
+    func testTheQualityModelIsRecordedAndAnotherOneIsReported() throws {
+        let files = try logs(calls: 12, files: 2)
+        let db = dir.appendingPathComponent("model.sqlite").path
+        let model = { try CallStore(path: db, forWriting: false).recordedQualityModel() }
+        let first = try analyze([files[0]], db: db)
+        XCTAssertNil(first.otherQualityModel)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+        XCTAssertTrue(try XCTUnwrap(try model()).hasPrefix("callstats-quality-"))
+
+        let older = "callstats-quality-0 (G.107-2011 NB; codecs 0; video 0)"
+        try CallStore(path: db).db.run("UPDATE meta SET value = ? WHERE key = 'quality_model'", [.text(older)])
+        let second = try analyze([files[1]], db: db)
+        XCTAssertEqual(second.otherQualityModel, older, "calls scored by another model are stored")
+        XCTAssertEqual(try model(), older, "the database mixes two models: the older name stays until a regrade")
+        XCTAssertEqual(try analyze([files[1]], db: db).otherQualityModel, older, "said again on every run")
+
+        let r = try regrade(db, config: nil)
+        XCTAssertEqual(r.previousQualityModel, older)
+        XCTAssertEqual(r.qualityModel, CallAnalyzer.qualityModelVersion)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+        XCTAssertNil(try analyze(files, db: db).otherQualityModel)
+
+        // A database written before the model was recorded gets this one, without a warning.
+        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'quality_model'")
+        XCTAssertNil(try model())
+        XCTAssertNil(try analyze([files[0]], db: db).otherQualityModel)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+    }
+
     func testARegradeThatCannotReadACallChangesNothing() throws {
         let files = try logs(calls: 40, files: 2)
         let db = dir.appendingPathComponent("damaged.sqlite").path
