@@ -75,38 +75,47 @@ extension CallStore {
     /// Rebuilds the given buckets. The calls of a day are read once, for the day and for those of
     /// its hours that are rebuilt (reading them again per hour cost as much as the grouping).
     private func rebuild(hours: Set<Int64>, days: Set<Int64>) throws {
+        guard !hours.isEmpty || !days.isEmpty else { return }
         var hoursLeft = hours
         var values = DimensionValues()
+        // The database's settings, recorded in this transaction before any rebuild of it: every
+        // bucket of a database has the same dimensions (other label dimensions come only with a
+        // regrade, which rebuilds them all).
+        let dimensions = Schema.rollupDimensions(labelKeys: try recordedSettings().labelDimensions)
         for day in days.sorted() {
-            let calls = try bucketCalls(from: day, length: CallStore.dayMs, values: &values)
-            try replaceBucket(period: "day", start: day, with: calls, in: 0..<calls.count, values: values)
+            let calls = try bucketCalls(from: day, length: CallStore.dayMs, dimensions: dimensions, values: &values)
+            try replaceBucket(period: "day", start: day, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
             // The day's calls come in start order: each hour's are a run of them.
             var i = 0
             while i < calls.count {
                 let hour = floorDiv(calls.starts[i], CallStore.hourMs) * CallStore.hourMs
                 var j = i + 1
                 while j < calls.count, calls.starts[j] < hour + CallStore.hourMs { j += 1 }
-                if hoursLeft.remove(hour) != nil { try replaceBucket(period: "hour", start: hour, with: calls, in: i..<j, values: values) }
+                if hoursLeft.remove(hour) != nil {
+                    try replaceBucket(period: "hour", start: hour, with: calls, in: i..<j, dimensions: dimensions, values: values)
+                }
                 i = j
             }
         }
         // Hours whose day is not rebuilt (a mark left alone), and marked hours without calls now.
         for hour in hoursLeft.sorted() {
-            let calls = try bucketCalls(from: hour, length: CallStore.hourMs, values: &values)
-            try replaceBucket(period: "hour", start: hour, with: calls, in: 0..<calls.count, values: values)
+            let calls = try bucketCalls(from: hour, length: CallStore.hourMs, dimensions: dimensions, values: &values)
+            try replaceBucket(period: "hour", start: hour, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
         }
     }
 
     /// The rollup inputs of the calls starting in `[start, start + length)`, in start order.
-    private func bucketCalls(from start: Int64, length: Int64, values: inout DimensionValues) throws -> BucketCalls {
-        let dims = Schema.rollupDimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
+    private func bucketCalls(
+        from start: Int64, length: Int64, dimensions: [(name: String, column: String)], values: inout DimensionValues
+    ) throws -> BucketCalls {
+        let dims = dimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
         let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
         let statement = try db.statement(
             "SELECT start_ts, grade, duration_ms, \(dims), \(metrics) FROM calls WHERE start_ts >= ? AND start_ts < ? ORDER BY start_ts")
         defer { statement.reset() }
         try statement.bind([.integer(start), .integer(start + length)])
         var calls = BucketCalls()
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
+        let dimCount = dimensions.count, metricCount = Schema.rollupMetrics.count
         while try statement.step() {
             calls.starts.append(statement.value(0).int64 ?? start)
             calls.grades.append(statement.value(1).string.flatMap { Grade(rawValue: $0) })
@@ -123,11 +132,11 @@ extension CallStore {
     /// Replaces one bucket's rows with those of `calls[range]`.
     private func replaceBucket(
         period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
-        values: DimensionValues
+        dimensions: [(name: String, column: String)], values: DimensionValues
     ) throws {
         try db.run("DELETE FROM rollups WHERE period = ? AND bucket_ts = ?", [.text(period), .integer(start)])
         guard !range.isEmpty else { return }
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
+        let dimCount = dimensions.count, metricCount = Schema.rollupMetrics.count
 
         // Each call's group in every dimension.
         var groupIndex = [Int](repeating: -1, count: values.keys.count)  // by value number
@@ -182,7 +191,7 @@ extension CallStore {
         let insert = try rollupInsert()
         for (g, acc) in groups.enumerated() {
             try insert.insertRow { r in
-                try r.add(period); try r.add(start); try r.add(Schema.rollupDimensions[keys[g].dimension].name); try r.add(keys[g].value)
+                try r.add(period); try r.add(start); try r.add(dimensions[keys[g].dimension].name); try r.add(keys[g].value)
                 try r.add(acc.calls); try r.add(acc.good); try r.add(acc.fair); try r.add(acc.poor)
                 try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.unmeasured); try r.add(acc.minutes)
                 for m in 0..<metricCount {
@@ -219,7 +228,8 @@ extension CallStore {
         return sorted[sorted.startIndex + min(max(rank, 1), sorted.count) - 1]
     }
 
-    /// A group: one value of one dimension (an index into `Schema.rollupDimensions`).
+    /// A group: one value of one dimension (an index into the rebuild's dimensions,
+    /// `Schema.rollupDimensions(labelKeys:)`).
     private struct GroupKey: Hashable {
         var dimension: Int
         var value: String

@@ -1,3 +1,4 @@
+import Analysis
 import Foundation
 import SQLiteDatabase
 
@@ -11,7 +12,9 @@ public enum Schema {
     /// column; one of an older version is upgraded by the steps past it (`migrations`).
     public static let version = migrations.map(\.version).max() ?? 1
 
-    /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in `calls`).
+    /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in
+    /// `calls`). These are every database's; `rollupDimensions(labelKeys:)` adds the configured
+    /// label keys' after them.
     public static let rollupDimensions: [(name: String, column: String)] = [
         ("all", "'*'"),
         ("codec", "audio_codec"),
@@ -25,6 +28,18 @@ public enum Schema {
         ("direction", "direction"),
         ("ice_outcome", "ice_outcome"),
     ]
+
+    /// Every dimension of a database's rollups: the built-in ones, then one per label key its
+    /// settings name (`AnalysisConfig.labelDimensions`), `label.<key>`, valued by the key's value
+    /// in the `call` record's labels (`calls.labels`; `unknown` for calls without it, as for the
+    /// other dimensions). The settings have checked each key (`AnalysisConfig.isLabelKey`: only
+    /// letters, digits, `_`, `-` and `.`), so it goes into the JSON path as it is.
+    public static func rollupDimensions(labelKeys: [String]) -> [(name: String, column: String)] {
+        rollupDimensions
+            + labelKeys.filter(AnalysisConfig.isLabelKey).map { key in
+                ("label." + key, "json_extract(labels, '$.\"\(key)\"')")
+            }
+    }
 
     /// Per-call metrics summarised in rollups: (name prefix, expression over `calls`, the schema
     /// version that added it). Metrics added later follow `unmeasured` in the table, as the
