@@ -127,10 +127,12 @@ public struct RecordIngestor {
         case .rtcp:
             // Round-trip times measured from RTCP at the capture point; negative ones are clock noise.
             if case .array(let reports)? = record["reports"] {
+                // A block about the sender's own SSRC (some clients write one) is no receiver's view.
+                let sender = record["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:))
                 for r in reports {
                     if let rtt = r["roundTripTimeMs"]?.doubleValue, rtt > 0, rtt < 60_000 { lastRTT[record.call] = rtt }
-                    if let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)), let lost = r["packetsLost"]?.doubleValue,
-                        lost.isFinite
+                    if let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)), ssrc != sender,
+                        let lost = r["packetsLost"]?.doubleValue, lost.isFinite
                     {
                         lastReport[record.call, default: [:]][ssrc] = Readings.WireReport(
                             packetsLost: lost, jitterMs: r["jitterMs"]?.doubleValue ?? .nan,

@@ -136,6 +136,7 @@ final class CapturedCallTests: XCTestCase {
     /// missing), so the capture measures no loss. B's receiver reports about A's stream (SSRC
     /// 0x1234) say what the network lost beyond: 20 by 10 s, 40 by 20 s, 50 at the end (4 % of
     /// what B expected); A's about B's stream report none. Both say jitter 80 (10 ms at 8 kHz).
+    /// A's reports also carry a block about A's own SSRC (lost 999), which is ignored.
     /// Each stream gets an `outbound` row as its receiver heard it (`remote_report`): the call's
     /// sent direction is scored from them, as a browser's is from `remote-inbound-rtp`, with loss
     /// as remote reports against packets sent: 50 / (50 + 2,500) over both streams, 50 / 1,300
@@ -163,8 +164,11 @@ final class CapturedCallTests: XCTestCase {
                     timestampNanos: Self.t0 + r.ms * Self.ms)
                 let aboutB = PcapPayloads.ReportBlock(
                     ssrc: 0x5678, fractionLost: 0, cumulativeLost: 0, highestSeq: r.seq, jitter: 80, lsr: 0, dlsr: 0)
+                // A block about the sender's own SSRC, as some clients write: no receiver's view.
+                let aboutItself = PcapPayloads.ReportBlock(
+                    ssrc: 0x1234, fractionLost: 255, cumulativeLost: 999, highestSeq: r.seq, jitter: 8000, lsr: 0, dlsr: 0)
                 w.addUDP(
-                    from: a, 40001, to: b, 50001, payload: PcapPayloads.receiverReport(ssrc: 0x1234, reports: [aboutB]),
+                    from: a, 40001, to: b, 50001, payload: PcapPayloads.receiverReport(ssrc: 0x1234, reports: [aboutB, aboutItself]),
                     timestampNanos: Self.t0 + (r.ms + 1) * Self.ms)
                 next += 1
             }

@@ -133,9 +133,21 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(call.out.split(separator: "\n").last, "wire,wire,good,1,0", call.out)
         let streams = try callstats([
             "query", "--db", db, "--format", "csv",
-            "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' ORDER BY packets",
+            "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' AND direction = 'inbound' ORDER BY packets",
         ])
         XCTAssertEqual(streams.out.split(separator: "\n").dropFirst(), ["548,0,audio/PCMA", "891,0,audio/PCMA"])
+        // Each stream's receiver reported it in RTCP (RR blocks, no loss): the sent direction,
+        // one `outbound` row per stream, beside what the capture measured.
+        let sent = try callstats([
+            "query", "--db", db, "--format", "csv",
+            """
+            SELECT (SELECT group_concat(ssrc || ':' || score_source || ':' || packets_lost, ' ') FROM
+                      (SELECT * FROM streams s WHERE s.call_id = c.call_id AND s.direction = 'outbound' ORDER BY ssrc)),
+                   mos_cq_sent BETWEEN 4 AND mos_cq, loss_pct_sent
+            FROM calls c WHERE call_id = '12013223@200.57.7.195'
+            """,
+        ])
+        XCTAssertEqual(sent.out.split(separator: "\n").last, "1492336106:remote_report:0 3535621694:remote_report:0,1,0", sent.out)
     }
 
     /// Two runs that must agree (one reader, two readers) hold the same rows; a database made
