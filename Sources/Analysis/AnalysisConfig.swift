@@ -47,6 +47,12 @@ public struct AnalysisConfig: Sendable, Equatable {
     /// (RTT/2) and packetisation (packet time + device allowance), raises `playout_delay`, ms
     /// (G.114's whole mouth-to-ear budget is 150 ms).
     public var playoutWarnMs = 150.0
+    /// Keys of the `call` record's `labels` (region, tenant, experiment…) that rollups break
+    /// results down by, each as the dimension `label.<key>`. The analysis does not read them:
+    /// they are here because they are settings of the database as the thresholds are (kept in
+    /// `meta.analysis_config`, changed by `regrade`, which rebuilds every rollup), so that no
+    /// rollup bucket has a dimension another lacks.
+    public var labelDimensions: [String] = []
 
     public init() {}
 }

@@ -64,6 +64,41 @@ extension AnalysisConfig {
 
     public static func setting(named name: String) -> Setting? { settings.first { $0.name == name } }
 
+    /// The one setting that is not a number: `labelDimensions`, a list of label keys (in a
+    /// settings file a JSON array of strings, on the command line `--set label_dimensions=a,b`).
+    public static let labelDimensionsSetting = (
+        name: "label_dimensions", unit: "label keys",
+        meaning: "keys of the call record's labels that rollups break results down by (dimension label.<key>)"
+    )
+
+    /// Every setting's name, the numbers' then `label_dimensions`.
+    public static var settingNames: [String] { settings.map(\.name) + [labelDimensionsSetting.name] }
+
+    /// At most this many label dimensions: each multiplies the rows of every rollup bucket.
+    public static let maximumLabelDimensions = 16
+
+    /// The label dimensions as `--set` takes them and `callstats config` shows them: "a,b", or
+    /// "none".
+    public var labelDimensionsText: String { labelDimensions.isEmpty ? "none" : labelDimensions.joined(separator: ",") }
+
+    /// A label key that can be a dimension: 1-64 ASCII letters, digits, `_`, `-` and `.`. The
+    /// store writes it into SQL as a JSON path (`json_extract(labels, '$."key"')`): these
+    /// characters need no quoting there, so no key can change that SQL.
+    public static func isLabelKey(_ key: String) -> Bool {
+        guard (1...64).contains(key.utf8.count) else { return false }
+        return key.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D || b == 0x2E
+        }
+    }
+
+    /// Sets `label_dimensions` from `--set`'s text: keys separated by commas ("" or "none": none).
+    public mutating func setLabelDimensions(_ text: Substring) {
+        let trimmed = text.trimmingSpaces
+        labelDimensions = []
+        guard !trimmed.isEmpty, trimmed != "none" else { return }
+        labelDimensions = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { String($0.trimmingSpaces) }
+    }
+
     public func value(of setting: Setting) -> Double { setting.get(self) }
 
     /// Sets one setting; the value must be finite, not negative, and whole where the setting counts.
@@ -91,13 +126,25 @@ extension AnalysisConfig {
         if windowMs < 1 { out.append("window_ms must be at least 1") }
         if gapFactor < 1 { out.append("gap_factor must be at least 1") }
         if mosFair > 5 || mosPoor > 5 { out.append("mos_fair and mos_poor are MOS values, at most 5") }
+        for key in labelDimensions where !Self.isLabelKey(key) {
+            out.append("label_dimensions: \"\(key)\" is not a label key (1-64 letters, digits, _, - and .)")
+        }
+        if Set(labelDimensions).count != labelDimensions.count { out.append("label_dimensions names a key twice") }
+        if labelDimensions.count > Self.maximumLabelDimensions {
+            out.append("label_dimensions: at most \(Self.maximumLabelDimensions) keys")
+        }
         return out
     }
 
     /// The settings as a JSON object, one per line in `settings` order: what a settings file
     /// holds and what a database keeps.
     public var settingsJSON: String {
-        let lines = Self.settings.map { "  \"\($0.name)\": \(Self.text(value(of: $0)))" }
+        var lines = Self.settings.map { "  \"\($0.name)\": \(Self.text(value(of: $0)))" }
+        // Only when set: a database graded with the defaults keeps the text it always had.
+        if !labelDimensions.isEmpty {
+            let keys = labelDimensions.map { JSONValue.string($0).serialized() }.joined(separator: ", ")
+            lines.append("  \"\(Self.labelDimensionsSetting.name)\": [\(keys)]")
+        }
         return "{\n" + lines.joined(separator: ",\n") + "\n}"
     }
 
@@ -108,9 +155,18 @@ extension AnalysisConfig {
         }
     }
 
+    /// How many settings differ from `other`'s, `label_dimensions` included.
+    public func changeCount(from other: AnalysisConfig) -> Int {
+        changes(from: other).count + (labelDimensions == other.labelDimensions ? 0 : 1)
+    }
+
     /// "name value (other's value), …", "" when none differ.
     public func changesText(from other: AnalysisConfig, otherLabel: String) -> String {
-        changes(from: other).map { "\($0.name) \(Self.text($0.value)) (\(otherLabel) \(Self.text($0.other)))" }.joined(separator: ", ")
+        var parts = changes(from: other).map { "\($0.name) \(Self.text($0.value)) (\(otherLabel) \(Self.text($0.other)))" }
+        if labelDimensions != other.labelDimensions {
+            parts.append("\(Self.labelDimensionsSetting.name) \(labelDimensionsText) (\(otherLabel) \(other.labelDimensionsText))")
+        }
+        return parts.joined(separator: ", ")
     }
 
     /// "defaults", or the settings that differ from them with the default in brackets: what
@@ -140,6 +196,13 @@ extension AnalysisConfig {
         for (n, (name, v)) in object.entries.enumerated() {
             let at = n < lines.count ? "line \(lines[n]): " : ""
             guard seen.insert(name).inserted else { throw .badFile(source, "\(at)\(name) is given twice") }
+            if name == Self.labelDimensionsSetting.name {
+                guard let keys = v.arrayValue?.compactMap(\.stringValue), keys.count == v.arrayValue?.count else {
+                    throw .badFile(source, "\(at)\(name): expected an array of label keys, e.g. [\"region\", \"tenant\"]")
+                }
+                config.labelDimensions = keys
+                continue
+            }
             guard Self.setting(named: name) != nil else { throw .badFile(source, at + SettingsError.unknownSetting(name).description) }
             guard let number = v.doubleValue else { throw .badFile(source, "\(at)\(name): expected a number") }
             do {
@@ -155,6 +218,10 @@ extension AnalysisConfig {
     /// Applies `name=value` pairs (`--set`), in order, then checks the result.
     public mutating func apply(assignments: [String]) throws(SettingsError) {
         for a in assignments {
+            if let eq = a.firstIndex(of: "="), a[..<eq].trimmingSpaces == Self.labelDimensionsSetting.name {
+                setLabelDimensions(a[a.index(after: eq)...])
+                continue
+            }
             guard let eq = a.firstIndex(of: "="), let number = Double(a[a.index(after: eq)...].trimmingSpaces) else {
                 throw .badAssignment(a)
             }
@@ -214,7 +281,7 @@ public enum SettingsError: Error, CustomStringConvertible, Equatable, Sendable {
     public var description: String {
         switch self {
         case .unknownSetting(let name):
-            "unknown setting \(name) (`callstats config` lists them: \(AnalysisConfig.settings.map(\.name).joined(separator: ", ")))"
+            "unknown setting \(name) (`callstats config` lists them: \(AnalysisConfig.settingNames.joined(separator: ", ")))"
         case .badValue(let name, let why): "\(name) \(why)"
         case .badAssignment(let text): "--set \(text): expected name=number, e.g. jitter_warn_ms=40"
         case .badFile(let source, let why): "\(source): \(why)"

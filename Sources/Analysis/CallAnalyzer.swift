@@ -1,9 +1,15 @@
 import CallLog
 import MaterialScanning
+import Quality
 
 /// Turns a call's material into its analysis: intervals per stream, summaries, findings, grade.
 /// Pure and deterministic: the same material always gives the same rows.
 public enum CallAnalyzer {
+    /// The version of the quality model (E-model defaults, codec table, video score) that
+    /// `analyze` scores with: a database records the one that graded its calls (`meta`), so
+    /// that scores of two models are never mixed unknowingly.
+    public static let qualityModelVersion = QualityModel.modelVersion
+
     public static func analyze(_ input: CallMaterial, config: AnalysisConfig = AnalysisConfig()) -> CallAnalysis {
         var m = input
         m.normalize()

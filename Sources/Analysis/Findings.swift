@@ -236,12 +236,14 @@ enum Findings {
                     iceFailed ? "ICE never connected; no media" : "no media received")
             }
         }
-        // One-way audio: inbound audio stalls while outbound audio flows, persistently.
-        if streams.contains(where: { $0.direction == .outbound && $0.kind == .audio }) {
+        // One-way audio: inbound audio stalls while outbound audio flows, persistently. A
+        // capture's outbound rows are its captured streams as their receivers reported them:
+        // they echo its inbound rows and say nothing of what flows one way.
+        if streams.contains(where: { $0.direction == .outbound && $0.kind == .audio && $0.source != "wire" }) {
             // The two directions' audio intervals, as spans and packets (not copies of whole intervals).
             var received: [(start: Int64, end: Int64, packets: Int64)] = []
             var sent: [(start: Int64, end: Int64, packets: Int64)] = []
-            for (s, range) in zip(streams, ranges) where s.kind == .audio {
+            for (s, range) in zip(streams, ranges) where s.kind == .audio && !(s.direction == .outbound && s.source == "wire") {
                 for i in range {
                     let span = (start: intervals[i].startTs, end: intervals[i].endTs, packets: intervals[i].packets ?? 0)
                     if s.direction == .inbound { received.append(span) } else { sent.append(span) }

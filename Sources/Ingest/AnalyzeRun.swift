@@ -108,6 +108,10 @@ public final class AnalyzeRun {
         public var upgradedFrom: Int?
         /// The settings the calls were graded with.
         public var settings: AnalysisConfig
+        /// The quality model the database's stored calls were graded by when it is not this
+        /// callstats' (`CallAnalyzer.qualityModelVersion`): the run's calls were graded by this
+        /// one, the earlier calls keep their scores until `callstats regrade`. Nil when they agree.
+        public var otherQualityModel: String?
 
         public var skippedAnything: Bool { !issueCounts.isEmpty || !missing.isEmpty }
     }
@@ -143,6 +147,12 @@ public final class AnalyzeRun {
         let hasNoCalls = try store.hasNoCalls()
         let startedWithoutCalls = hasNoCalls && !store.sharedByOtherWriters
         let config = try store.settingsForRun(asked: options.config, hasCalls: !hasNoCalls)
+        // A database graded by another quality model keeps that model's name until a regrade
+        // grades every call with one: recording ours would hide that its calls mix two. One
+        // that records none was written before the version was kept, by the only model there
+        // has been until then (callstats-quality-1): it gets ours.
+        let recordedModel = try store.recordedQualityModel()
+        let otherModel = hasNoCalls ? nil : recordedModel.flatMap { $0 == CallAnalyzer.qualityModelVersion ? nil : $0 }
         let search = LogFiles.find(options.paths)
         let found = search.files
 
@@ -181,7 +191,9 @@ public final class AnalyzeRun {
         writer.onProgress = onProgress
         writer.onIssue = onIssue
         do {
-            try writer.run(config: config, started: started, reading: reading)
+            try writer.run(
+                config: config, qualityModel: otherModel == nil ? CallAnalyzer.qualityModelVersion : nil, started: started,
+                reading: reading)
         } catch {
             queue.cancel()
             group.wait()
@@ -198,7 +210,7 @@ public final class AnalyzeRun {
             foldersWithoutLogs: search.foldersWithoutLogs, issueCounts: writer.issueCounts,
             firstIssues: writer.firstIssues, totals: try store.totals(), callsInRun: writer.gradeByCall.count,
             gradesInRun: writer.gradesInRun.filter { $0.value > 0 }, upgradedFrom: store.upgradedFrom,
-            settings: config)
+            settings: config, otherQualityModel: otherModel)
     }
 
     /// The files to read, and those skipped with the path their content was read under: content

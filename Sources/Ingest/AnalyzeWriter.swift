@@ -78,10 +78,13 @@ final class AnalyzeWriter<Results: ResultStore> {
 
     /// Writes everything the readers hand over until they are done, then the rollups, and
     /// commits. On an error the open transaction is rolled back (what was committed stays).
-    func run(config: AnalysisConfig, started: Date, reading: ReadProgress) throws {
+    /// `qualityModel`: the model version to record as every stored call's, nil to leave the
+    /// recorded one (calls graded by another model are stored: `AnalyzeRun` warns).
+    func run(config: AnalysisConfig, qualityModel: String?, started: Date, reading: ReadProgress) throws {
         try store.begin()
         do {
             try store.record(settings: config)
+            if let qualityModel { try store.record(qualityModel: qualityModel) }
             while let batch = queue.takeAll(readers: readers) {
                 for item in batch {
                     switch item {

@@ -32,6 +32,10 @@ public final class RegradeRun {
         public var findingsAfter: Int
         public var previousSettings: AnalysisConfig
         public var settings: AnalysisConfig
+        /// The quality model the calls were graded by before (nil: none recorded), and the one
+        /// that graded them now (`CallAnalyzer.qualityModelVersion`).
+        public var previousQualityModel: String?
+        public var qualityModel: String
         public var seconds: Double
     }
 
@@ -51,6 +55,7 @@ public final class RegradeRun {
     private func run<Results: ResultStore>(on store: Results) throws -> Report {
         let started = Date()
         let previous = try store.recordedSettings()
+        let previousModel = try store.recordedQualityModel()
         let config = options.config ?? previous
         let before = try store.totals()
         let findingsBefore = try store.findingCount()
@@ -94,13 +99,16 @@ public final class RegradeRun {
             // Every analysis was deleted: each must have been written again.
             guard done == total else { throw RegradeError.callsMissed(options.database, written: done, stored: total) }
             try store.record(settings: config)
+            // Every call was graded again just now, by this model.
+            try store.record(qualityModel: CallAnalyzer.qualityModelVersion)
             try store.rebuildAllRollups()
             try store.linkConversations()
         }
         return Report(
             calls: done, gradesBefore: before.byGrade, gradesAfter: try store.totals().byGrade,
             findingsBefore: findingsBefore, findingsAfter: try store.findingCount(),
-            previousSettings: previous, settings: config, seconds: Date().timeIntervalSince(started))
+            previousSettings: previous, settings: config, previousQualityModel: previousModel,
+            qualityModel: CallAnalyzer.qualityModelVersion, seconds: Date().timeIntervalSince(started))
     }
 }
 

@@ -215,8 +215,31 @@ enum Readings {
         return r
     }
 
-    /// A wire-measured `rtp` record (from `callstats capture`) as a reading.
-    static func wire(_ r: LogRecord, lastRTTMs: Double?, voipMetrics: JSONValue? = nil) -> Snapshot? {
+    /// An RTCP report block about a captured stream, from the stream's receiver (the `rtcp`
+    /// record's `reports[]`): what arrived at the far end of the path, where the capture measures
+    /// what passed the capture point.
+    struct WireReport {
+        /// Cumulative, since the receiver's first packet of the stream (RFC 3550, signed).
+        var packetsLost: Double
+        var jitterMs: Double
+        /// The capture point's round trip to the receiver (LSR/DLSR), NaN when no SR matched.
+        var roundTripTimeMs: Double
+    }
+
+    /// A wire-measured `rtp` record (from `callstats capture`) as a reading; with `report`, the
+    /// latest report block its receiver sent about the stream, also the stream as that receiver
+    /// heard it.
+    ///
+    /// The capture sees both directions and has no "this end": each stream it measures is a
+    /// received (`inbound`) reading, what passed the capture point. The receiver's report is
+    /// the stream at the end of its path, the figures a browser's `remote-inbound-rtp` gives
+    /// about a stream it sends: it becomes an `outbound` reading of the same stream, paired as
+    /// remote-inbound-rtp pairs with outbound-rtp (packets that passed the capture point, which
+    /// a capture at the sender sees all of, against the receiver's cumulative loss; its jitter;
+    /// its round trip), and is scored as the sent direction is. A capture at the sender shows no
+    /// loss on its streams while the far end reports what the network lost; at the receiver the
+    /// two agree.
+    static func wire(_ r: LogRecord, lastRTTMs: Double?, voipMetrics: JSONValue? = nil, report: WireReport? = nil) -> Snapshot? {
         guard let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)) else { return nil }
         let clock = r["clockRate"]?.doubleValue ?? .nan
         let codec = r["codec"]?.stringValue
@@ -242,7 +265,23 @@ enum Readings {
             s.xrJitterBufferMs = x["jitterBufferNominalMs"]?.doubleValue ?? .nan
         }
         if let rtt = lastRTTMs { s.rttMs = rtt }
-        return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: [s], pair: nil)
+        var streams = [s]
+        if let report {
+            var far = StreamReading(
+                streamID: "wire:\(flow):receiver-report:\(kind.rawValue):\(ssrc)", direction: .outbound, kind: kind, ssrc: ssrc)
+            far.codec = s.codec
+            far.clockRate = clock
+            far.packets = s.packets
+            far.bytes = s.bytes
+            // Negative when the receiver counted duplicates: none lost, as on the capture's side.
+            far.lost = max(0, report.packetsLost)
+            far.remoteReportedJitterMs = report.jitterMs
+            far.rttMs = report.roundTripTimeMs.isFinite ? report.roundTripTimeMs : s.rttMs
+            // The receiver's counts start at its first packet of the stream, as the capture's do.
+            far.firstTs = s.firstTs
+            streams.append(far)
+        }
+        return Snapshot(ts: r.ts, statsTs: .nan, peerConnection: "wire:\(flow):\(ssrc)", source: "wire", streams: streams, pair: nil)
     }
 
     /// A wire-measured `ice` record (a candidate pair's STUN checks, from `callstats capture`) as

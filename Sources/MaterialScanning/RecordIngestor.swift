@@ -50,6 +50,10 @@ public struct RecordIngestor {
     /// that stream carries it (RTCP records are written as they arrive, a stream's records at its
     /// interval's end, so a report precedes the record of the interval it came in).
     private var lastVoIP: [String: [UInt32: JSONValue]] = [:]
+    /// Per call and reported SSRC, the latest RTCP report block about that stream from its
+    /// receiver (RR or SR blocks): the next `rtp` record of the stream carries it as the
+    /// stream's far-end figures (`Readings.wire`), as the XR metrics above.
+    private var lastReport: [String: [UInt32: Readings.WireReport]] = [:]
     private var names = StreamNames()
 
     public init(bounds: Bounds = Bounds()) { self.bounds = bounds }
@@ -115,15 +119,25 @@ public struct RecordIngestor {
         case .rtpStream:
             let ssrc = record["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:))
             let voip = ssrc.flatMap { lastVoIP[record.call]?[$0] }
-            guard let snapshot = Readings.wire(record, lastRTTMs: lastRTT[record.call], voipMetrics: voip) else {
+            let report = ssrc.flatMap { lastReport[record.call]?[$0] }
+            guard let snapshot = Readings.wire(record, lastRTTMs: lastRTT[record.call], voipMetrics: voip, report: report) else {
                 return .skipped(category: .invalidRecord, message: "rtp record without ssrc")
             }
             guard addToMaterial(of: record.call, { $0.add(snapshot) }) else { return refusal(of: record.call) }
         case .rtcp:
             // Round-trip times measured from RTCP at the capture point; negative ones are clock noise.
             if case .array(let reports)? = record["reports"] {
+                // A block about the sender's own SSRC (some clients write one) is no receiver's view.
+                let sender = record["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:))
                 for r in reports {
                     if let rtt = r["roundTripTimeMs"]?.doubleValue, rtt > 0, rtt < 60_000 { lastRTT[record.call] = rtt }
+                    if let ssrc = r["ssrc"]?.doubleValue.flatMap(UInt32.init(ssrc:)), ssrc != sender,
+                        let lost = r["packetsLost"]?.doubleValue, lost.isFinite
+                    {
+                        lastReport[record.call, default: [:]][ssrc] = Readings.WireReport(
+                            packetsLost: lost, jitterMs: r["jitterMs"]?.doubleValue ?? .nan,
+                            roundTripTimeMs: r["roundTripTimeMs"]?.doubleValue ?? .nan)
+                    }
                 }
             }
             // XR round trips (RRTR/DLRR, RFC 3611) are the same measure from the other side's reports.
@@ -247,13 +261,14 @@ public struct RecordIngestor {
     public mutating func take(_ call: String) -> CallMaterial? {
         lastRTT[call] = nil
         lastVoIP[call] = nil
+        lastReport[call] = nil
         guard let m = open.removeValue(forKey: call) else { return nil }
         openIDBytes -= call.utf8.count
         return m
     }
 
     /// Removes and returns every open call's material, keeping what the calls' later records
-    /// need (statistics chains, RTCP round trips and XR metrics): for handing calls on early
+    /// need (statistics chains, RTCP round trips, report blocks and XR metrics): for handing calls on early
     /// (`maximumOpenCalls`).
     public mutating func takeOpen() -> [CallMaterial] {
         defer {
@@ -261,12 +276,13 @@ public struct RecordIngestor {
             openIDBytes = 0
             if lastRTT.count > bounds.maximumOpenCalls { lastRTT.removeAll() }
             if lastVoIP.count > bounds.maximumOpenCalls { lastVoIP.removeAll() }
+            if lastReport.count > bounds.maximumOpenCalls { lastReport.removeAll() }
         }
         return open.keys.sorted().compactMap { open[$0] }
     }
 
     public mutating func takeAll() -> [CallMaterial] {
-        defer { open.removeAll(); lastRTT.removeAll(); lastVoIP.removeAll(); openIDBytes = 0 }
+        defer { open.removeAll(); lastRTT.removeAll(); lastVoIP.removeAll(); lastReport.removeAll(); openIDBytes = 0 }
         return open.keys.sorted().compactMap { open[$0] }
     }
 }

@@ -30,6 +30,23 @@ extension CallStore {
         try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.settingsKey), .text(config.settingsJSON)])
     }
 
+    static let qualityModelKey = "quality_model"
+
+    /// The version of the quality model (`CallAnalyzer.qualityModelVersion`) that graded the
+    /// stored calls, as `meta.quality_model` records it; nil in a database written before it
+    /// was kept.
+    public func recordedQualityModel() throws -> String? {
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.qualityModelKey)])?.string
+    }
+
+    /// Records `version` as the quality model of every stored call (inside the caller's
+    /// transaction). Only a run that grades every stored call with it may say so: `regrade`, or
+    /// `analyze` into a database that holds none (or records none); `analyze` adding calls
+    /// to a database graded by another model keeps that model's name and warns.
+    public func record(qualityModel version: String) throws {
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.qualityModelKey), .text(version)])
+    }
+
     /// The settings a run uses: `asked` when given (refused if calls graded otherwise are
     /// stored), else the database's own. `hasCalls`: whether the database holds calls (the
     /// caller has looked).

@@ -7,7 +7,7 @@ import SQLiteDatabase
 /// Legs are linked when
 /// - their `call` records carry the same label `conversation` (the explicit id), or
 /// - the same SDK call id (the `call` record's `callId`, `calls.sdk_call_id`), or
-/// - one's outbound SSRC is the other's inbound SSRC while both calls lasted. An SSRC sent by
+/// - one's outbound SSRC (not a capture's) is the other's inbound SSRC while both calls lasted. An SSRC sent by
 ///   more than one call (a collision, or copies of one recording) links nothing: a link must
 ///   not depend on chance.
 /// Links are transitive (an app, the far app and a capture of them make one conversation).
@@ -30,9 +30,13 @@ package struct ConversationClues {
 /// The SSRC links, the same SQL in both stores. Each SSRC sent by exactly one call, then the
 /// calls that received it: both sides materialised, so the receivers are found through an index
 /// on the SSRC rather than by scanning every stream for each sent one.
+///
+/// A capture sends nothing: its `outbound` rows are its streams as their receivers reported them
+/// (`wire` source), the same SSRCs it heard; as senders they would make every SSRC a capture saw
+/// look sent twice, and link nothing.
 let conversationSSRCPairs = """
     WITH sent AS MATERIALIZED (
-        SELECT ssrc, min(call_id) AS call_id FROM streams WHERE direction = 'outbound' AND ssrc != 0
+        SELECT ssrc, min(call_id) AS call_id FROM streams WHERE direction = 'outbound' AND source != 'wire' AND ssrc != 0
         GROUP BY ssrc HAVING min(call_id) = max(call_id)),
     heard AS MATERIALIZED (SELECT ssrc, call_id FROM streams WHERE direction = 'inbound' AND ssrc != 0)
     SELECT DISTINCT a.call_id, b.call_id

@@ -282,6 +282,18 @@ public final class PostgresStore {
             [.text(CallStore.settingsKey), .text(config.settingsJSON)])
     }
 
+    public func recordedQualityModel() throws -> String? {
+        try query("SELECT value FROM meta WHERE key = $1", [.text(CallStore.qualityModelKey)]).rows.first?.first ?? nil
+    }
+
+    /// Written only when it changes, as the settings are.
+    public func record(qualityModel version: String) throws {
+        guard try recordedQualityModel() != version else { return }
+        try query(
+            "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            [.text(CallStore.qualityModelKey), .text(version)])
+    }
+
     public func settingsForRun(asked: AnalysisConfig?, hasCalls: Bool) throws -> AnalysisConfig {
         let recorded = try recordedSettings()
         guard let asked else { return recorded }
@@ -339,9 +351,9 @@ public final class PostgresStore {
         }
     }
 
-    func rollupCalls(from start: Int64, length: Int64) throws -> PostgresResult {
+    func rollupCalls(from start: Int64, length: Int64, dimensions: [(name: String, column: String)]) throws -> PostgresResult {
         try query(
-            "SELECT \(RollupBuilder.selectedColumns) FROM calls WHERE start_ts >= $1 AND start_ts < $2 ORDER BY start_ts",
+            "SELECT \(RollupBuilder.selectedColumns(dimensions)) FROM calls WHERE start_ts >= $1 AND start_ts < $2 ORDER BY start_ts",
             [.text(String(start)), .text(String(start + length))])
     }
 
@@ -415,10 +427,17 @@ final class PostgresRollups: RollupStorage {
         init(_ value: T) { self.value = value }
     }
 
-    func bucketCalls(from start: Int64, length: Int64, values: inout RollupBuilder.DimensionValues) throws -> RollupBuilder.BucketCalls {
+    /// A label's value as text: what SQLite's `json_extract` gives for strings and numbers.
+    func dimensions() throws -> [(name: String, column: String)] {
+        Schema.rollupDimensions(labelKeys: try store.recordedSettings().labelDimensions) { "(labels::jsonb ->> '\($0)')" }
+    }
+
+    func bucketCalls(
+        from start: Int64, length: Int64, dimensions: [(name: String, column: String)], values: inout RollupBuilder.DimensionValues
+    ) throws -> RollupBuilder.BucketCalls {
         var calls = RollupBuilder.BucketCalls()
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
-        for row in try store.rollupCalls(from: start, length: length).rows {
+        let dimCount = dimensions.count, metricCount = Schema.rollupMetrics.count
+        for row in try store.rollupCalls(from: start, length: length, dimensions: dimensions).rows {
             calls.starts.append(row[0].flatMap { Int64($0) } ?? start)
             calls.grades.append(row[1].flatMap { Grade(rawValue: $0) })
             calls.minutes.append(Double(row[2].flatMap { Int64($0) } ?? 0) / 60_000)

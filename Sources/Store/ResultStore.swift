@@ -46,6 +46,9 @@ public protocol ResultStore: AnyObject {
     func recordedSettings() throws -> AnalysisConfig
     func record(settings config: AnalysisConfig) throws
     func settingsForRun(asked: AnalysisConfig?, hasCalls: Bool) throws -> AnalysisConfig
+    /// The quality-model version that graded the stored calls (nil: none recorded).
+    func recordedQualityModel() throws -> String?
+    func record(qualityModel: String) throws
 
     // Rollups
     func markRollupsPending(forCallStarts callStarts: some Sequence<Int64>) throws

@@ -115,8 +115,8 @@ package enum RollupBuilder {
 
     /// What is read of each call of a bucket, in the order `BucketCalls.append` takes it:
     /// start, grade, duration, each dimension's value (text, 'unknown' when NULL), each metric.
-    package static var selectedColumns: String {
-        let dims = Schema.rollupDimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
+    package static func selectedColumns(_ dimensions: [(name: String, column: String)]) -> String {
+        let dims = dimensions.map { "coalesce(\($0.column), 'unknown')" }.joined(separator: ", ")
         let metrics = Schema.rollupMetrics.map(\.column).joined(separator: ", ")
         return "start_ts, grade, duration_ms, \(dims), \(metrics)"
     }
@@ -124,36 +124,41 @@ package enum RollupBuilder {
     /// Rebuilds the given buckets. The calls of a day are read once, for the day and for those of
     /// its hours that are rebuilt (reading them again per hour cost as much as the grouping).
     static func rebuild<Storage: RollupStorage>(hours: Set<Int64>, days: Set<Int64>, in storage: Storage) throws {
+        guard !hours.isEmpty || !days.isEmpty else { return }
         var hoursLeft = hours
         var values = DimensionValues()
+        // The database's settings, recorded in this transaction before any rebuild of it: every
+        // bucket of a database has the same dimensions (other label dimensions come only with a
+        // regrade, which rebuilds them all).
+        let dimensions = try storage.dimensions()
         for day in days.sorted() {
-            let calls = try storage.bucketCalls(from: day, length: CallStore.dayMs, values: &values)
-            try replaceBucket(in: storage, period: "day", start: day, with: calls, in: 0..<calls.count, values: values)
+            let calls = try storage.bucketCalls(from: day, length: CallStore.dayMs, dimensions: dimensions, values: &values)
+            try replaceBucket(in: storage, period: "day", start: day, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
             // The day's calls come in start order: each hour's are a run of them.
             var i = 0
             while i < calls.count {
                 let hour = floorDiv(calls.starts[i], CallStore.hourMs) * CallStore.hourMs
                 var j = i + 1
                 while j < calls.count, calls.starts[j] < hour + CallStore.hourMs { j += 1 }
-                if hoursLeft.remove(hour) != nil { try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, values: values) }
+                if hoursLeft.remove(hour) != nil { try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, dimensions: dimensions, values: values) }
                 i = j
             }
         }
         // Hours whose day is not rebuilt (a mark left alone), and marked hours without calls now.
         for hour in hoursLeft.sorted() {
-            let calls = try storage.bucketCalls(from: hour, length: CallStore.hourMs, values: &values)
-            try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: 0..<calls.count, values: values)
+            let calls = try storage.bucketCalls(from: hour, length: CallStore.hourMs, dimensions: dimensions, values: &values)
+            try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
         }
     }
 
     /// Replaces one bucket's rows with those of `calls[range]`.
     private static func replaceBucket<Storage: RollupStorage>(
         in storage: Storage, period: String, start: Int64, with calls: BucketCalls, in range: Range<Int>,
-        values: DimensionValues
+        dimensions: [(name: String, column: String)], values: DimensionValues
     ) throws {
         try storage.deleteBucket(period: period, start: start)
         guard !range.isEmpty else { return }
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
+        let dimCount = dimensions.count, metricCount = Schema.rollupMetrics.count
 
         // Each call's group in every dimension.
         var groupIndex = [Int](repeating: -1, count: values.keys.count)  // by value number
@@ -207,7 +212,7 @@ package enum RollupBuilder {
 
         for (g, acc) in groups.enumerated() {
             try storage.insertRow { r in
-                try r.add(period); try r.add(start); try r.add(Schema.rollupDimensions[keys[g].dimension].name); try r.add(keys[g].value)
+                try r.add(period); try r.add(start); try r.add(dimensions[keys[g].dimension].name); try r.add(keys[g].value)
                 try r.add(acc.calls); try r.add(acc.good); try r.add(acc.fair); try r.add(acc.poor)
                 try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.unmeasured); try r.add(acc.minutes)
                 for m in 0..<metricCount {
@@ -220,7 +225,8 @@ package enum RollupBuilder {
         }
     }
 
-    /// A group: one value of one dimension (an index into `Schema.rollupDimensions`).
+    /// A group: one value of one dimension (an index into the rebuild's dimensions,
+    /// `Schema.rollupDimensions(labelKeys:)`).
     package struct GroupKey: Hashable {
         var dimension: Int
         var value: String
@@ -274,8 +280,13 @@ package enum RollupBuilder {
 /// Where rollups are read from and written to (one per store).
 package protocol RollupStorage {
     associatedtype Writer: RollupRowWriter
+    /// The dimensions of this database's rollups: every database's, and its configured labels'
+    /// (`Schema.rollupDimensions(labelKeys:)`, in this store's SQL).
+    func dimensions() throws -> [(name: String, column: String)]
     /// The rollup inputs of the calls starting in `[start, start + length)`, in start order.
-    func bucketCalls(from start: Int64, length: Int64, values: inout RollupBuilder.DimensionValues) throws -> RollupBuilder.BucketCalls
+    func bucketCalls(
+        from start: Int64, length: Int64, dimensions: [(name: String, column: String)], values: inout RollupBuilder.DimensionValues
+    ) throws -> RollupBuilder.BucketCalls
     func deleteBucket(period: String, start: Int64) throws
     /// One row, its values added in `RollupBuilder.columns` order.
     func insertRow(_ body: (inout Writer) throws -> Void) throws
@@ -297,13 +308,19 @@ extension CopyRows: RollupRowWriter {}
 struct SQLiteRollups: RollupStorage {
     let store: CallStore
 
-    func bucketCalls(from start: Int64, length: Int64, values: inout RollupBuilder.DimensionValues) throws -> RollupBuilder.BucketCalls {
+    func dimensions() throws -> [(name: String, column: String)] {
+        Schema.rollupDimensions(labelKeys: try store.recordedSettings().labelDimensions)
+    }
+
+    func bucketCalls(
+        from start: Int64, length: Int64, dimensions: [(name: String, column: String)], values: inout RollupBuilder.DimensionValues
+    ) throws -> RollupBuilder.BucketCalls {
         let statement = try store.db.statement(
-            "SELECT \(RollupBuilder.selectedColumns) FROM calls WHERE start_ts >= ? AND start_ts < ? ORDER BY start_ts")
+            "SELECT \(RollupBuilder.selectedColumns(dimensions)) FROM calls WHERE start_ts >= ? AND start_ts < ? ORDER BY start_ts")
         defer { statement.reset() }
         try statement.bind([.integer(start), .integer(start + length)])
         var calls = RollupBuilder.BucketCalls()
-        let dimCount = Schema.rollupDimensions.count, metricCount = Schema.rollupMetrics.count
+        let dimCount = dimensions.count, metricCount = Schema.rollupMetrics.count
         while try statement.step() {
             calls.starts.append(statement.value(0).int64 ?? start)
             calls.grades.append(statement.value(1).string.flatMap { Grade(rawValue: $0) })

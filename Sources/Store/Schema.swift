@@ -1,3 +1,4 @@
+import Analysis
 import Foundation
 import SQLiteDatabase
 
@@ -11,7 +12,9 @@ public enum Schema {
     /// column; one of an older version is upgraded by the steps past it (`migrations`).
     public static let version = migrations.map(\.version).max() ?? 1
 
-    /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in `calls`).
+    /// Dimensions that rollups break results down by: (name in `rollups.dimension`, column in
+    /// `calls`). These are every database's; `rollupDimensions(labelKeys:)` adds the configured
+    /// label keys' after them.
     public static let rollupDimensions: [(name: String, column: String)] = [
         ("all", "'*'"),
         ("codec", "audio_codec"),
@@ -26,6 +29,18 @@ public enum Schema {
         ("ice_outcome", "ice_outcome"),
     ]
 
+    /// Every dimension of a database's rollups: the built-in ones, then one per label key its
+    /// settings name (`AnalysisConfig.labelDimensions`), `label.<key>`, valued by the key's value
+    /// in the `call` record's labels (`calls.labels`; `unknown` for calls without it, as for the
+    /// other dimensions). The settings have checked each key (`AnalysisConfig.isLabelKey`: only
+    /// letters, digits, `_`, `-` and `.`), so it goes into the JSON path as it is.
+    /// `labelValue`: the SQL of a label's value in `calls.labels` (JSON text); SQLite's by default.
+    public static func rollupDimensions(
+        labelKeys: [String], labelValue: (String) -> String = { "json_extract(labels, '$.\"\($0)\"')" }
+    ) -> [(name: String, column: String)] {
+        rollupDimensions + labelKeys.filter(AnalysisConfig.isLabelKey).map { key in ("label." + key, labelValue(key)) }
+    }
+
     /// Per-call metrics summarised in rollups: (name prefix, expression over `calls`, the schema
     /// version that added it). Metrics added later follow `unmeasured` in the table, as the
     /// upgrade of an older database adds them.
@@ -39,6 +54,8 @@ public enum Schema {
         ("ringing", "ringing_ms", 4),
         ("answer", "answer_ms", 4),
         ("ice_gathering", "ice_gathering_ms", 4),
+        ("mos_sent", "mos_cq_sent", 5),
+        ("loss_sent", "loss_pct_sent", 5),
     ]
 
     public static let percentiles: [(name: String, fraction: Double)] = [
@@ -140,7 +157,9 @@ public enum Schema {
 
     static var rollupTable: String {
         let metrics = rollupMetricColumns(addedIn: nil).map { "\($0) REAL" }.joined(separator: ", ")
+        // In the order an upgraded table has them: each version's added at the end.
         let metricsAddedIn4 = rollupMetricColumns(addedIn: 4).map { "\($0) REAL, " }.joined()
+        let metricsAddedIn5 = rollupMetricColumns(addedIn: 5).map { "\($0) REAL, " }.joined()
         return """
             CREATE TABLE IF NOT EXISTS rollups (
                 period TEXT NOT NULL, bucket_ts INTEGER NOT NULL, dimension TEXT NOT NULL, value TEXT NOT NULL,
@@ -148,7 +167,7 @@ public enum Schema {
                 no_media INTEGER NOT NULL, unanswered INTEGER NOT NULL, minutes REAL NOT NULL,
                 \(metrics),
                 unmeasured INTEGER NOT NULL DEFAULT 0,
-                \(metricsAddedIn4)PRIMARY KEY (period, bucket_ts, dimension, value)
+                \(metricsAddedIn4)\(metricsAddedIn5)PRIMARY KEY (period, bucket_ts, dimension, value)
             ) WITHOUT ROWID;
             """
     }
@@ -272,7 +291,21 @@ public enum Schema {
                 version: 4, name: "v4-conversations",
                 summary: "links the legs of one conversation (table call_conversations, views conversation_legs and conversations)",
                 sql: { conversationTable }),
+            Migration(
+                version: 5, name: "v5-sent-direction-rollups",
+                summary: "adds the sent direction's MOS and loss to the rollups (rollups.mos_sent_*, rollups.loss_sent_*; "
+                    + "every rollup bucket rebuilt from the calls' stored mos_cq_sent and loss_pct_sent)",
+                sql: { upgradeFrom4 }),
         ]
+    }
+
+    /// Version 5: the sent direction's rollup metrics. Rollups are rebuilt from `calls`, never
+    /// written per call: every bucket is marked for the rebuild that ends the upgrading run, so
+    /// that the new columns say what `calls` says (NULL until then, never a wrong figure).
+    static var upgradeFrom4: String {
+        let columns = rollupMetricColumns(addedIn: 5).map { "ALTER TABLE rollups ADD COLUMN \($0) REAL;" }
+        return (columns + ["INSERT OR IGNORE INTO rollup_pending(period, bucket_ts) SELECT DISTINCT period, bucket_ts FROM rollups;"])
+            .joined(separator: "\n")
     }
 
     /// Every upgrade step, in the order they apply.

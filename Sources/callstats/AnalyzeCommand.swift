@@ -168,6 +168,9 @@ struct AnalyzeCommand: ParsableCommand {
         }
         let report = try run.run()
         Terminal.clearStatus()
+        if let other = report.otherQualityModel {
+            Terminal.error(AnalyzeSummary.otherQualityModelWarning(other, database: db))
+        }
         if json {
             JSONSummary.print(
                 JSONSummary.analyze(
@@ -184,6 +187,14 @@ struct AnalyzeCommand: ParsableCommand {
 
 /// The end-of-run summary: aligned, labelled, short.
 enum AnalyzeSummary {
+    /// Said on stderr after every run into a database whose calls a different quality model
+    /// graded (also with --quiet and --json), until a regrade grades them all with one.
+    static func otherQualityModelWarning(_ other: String, database: String) -> String {
+        "warning: \(database) holds calls scored by quality model \(other); this callstats scores with "
+            + "\(CallAnalyzer.qualityModelVersion), so its MOS and grades mix two models (this run's calls are scored "
+            + "with the latter). Run `callstats regrade --db \(database)` to score every stored call with this one"
+    }
+
     static func lines(_ r: AnalyzeRun.Report, database: String) -> [String] {
         let p = r.progress
         var rows: [(String, String)] = []

@@ -68,6 +68,7 @@ struct ConfigCommand: ParsableCommand {
               callstats config
               callstats config --db calls.sqlite
               callstats config --set jitter_warn_ms=40 --set loss_warn_pct=2 --json > grading.json
+              callstats config --set label_dimensions=region,tenant --json > grading.json
               callstats regrade --db calls.sqlite --config grading.json
             """)
 
@@ -102,8 +103,13 @@ struct ConfigCommand: ParsableCommand {
                     AnalysisConfig.text(standard), s.unit, s.meaning,
                 ])
             }
+            let labels = AnalysisConfig.labelDimensionsSetting
+            table.rows.append([
+                labels.name, config.labelDimensionsText, config.labelDimensions == defaults.labelDimensions ? "" : "*",
+                defaults.labelDimensionsText, labels.unit, labels.meaning,
+            ])
             out.line(table.render())
-            let changed = config.changes(from: defaults).count
+            let changed = config.changeCount(from: defaults)
             out.line(changed == 0 ? "(all defaults)" : "(* \(changed) changed from the default)")
         }
         out.flush()

@@ -40,6 +40,8 @@ enum JSONSummary {
             ("database_files", number(r.totals.files)),
             ("settings", .string(r.settings.summaryText)),
             ("upgraded_from", r.upgradedFrom.map { number($0) } ?? .null),
+            ("quality_model", .string(r.otherQualityModel ?? CallAnalyzer.qualityModelVersion)),
+            ("other_quality_model", .bool(r.otherQualityModel != nil)),
             ("skipped", counts(r.issueCounts)),
         ])
     }
@@ -50,7 +52,9 @@ enum JSONSummary {
             ("grades_before", grades(r.gradesBefore)), ("grades_after", grades(r.gradesAfter)),
             ("findings_before", number(r.findingsBefore)), ("findings_after", number(r.findingsAfter)),
             ("settings_changed", .string(r.settings.changesText(from: r.previousSettings, otherLabel: "was"))),
-            ("settings", .string(r.settings.summaryText)), ("seconds", seconds(r.seconds)),
+            ("settings", .string(r.settings.summaryText)),
+            ("quality_model", .string(r.qualityModel)), ("previous_quality_model", r.previousQualityModel.map { .string($0) } ?? .null),
+            ("seconds", seconds(r.seconds)),
         ])
     }
 }

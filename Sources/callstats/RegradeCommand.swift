@@ -69,6 +69,7 @@ enum RegradeSummary {
             ("grades", grades.joined(separator: ", ")),
             ("findings", "\(r.findingsBefore) → \(r.findingsAfter)"),
             ("settings", changed.isEmpty ? "unchanged (\(r.settings.summaryText))" : changed),
+            ("quality model", r.previousQualityModel.map { $0 == r.qualityModel ? r.qualityModel : "\(r.qualityModel) (was \($0))" } ?? r.qualityModel),
             ("time", String(format: "%.2f s  (%.0f calls/s)", r.seconds, r.seconds > 0 ? Double(r.calls) / r.seconds : 0)),
             ("database", database),
         ])

@@ -131,6 +131,76 @@ final class CapturedCallTests: XCTestCase {
         XCTAssertEqual(stream.xrJitterBufferMs, 40)
     }
 
+    /// The sent direction of a capture, from the receivers' RTCP reports. Captured at A
+    /// (10.0.0.1), both 25-s PCMU streams pass the capture point whole (1,250 packets each, none
+    /// missing), so the capture measures no loss. B's receiver reports about A's stream (SSRC
+    /// 0x1234) say what the network lost beyond: 20 by 10 s, 40 by 20 s, 50 at the end (4 % of
+    /// what B expected); A's about B's stream report none. Both say jitter 80 (10 ms at 8 kHz).
+    /// A's reports also carry a block about A's own SSRC (lost 999), which is ignored.
+    /// Each stream gets an `outbound` row as its receiver heard it (`remote_report`): the call's
+    /// sent direction is scored from them, as a browser's is from `remote-inbound-rtp`, with loss
+    /// as remote reports against packets sent: 50 / (50 + 2,500) over both streams, 50 / 1,300
+    /// on A's. The received direction stays what the capture measured: no loss.
+    func testACapturesSentDirectionComesFromTheReceiversReports() throws {
+        let a = "10.0.0.1", b = "10.0.0.2"
+        var w = PcapWriter()
+        // Reports are sent just after the 500th, 1,000th and last packet of each stream.
+        let reports: [(ms: Int64, aLost: Int32, seq: UInt32)] = [(9_995, 20, 499), (19_995, 40, 999), (24_995, 50, 1_249)]
+        var next = 0
+        for i in 0..<1_250 {
+            let t = Int64(i) * 20
+            w.addUDP(
+                from: a, 40000, to: b, 50000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 160), ssrc: 0x1234),
+                timestampNanos: Self.t0 + t * Self.ms)
+            w.addUDP(
+                from: b, 50000, to: a, 40000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 160), ssrc: 0x5678),
+                timestampNanos: Self.t0 + (t + 10) * Self.ms)
+            while next < reports.count, reports[next].ms < t + 20 {
+                let r = reports[next]
+                let aboutA = PcapPayloads.ReportBlock(
+                    ssrc: 0x1234, fractionLost: 10, cumulativeLost: r.aLost, highestSeq: r.seq, jitter: 80, lsr: 0, dlsr: 0)
+                w.addUDP(
+                    from: b, 50001, to: a, 40001, payload: PcapPayloads.receiverReport(ssrc: 0x5678, reports: [aboutA]),
+                    timestampNanos: Self.t0 + r.ms * Self.ms)
+                let aboutB = PcapPayloads.ReportBlock(
+                    ssrc: 0x5678, fractionLost: 0, cumulativeLost: 0, highestSeq: r.seq, jitter: 80, lsr: 0, dlsr: 0)
+                // A block about the sender's own SSRC, as some clients write: no receiver's view.
+                let aboutItself = PcapPayloads.ReportBlock(
+                    ssrc: 0x1234, fractionLost: 255, cumulativeLost: 999, highestSeq: r.seq, jitter: 8000, lsr: 0, dlsr: 0)
+                w.addUDP(
+                    from: a, 40001, to: b, 50001, payload: PcapPayloads.receiverReport(ssrc: 0x1234, reports: [aboutB, aboutItself]),
+                    timestampNanos: Self.t0 + (r.ms + 1) * Self.ms)
+                next += 1
+            }
+        }
+        let calls = try Self.analyse(w)
+        XCTAssertEqual(calls.count, 1, "\(calls.keys)")
+        let call = try XCTUnwrap(calls.values.first)
+        let c = call.call
+
+        // What passed the capture point: nothing lost.
+        XCTAssertEqual(c.lossPct ?? -1, 0, accuracy: 1e-9)
+        XCTAssertEqual(call.streams.filter { $0.direction == .inbound }.map(\.packetsLost), [0, 0])
+        // What the receivers heard: the sent direction.
+        XCTAssertEqual(c.lossPctSent ?? -1, 100 * 50.0 / 2_550, accuracy: 1e-9)
+        XCTAssertEqual(c.jitterMsSent ?? -1, 10, accuracy: 1e-9)
+        let sentMOS = try XCTUnwrap(c.mosCQSent), worstSent = try XCTUnwrap(c.mosWorstSent), heard = try XCTUnwrap(c.mosWorst)
+        XCTAssertLessThan(worstSent, heard - 0.2, "4 % lost on the way to B: the sent direction is worse")
+        XCTAssertLessThan(sentMOS, heard)
+        let reported = call.streams.filter { $0.direction == .outbound }.sorted { $0.ssrc < $1.ssrc }
+        XCTAssertEqual(reported.map(\.ssrc), [0x1234, 0x5678])
+        XCTAssertEqual(reported.map(\.scoreSource), ["remote_report", "remote_report"])
+        XCTAssertEqual(reported.map(\.source), ["wire", "wire"])
+        XCTAssertEqual(reported.map(\.packetsLost), [50, 0])
+        XCTAssertEqual(reported[0].lossPct ?? -1, 100 * 50.0 / 1_300, accuracy: 1e-9)
+        XCTAssertEqual(reported[0].streamID, "wire:10.0.0.1:40000>10.0.0.2:50000:receiver-report:audio:4660")
+        XCTAssertEqual(reported[0].startTs, Self.t0 / Self.ms, "counted from the stream's first packet, as the receiver counts")
+        let first = try XCTUnwrap(call.intervals.first { $0.streamID == reported[0].streamID })
+        XCTAssertEqual(first.packetsLost, 20)
+        XCTAssertEqual(first.lossPct ?? -1, 100 * 20.0 / 520, accuracy: 1e-9)
+        XCTAssertNotNil(first.mosCQ)
+    }
+
     /// ICE checks answered 40 ms after the request, then 3 s of media on the pair: the call's ICE
     /// round-trip time is 40 ms. A STUN exchange alone (a 25 ms answer, no media) is a call with
     /// nothing measured: graded `unmeasured`, with its ICE round trip.

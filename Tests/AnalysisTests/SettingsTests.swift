@@ -66,7 +66,7 @@ final class SettingsTests: XCTestCase {
             """
         XCTAssertEqual(
             error(file),
-            "grading.json: line 3: unknown setting note (`callstats config` lists them: " + AnalysisConfig.settings.map(\.name).joined(separator: ", ") + ")")
+            "grading.json: line 3: unknown setting note (`callstats config` lists them: " + AnalysisConfig.settingNames.joined(separator: ", ") + ")")
         XCTAssertEqual(
             error(file.replacingOccurrences(of: "\"note\"", with: "\"loss_poor_pct\"")),
             "grading.json: line 3: loss_poor_pct: expected a number")
@@ -91,6 +91,40 @@ final class SettingsTests: XCTestCase {
         XCTAssertThrowsError(try c.apply(assignments: ["jitter=40"])) { XCTAssertTrue("\($0)".hasPrefix("unknown setting jitter ")) }
         XCTAssertThrowsError(try c.apply(assignments: ["persistence_count=6"])) {
             XCTAssertEqual("\($0)", "persistence_count (6) is above persistence_window (5)")
+        }
+    }
+
+    /// `label_dimensions`, the one setting that is a list: in a file an array of keys, with
+    /// `--set` keys separated by commas; left out of the JSON while empty (a database graded
+    /// with the defaults keeps its text); keys that could not be a JSON path are refused.
+    func testLabelDimensions() throws {
+        XCTAssertFalse(AnalysisConfig().settingsJSON.contains("label_dimensions"))
+        var c = AnalysisConfig()
+        try c.apply(assignments: ["label_dimensions = region, tenant", "jitter_warn_ms=40"])
+        XCTAssertEqual(c.labelDimensions, ["region", "tenant"])
+        XCTAssertTrue(c.settingsJSON.hasSuffix(",\n  \"label_dimensions\": [\"region\", \"tenant\"]\n}"), c.settingsJSON)
+        XCTAssertEqual(try AnalysisConfig(settingsJSON: c.settingsJSON, source: "labels"), c)
+        XCTAssertEqual(c.changeCount(from: AnalysisConfig()), 2)
+        XCTAssertEqual(
+            c.changesText(from: AnalysisConfig(), otherLabel: "database:"),
+            "jitter_warn_ms 40 (database: 30), label_dimensions region,tenant (database: none)")
+        var fewer = c
+        fewer.labelDimensions = ["region"]
+        XCTAssertNotEqual(c, fewer, "a different list is other settings")
+        try c.apply(assignments: ["label_dimensions="])
+        XCTAssertEqual(c.labelDimensions, [])
+        try c.apply(assignments: ["label_dimensions=none"])
+        XCTAssertEqual(c.labelDimensions, [])
+
+        for bad in ["region,region", "a'b", "a\"b", "", "region,", String(repeating: "k", count: 65)] where !bad.isEmpty {
+            var d = AnalysisConfig()
+            XCTAssertThrowsError(try d.apply(assignments: ["label_dimensions=\(bad)"]), bad)
+        }
+        XCTAssertThrowsError(try AnalysisConfig(settingsJSON: "{\"label_dimensions\": \"region\"}", source: "f")) {
+            XCTAssertEqual("\($0)", "f: line 1: label_dimensions: expected an array of label keys, e.g. [\"region\", \"tenant\"]")
+        }
+        XCTAssertThrowsError(try AnalysisConfig(settingsJSON: "{\"label_dimensions\": [\"x') --\"]}", source: "f")) {
+            XCTAssertTrue("\($0)".contains("is not a label key"), "\($0)")
         }
     }
 

@@ -133,9 +133,21 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(call.out.split(separator: "\n").last, "wire,wire,good,1,0", call.out)
         let streams = try callstats([
             "query", "--db", db, "--format", "csv",
-            "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' ORDER BY packets",
+            "SELECT packets, packets_lost, codec FROM streams WHERE call_id = '12013223@200.57.7.195' AND direction = 'inbound' ORDER BY packets",
         ])
         XCTAssertEqual(streams.out.split(separator: "\n").dropFirst(), ["548,0,audio/PCMA", "891,0,audio/PCMA"])
+        // Each stream's receiver reported it in RTCP (RR blocks, no loss): the sent direction,
+        // one `outbound` row per stream, beside what the capture measured.
+        let sent = try callstats([
+            "query", "--db", db, "--format", "csv",
+            """
+            SELECT (SELECT group_concat(ssrc || ':' || score_source || ':' || packets_lost, ' ') FROM
+                      (SELECT * FROM streams s WHERE s.call_id = c.call_id AND s.direction = 'outbound' ORDER BY ssrc)),
+                   mos_cq_sent BETWEEN 4 AND mos_cq, loss_pct_sent
+            FROM calls c WHERE call_id = '12013223@200.57.7.195'
+            """,
+        ])
+        XCTAssertEqual(sent.out.split(separator: "\n").last, "1492336106:remote_report:0 3535621694:remote_report:0,1,0", sent.out)
     }
 
     /// Two runs that must agree (one reader, two readers) hold the same rows; a database made
@@ -184,10 +196,21 @@ final class CommandLineTests: XCTestCase {
                 "graded.sqlite holds calls graded with other settings than this run asks for: jitter_warn_ms 50 (database: 40). Regrade them first"),
             refused.err)
 
+        // Calls scored by another quality model: every run says so until a regrade.
+        try CallStore(path: db).db.run("UPDATE meta SET value = 'callstats-quality-0 (test)' WHERE key = 'quality_model'")
+        let mixed = try callstats(["analyze", sample, "--db", db, "--quiet"])
+        XCTAssertEqual(mixed.status, 0, mixed.err)
+        XCTAssertTrue(
+            mixed.err.contains("warning: \(db) holds calls scored by quality model callstats-quality-0 (test); this callstats scores with callstats-quality-"),
+            mixed.err)
+        XCTAssertTrue(mixed.err.contains("Run `callstats regrade --db \(db)` to score every stored call with this one"), mixed.err)
+
         let regraded = try callstats(["regrade", "--db", db, "--set", "jitter_warn_ms=50", "--quiet"])
         XCTAssertEqual(regraded.status, 0, regraded.err)
         XCTAssertTrue(regraded.out.hasPrefix("calls regraded  300\n"), regraded.out)
         XCTAssertTrue(regraded.out.contains("\nsettings        jitter_warn_ms 50 (was 40)\n"), regraded.out)
+        XCTAssertTrue(regraded.out.contains("\nquality model   callstats-quality-"), regraded.out)
+        XCTAssertTrue(regraded.out.contains(" (was callstats-quality-0 (test))\n"), regraded.out)
         let shown = try callstats(["config", "--db", db])
         let row = try XCTUnwrap(shown.out.split(separator: "\n").first { $0.hasPrefix("jitter_warn_ms") })
         XCTAssertEqual(row.split(separator: " ").prefix(4), ["jitter_warn_ms", "50", "*", "30"], shown.out)
@@ -196,6 +219,7 @@ final class CommandLineTests: XCTestCase {
         let again = try callstats(["analyze", sample, "--db", db, "--quiet", "--force"])
         XCTAssertEqual(again.status, 0, again.err)
         XCTAssertTrue(again.out.contains("\nsettings        jitter_warn_ms 50 (default 30)\n"), again.out)
+        XCTAssertFalse(again.err.contains("quality model"), again.err)
 
         let bad = dir.appendingPathComponent("bad.json").path
         try "{\"jitter\": 1}".write(toFile: bad, atomically: true, encoding: .utf8)

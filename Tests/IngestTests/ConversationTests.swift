@@ -129,6 +129,44 @@ final class ConversationTests: XCTestCase {
         return records
     }
 
+    /// A capture of an app's call links to it by SSRC: the app sends 52, which the capture heard.
+    /// The capture's own `outbound` row of 52 (the stream as its receiver reported it in RTCP)
+    /// is not a second sender of 52, which would make 52 link nothing.
+    func testACaptureOfAnAppsCallIsLinkedThoughItHasReportRows() throws {
+        let t0: Int64 = 1_795_000_000_000
+        let wire = "wire:10.0.0.1:40000-10.0.0.2:50000"
+        func rtp(_ ssrc: Double, from: String, to: String) -> LogRecord {
+            LogRecord(
+                kind: .rtpStream, call: wire, ts: t0 + 10_000,
+                body: [
+                    "ssrc": .number(ssrc), "src": .string(from), "dst": .string(to), "pt": 0, "codec": "PCMU", "clockRate": 8000,
+                    "final": true, "firstTs": .number(Double(t0 + 100)), "packetsReceived": 495, "bytesReceived": 79_200,
+                    "packetsExpected": 495, "packetsLost": 0, "jitterMs": 1,
+                ])
+        }
+        let report: JSONValue = ["ssrc": 52, "fractionLost": 0, "packetsLost": 5, "highestSeq": 499, "jitter": 8, "jitterMs": 1]
+        let capture: [LogRecord] = [
+            .callInfo(
+                call: wire, ts: t0 + 100, direction: "both", sdk: "wire", sdkVersion: "1", app: "callstats-capture", appVersion: "1",
+                platform: "capture", network: "unknown", media: []),
+            LogRecord(
+                kind: .rtcp, call: wire, ts: t0 + 9_000,
+                body: ["src": "10.0.0.2:50001", "dst": "10.0.0.1:40001", "types": [201], "ssrc": 51, "reports": [report]]),
+            rtp(52, from: "10.0.0.1:40000", to: "10.0.0.2:50000"), rtp(51, from: "10.0.0.2:50000", to: "10.0.0.1:40000"),
+            .end(call: wire, ts: t0 + 10_000, reason: "captureEnd"),
+        ]
+        let db = dir.appendingPathComponent("capture.sqlite").path
+        try analyze([try write(call("app-1", inbound: 51, outbound: 52) + capture, "both.ndjson")], db: db)
+        XCTAssertEqual(
+            try rows(db, "SELECT direction, score_source FROM streams WHERE call_id = '\(wire)' ORDER BY direction, ssrc").map {
+                $0.map(\.description)
+            },
+            [["inbound", "local"], ["inbound", "local"], ["outbound", "remote_report"]])
+        XCTAssertEqual(
+            try rows(db, "SELECT linked_by, call_ids FROM conversations").map { $0.map(\.description) },
+            [["ssrc", "app-1 \(wire)"]])
+    }
+
     /// Pseudonymised, the SDK call id is a keyed pseudonym like the call ids: not stored in
     /// clear, and the same for both legs, which stay linked.
     func testAPseudonymisedSDKCallIDStillLinksTheLegs() throws {

@@ -89,7 +89,9 @@ final class IngestTests: XCTestCase {
         try db.execute(addedSince2.map { "ALTER TABLE \(parts($0).table) DROP COLUMN \(parts($0).name);" }.joined())
         try db.execute(
             "DROP VIEW daily_quality; ALTER TABLE rollups DROP COLUMN unmeasured;"
-                + Schema.rollupMetricColumns(addedIn: 4).map { "ALTER TABLE rollups DROP COLUMN \($0);" }.joined())
+                + (Schema.rollupMetricColumns(addedIn: 4) + Schema.rollupMetricColumns(addedIn: 5)).map {
+                    "ALTER TABLE rollups DROP COLUMN \($0);"
+                }.joined())
         let expected = try dump(target)  // before it becomes version 1
         try db.execute(
             """
@@ -177,6 +179,24 @@ final class IngestTests: XCTestCase {
         XCTAssertEqual(
             try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
             try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
+    }
+
+    /// A database of version 4 (no sent direction in the rollups) is upgraded by the next run,
+    /// which reads no new file: the rollups it rebuilds at its end say what a fresh analysis says.
+    func testAVersion4DatabaseGetsTheSentDirectionsRollups() throws {
+        let logs = try simulate(calls: 20, files: 1, seed: 5)
+        let path = dir.appendingPathComponent("v4.sqlite").path
+        _ = try analyze([logs.path], db: path)
+        let sql = "SELECT period, bucket_ts, dimension, value, mos_sent_n, mos_sent_p50, loss_sent_mean, loss_sent_p95 FROM rollups ORDER BY 1, 2, 3, 4"
+        let fresh = try StoreReader(path: path).connection.rows(sql).map { $0.map(\.description) }
+        XCTAssertGreaterThan(fresh.filter { $0[4] != "0" && $0[5] != "NULL" }.count, 0, "the simulated calls have a sent direction")
+        try OlderSchemas.makeVersion4(try Database(path: path))
+        XCTAssertTrue(Schema.upgradeSummary(from: 4).contains("rollups.mos_sent_*"), Schema.upgradeSummary(from: 4))
+        XCTAssertEqual(try analyze([logs.path], db: path).upgradedFrom, 4)
+        let upgraded = try StoreReader(path: path).connection
+        XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "5")
+        XCTAssertEqual(try upgraded.rows(sql).map { $0.map(\.description) }, fresh)
+        XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
     }
 
     /// A database of version 3 (no `unmeasured` grade, no XR columns) is upgraded in place by the

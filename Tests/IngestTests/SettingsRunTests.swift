@@ -135,6 +135,102 @@ final class SettingsRunTests: XCTestCase {
         }
     }
 
+    /// The quality model that scored a database's calls is in `meta`: recorded by the first
+    /// run; a run into a database scored by another model keeps that one's name and says so
+    /// (`otherQualityModel`, the warning the command prints); `regrade` records its own.
+    func testTheQualityModelIsRecordedAndAnotherOneIsReported() throws {
+        let files = try logs(calls: 12, files: 2)
+        let db = dir.appendingPathComponent("model.sqlite").path
+        let model = { try CallStore(path: db, forWriting: false).recordedQualityModel() }
+        let first = try analyze([files[0]], db: db)
+        XCTAssertNil(first.otherQualityModel)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+        XCTAssertTrue(try XCTUnwrap(try model()).hasPrefix("callstats-quality-"))
+
+        let older = "callstats-quality-0 (G.107-2011 NB; codecs 0; video 0)"
+        try CallStore(path: db).db.run("UPDATE meta SET value = ? WHERE key = 'quality_model'", [.text(older)])
+        let second = try analyze([files[1]], db: db)
+        XCTAssertEqual(second.otherQualityModel, older, "calls scored by another model are stored")
+        XCTAssertEqual(try model(), older, "the database mixes two models: the older name stays until a regrade")
+        XCTAssertEqual(try analyze([files[1]], db: db).otherQualityModel, older, "said again on every run")
+
+        let r = try regrade(db, config: nil)
+        XCTAssertEqual(r.previousQualityModel, older)
+        XCTAssertEqual(r.qualityModel, CallAnalyzer.qualityModelVersion)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+        XCTAssertNil(try analyze(files, db: db).otherQualityModel)
+
+        // A database written before the model was recorded gets this one, without a warning.
+        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'quality_model'")
+        XCTAssertNil(try model())
+        XCTAssertNil(try analyze([files[0]], db: db).otherQualityModel)
+        XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
+    }
+
+    /// Label keys as rollup dimensions: five calls in one hour, labelled region eu (two), us
+    /// (one), a number (one) and none (one). Configured, the rollups split
+    /// them by region (`label.region`) with those counts, hour and day, and the calls without
+    /// the label as `unknown`; not configured, there is no such dimension; a regrade that
+    /// configures it adds it to every bucket, one that drops it removes it.
+    func testConfiguredLabelKeysAreRollupDimensions() throws {
+        let t0: Int64 = 1_700_000_000_000
+        let regions: [(id: String, labels: JSONObject)] = [
+            ("c1", ["region": "eu", "tenant": "acme"]), ("c2", ["region": "us"]), ("c3", ["region": "eu"]),
+            ("c4", ["tenant": "acme"]), ("c5", ["region": 7]),
+        ]
+        let path = dir.appendingPathComponent("labelled.ndjson").path
+        let w = try LogWriter(path: path)
+        for (n, c) in regions.enumerated() {
+            let ts = t0 + Int64(n) * 60_000
+            try w.append(
+                .callInfo(
+                    call: c.id, ts: ts, direction: "outgoing", sdk: "test", sdkVersion: "1", app: "app", appVersion: "1",
+                    platform: "web", network: "wifi", media: ["audio"], labels: c.labels))
+            try w.append(.end(call: c.id, ts: ts + 30_000, reason: "terminatedLocally"))
+        }
+        try w.close()
+        func rollups(_ db: String, _ dimension: String) throws -> [String: Int64] {
+            let reader = try StoreReader(path: db)
+            var out: [String: Int64] = [:]
+            for row in try reader.connection.rows(
+                "SELECT period, value, calls FROM rollups WHERE dimension = ? ORDER BY period, value", [.text(dimension)])
+            {
+                out["\(row[0].description) \(row[1].description)"] = row[2].int64
+            }
+            return out
+        }
+        let byRegion: [String: Int64] = [
+            "day eu": 2, "day us": 1, "day 7": 1, "day unknown": 1, "hour eu": 2, "hour us": 1, "hour 7": 1, "hour unknown": 1,
+        ]
+
+        let plain = dir.appendingPathComponent("plain.sqlite").path
+        try analyze([path], db: plain)
+        XCTAssertEqual(try rollups(plain, "all"), ["day *": 5, "hour *": 5])
+        XCTAssertEqual(try rollups(plain, "label.region"), [:], "not configured: no such dimension")
+        XCTAssertEqual(try StoreReader(path: plain).connection.scalar("SELECT count(*) FROM rollups WHERE dimension LIKE 'label.%'")?.int64, 0)
+
+        var labelled = AnalysisConfig()
+        labelled.labelDimensions = ["region"]
+        let db = dir.appendingPathComponent("labelled.sqlite").path
+        try analyze([path], db: db, config: labelled)
+        XCTAssertEqual(try settings(db).labelDimensions, ["region"])
+        XCTAssertEqual(try rollups(db, "label.region"), byRegion)
+        XCTAssertEqual(try rollups(db, "label.tenant"), [:], "only the keys configured")
+        XCTAssertEqual(try rollups(db, "network"), ["day wifi": 5, "hour wifi": 5], "the other dimensions as before")
+
+        // Another list is other settings: refused while calls are stored, taken by a regrade.
+        var both = labelled
+        both.labelDimensions = ["region", "tenant"]
+        XCTAssertThrowsError(try analyze([path], db: db, config: both))
+        try regrade(plain, config: both)
+        XCTAssertEqual(try rollups(plain, "label.region"), byRegion)
+        XCTAssertEqual(
+            try rollups(plain, "label.tenant"), ["day acme": 2, "day unknown": 3, "hour acme": 2, "hour unknown": 3])
+        try regrade(plain, config: AnalysisConfig())
+        XCTAssertEqual(try rollups(plain, "label.region"), [:])
+        XCTAssertEqual(try rollups(plain, "label.tenant"), [:])
+    }
+
     func testARegradeThatCannotReadACallChangesNothing() throws {
         let files = try logs(calls: 40, files: 2)
         let db = dir.appendingPathComponent("damaged.sqlite").path

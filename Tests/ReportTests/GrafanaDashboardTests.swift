@@ -54,8 +54,10 @@ final class GrafanaDashboardTests: XCTestCase {
         return s
     }
 
+    /// On the sample with a conversation added (`sampleWithConversation`), so that the
+    /// conversations panel has one to show.
     func testEveryQueryRunsOnTheSampleWithEveryFilter() throws {
-        let store = try CallStore(path: ReportFixtures.sampleDatabase, forWriting: false)
+        let store = try CallStore(path: ReportFixtures.sampleWithConversation, forWriting: false)
         let from = try XCTUnwrap(store.db.scalar("SELECT min(start_ts) FROM calls")?.int64)
         let to = try XCTUnwrap(store.db.scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
         let call = try XCTUnwrap(
@@ -114,6 +116,41 @@ final class GrafanaDashboardTests: XCTestCase {
         XCTAssertEqual(sdk.rows.compactMap { $0[2].int64 }.reduce(0, +), scored)
     }
 
+    /// The sent direction per hour beside the received one (from the rollups' `mos_sent_*` and
+    /// `loss_sent_*`, equal to what `calls` says), and the conversations with their legs.
+    func testTheSentDirectionAndTheConversationsAreShown() throws {
+        let store = try CallStore(path: ReportFixtures.sampleWithConversation, forWriting: false)
+        let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
+        func run(_ panel: String) throws -> (columns: [String], rows: [[SQLValue]]) {
+            let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)
+            let r = try store.db.query(fill(q.sql, from: 0, to: Int64.max / 2, variables: ["dimension": "all", "value": "*"]))
+            return (r.columns, r.rows)
+        }
+        let mos = try run("MOS-CQ per hour: received and sent")
+        XCTAssertEqual(mos.columns, ["time", "received_p50", "received_p5", "sent_p50", "sent_p5"])
+        let sentHours = mos.rows.filter { $0[3].double != nil }
+        XCTAssertGreaterThan(sentHours.count, 10, "the sample's calls have a sent direction")
+        for row in sentHours {
+            let p50 = try XCTUnwrap(row[3].double), p5 = try XCTUnwrap(row[4].double)
+            XCTAssertTrue((1...4.5).contains(p50) && p5 <= p50, "\(row)")
+        }
+        // An hour's sent median is one of its calls' mos_cq_sent, as nearest-rank percentiles are.
+        let hour = try XCTUnwrap(sentHours.first?[0].int64) * 1000
+        let values = try store.db.rows(
+            "SELECT mos_cq_sent FROM calls WHERE start_ts >= ? AND start_ts < ? AND mos_cq_sent IS NOT NULL ORDER BY 1",
+            [.integer(hour), .integer(hour + 3_600_000)]
+        ).compactMap { $0[0].double }
+        XCTAssertEqual(sentHours.first?[3].double, CallStore.nearestRank(values, 0.5))
+        let loss = try run("Loss (%) per hour: received and sent")
+        XCTAssertEqual(loss.columns, ["time", "received_mean", "received_p95", "sent_mean", "sent_p95"])
+        XCTAssertGreaterThan(loss.rows.filter { $0[3].double != nil }.count, 10)
+
+        let conversations = try run("Conversations")
+        XCTAssertEqual(conversations.rows.count, 1)
+        let c = try XCTUnwrap(conversations.rows.first).map(\.description)
+        XCTAssertEqual(Array(c[0..<5]), ["conv-grafana", "2026-11-18 12:00:00", "2", "label", "grafana-leg-a grafana-leg-b"])
+    }
+
     func testPanelsCoverTheQuestionsAndTheDataSourceIsProvisioned() throws {
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         let titles = Set(queries(dashboard).map(\.panel))
@@ -121,7 +158,8 @@ final class GrafanaDashboardTests: XCTestCase {
             "Share of answered calls by grade", "MOS-CQ per hour: median and tail", "MOS-CQ per call", "Loss (%) per call",
             "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
             "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
-            "MOS-CQ", "Events and findings", "variable call_id", "SDK score per call",
+            "MOS-CQ", "Events and findings", "variable call_id", "SDK score per call", "MOS-CQ per hour: received and sent",
+            "Loss (%) per hour: received and sent", "Conversations",
         ] {
             XCTAssertTrue(titles.contains(t), "panel '\(t)'")
         }

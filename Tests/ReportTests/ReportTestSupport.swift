@@ -17,6 +17,28 @@ enum ReportFixtures {
         return db
     }()
 
+    /// The sample with one conversation added (the sample's calls are each one agent's, linked
+    /// to none): two legs whose `call` records carry the label `conversation`, in the sample's
+    /// week, so that every dashboard panel has rows to show.
+    static let sampleWithConversation: String = {
+        let db = directory.appendingPathComponent("sample-conversation.sqlite").path
+        let legs = directory.appendingPathComponent("legs.ndjson").path
+        let t0: Int64 = 1_795_003_200_000  // 2026-11-18 12:00 UTC
+        let w = try! LogWriter(path: legs)
+        for (n, id) in ["grafana-leg-a", "grafana-leg-b"].enumerated() {
+            try! w.append(
+                .callInfo(
+                    call: id, ts: t0 + Int64(n) * 500, direction: n == 0 ? "outgoing" : "incoming", sdk: "kandy-mobile",
+                    sdkVersion: "5.14.0", app: "acme-phone", appVersion: "3.2.1", platform: "ios", network: "wifi", media: ["audio"],
+                    labels: ["conversation": "conv-grafana"]))
+            try! w.append(.end(call: id, ts: t0 + 60_000, reason: "terminatedLocally"))
+        }
+        try! w.close()
+        let sample = TestPaths.sampleData.appendingPathComponent("sample").path
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs], database: db)).run()
+        return db
+    }()
+
     /// Text that would run script or add markup if the page put it in as HTML.
     static let hostile = "</script><script>document.body.dataset.pwned='1'</script><img src=x onerror=\"document.body.dataset.pwned='2'\">"
 
