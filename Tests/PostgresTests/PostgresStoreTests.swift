@@ -110,6 +110,24 @@ final class PostgresStoreTests: XCTestCase {
         try assertSameAsReference(url)
     }
 
+    /// Label dimensions (a setting) give the same rollups in both stores, and the quality model
+    /// is recorded in both.
+    func testLabelDimensionsAndTheQualityModelAsInSQLite() throws {
+        let url = try server.createDatabase()
+        let sqlite = Self.corpus.deletingLastPathComponent().appendingPathComponent("labels-\(UUID().uuidString).sqlite").path
+        let files = Array(try logFiles.prefix(2))
+        for db in [sqlite, url] {
+            let run = try Self.callstats(["analyze"] + files + ["--db", db, "--quiet", "--set", "label_dimensions=region,profile"])
+            XCTAssertEqual(run.status, 0, run.err)
+        }
+        for t in try DatabaseComparison.compareAcrossStores(sqlite, url) {
+            XCTAssertTrue(t.same, "\(t.name): \(t.rows) rows, \(t.onlyInFirst) only in SQLite, \(t.onlyInSecond) only in PostgreSQL")
+        }
+        let regions = try scalar(url, "SELECT string_agg(DISTINCT value, ',' ORDER BY value) FROM rollups WHERE dimension = 'label.region'")
+        XCTAssertTrue(regions.contains("eu-west"), regions)
+        XCTAssertFalse(try scalar(url, "SELECT value FROM meta WHERE key = 'quality_model'").isEmpty)
+    }
+
     func testQueryAndReportReadPostgres() throws {
         let url = try server.createDatabase()
         XCTAssertEqual(try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"]).status, 0)
