@@ -23,8 +23,7 @@ public enum RetentionRun {
     public static func prune(
         database: String, before timestamp: Int64, reclaim: Bool, progress: ((String) -> Void)? = nil
     ) throws -> Report {
-        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "prune") }
-        let store = try CallStore(path: database)
+        let store = try open(database)
         progress?("finding the calls to remove")
         let ids = try store.callIDs(startedBefore: timestamp)
         return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
@@ -38,8 +37,7 @@ public enum RetentionRun {
         database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
         reclaim: Bool, progress: ((String) -> Void)? = nil
     ) throws -> Report {
-        if StoreLocation.isPostgres(database) { throw StoreError.notForPostgres(command: "forget") }
-        let store = try CallStore(path: database)
+        let store = try open(database)
         progress?("finding the calls to remove")
         var wanted = callIDs
         if let pseudonymizer { wanted += callIDs.map(pseudonymizer.identifier) }
@@ -58,8 +56,14 @@ public enum RetentionRun {
         return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
     }
 
+    /// The store `database` names (`StoreLocation`).
+    private static func open(_ database: String) throws -> any RetentionStore {
+        if StoreLocation.isPostgres(database) { return try PostgresStore(url: database) }
+        return try CallStore(path: database)
+    }
+
     private static func remove(
-        _ ids: [String], from store: CallStore, database: String, reclaim: Bool, progress: ((String) -> Void)?
+        _ ids: [String], from store: any RetentionStore, database: String, reclaim: Bool, progress: ((String) -> Void)?
     ) throws -> Report {
         progress?("removing \(ids.count) call\(ids.count == 1 ? "" : "s") and rebuilding the rollups they counted in")
         let removal = try store.removeCalls(ids)

@@ -10,7 +10,29 @@ import SQLiteDatabase
 ///   still counts a removed call.
 /// - The ledger keeps its entries: a log whose calls were removed is not read again by the
 ///   next `analyze` (unless `--force`), so retention does not undo itself.
-extension CallStore {
+public protocol RetentionStore: AnyObject {
+    /// The ids of calls that started before `timestamp` (epoch ms).
+    func callIDs(startedBefore timestamp: Int64) throws -> [String]
+    /// Every call id with stored material, and the material, `batch` calls at a time.
+    func forEachStoredMaterial(batch: Int, _ body: (String, [UInt8]) throws -> Void) throws
+    /// The ids among `ids` that the database holds (as a call or as stored material).
+    func existingCallIDs(_ ids: [String]) throws -> [String]
+    /// Removes the calls whole and rebuilds the rollup buckets they counted in, in one
+    /// transaction: an interrupted removal changes nothing.
+    func removeCalls(_ ids: [String]) throws -> CallStore.Removal
+    /// The database's size and the part of it that is free for reuse, in bytes.
+    func fileSpace() throws -> (total: Int64, free: Int64)
+    /// Gives free space back (SQLite: `VACUUM` rewrites the file; PostgreSQL: `VACUUM` of the tables).
+    func reclaimSpace() throws
+}
+
+extension RetentionStore {
+    public func forEachStoredMaterial(_ body: (String, [UInt8]) throws -> Void) throws {
+        try forEachStoredMaterial(batch: 500, body)
+    }
+}
+
+extension CallStore: RetentionStore {
     /// What a removal took away.
     public struct Removal: Sendable, Equatable {
         public var calls = 0
@@ -35,7 +57,7 @@ extension CallStore {
 
     /// Every call id with stored material, and the material: for searches that must look into
     /// what a call's records said (a person's fields), `batch` calls at a time.
-    public func forEachStoredMaterial(batch: Int = 500, _ body: (String, [UInt8]) throws -> Void) throws {
+    public func forEachStoredMaterial(batch: Int, _ body: (String, [UInt8]) throws -> Void) throws {
         var after: String?
         while true {
             let rows =

@@ -447,8 +447,6 @@ public enum StoreError: Error, CustomStringConvertible {
     case cannotConnect(reason: String)
     /// A PostgreSQL server refused a statement, or the connection to it was lost mid-run.
     case server(name: String, reason: String)
-    /// A command that works on SQLite files only, given a PostgreSQL URL.
-    case notForPostgres(command: String)
     /// A table lacks columns of its schema version: it was changed by hand.
     case alteredTable(path: String, table: String, missing: [String])
 
@@ -481,8 +479,6 @@ public enum StoreError: Error, CustomStringConvertible {
         case .alteredTable(let p, let t, let m):
             "\(p): table \(t) lacks the column\(m.count == 1 ? "" : "s") \(m.joined(separator: ", ")) of its schema version "
                 + "(changed by hand?); restore the table, or analyse into a new database"
-        case .notForPostgres(let c):
-            "callstats \(c) works on SQLite files only; with PostgreSQL use SQL (callstats query) or a SQLite copy"
         }
     }
 }

@@ -18,7 +18,9 @@ struct PruneCommand: ParsableCommand {
             transaction. The logs the calls came from stay in the ledger, so the next analyze does \
             not read them again (analyze --force does). Freed pages are reused by later runs; \
             --vacuum returns them to the file system (the file is rewritten: it needs as much \
-            free disk as the database is large, and readers wait meanwhile).
+            free disk as the database is large, and readers wait meanwhile). With a PostgreSQL \
+            --db, workers may keep writing meanwhile; --vacuum runs VACUUM, which makes the space \
+            reusable without locking them out.
 
             Examples:
               callstats prune --older-than 90d
@@ -79,7 +81,9 @@ struct ForgetCommand: ParsableCommand {
             database analysed with --pseudonymize-key, give the same key: the call ids and the \
             user are then looked up by their pseudonyms. Calls go whole and rollups are rebuilt, \
             as with prune; --vacuum also removes the freed pages from the file, so that the \
-            deleted bytes are gone from disk, not only unreachable.
+            deleted bytes are gone from disk, not only unreachable (on PostgreSQL it runs VACUUM: \
+            the rows' space is reused by later writes; VACUUM FULL, which locks each table while \
+            it rewrites it, removes their bytes at once).
 
             Examples:
               callstats forget --call 7E60066C-C7F3-438A-95B1-DDE8634E1072
