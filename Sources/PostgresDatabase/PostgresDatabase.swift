@@ -19,8 +19,12 @@ public final class PostgresConnection {
         public var sql: String?
         /// The connection is gone (the server stopped or the network dropped it).
         public var connectionLost: Bool
+        /// One line: the statement (not when the connection was lost, which no statement caused)
+        /// with its line breaks as spaces.
         public var description: String {
-            message + (sql.map { " (in: \($0.prefix(160)))" } ?? "")
+            guard let sql, !connectionLost else { return message }
+            let statement = sql.prefix(160).split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\t" }).joined(separator: " ")
+            return message + " (in: \(statement))"
         }
     }
 

@@ -1,3 +1,4 @@
+import CallLog
 import Foundation
 import SQLiteDatabase
 import Store
@@ -54,9 +55,24 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
         if let sample = Self.sample { return sample }
         let logs = TestPaths.sampleData.appendingPathComponent("sample").path
         let url = try XCTUnwrap(Self.server).createDatabase("grafana")
-        let sqlite = TestPaths.temporaryDirectory("grafana-pg").appendingPathComponent("sample.sqlite").path
+        let folder = TestPaths.temporaryDirectory("grafana-pg")
+        let sqlite = folder.appendingPathComponent("sample.sqlite").path
+        // The sample's calls are each one agent's: two legs labelled as one conversation, in the
+        // sample's week, give the conversations panel rows.
+        let legs = folder.appendingPathComponent("legs.ndjson").path
+        let t0: Int64 = 1_795_003_200_000  // 2026-11-18 12:00 UTC
+        let w = try LogWriter(path: legs)
+        for (n, id) in ["grafana-leg-a", "grafana-leg-b"].enumerated() {
+            try w.append(
+                .callInfo(
+                    call: id, ts: t0 + Int64(n) * 500, direction: n == 0 ? "outgoing" : "incoming", sdk: "kandy-mobile",
+                    sdkVersion: "5.14.0", app: "acme-phone", appVersion: "3.2.1", platform: "ios", network: "wifi", media: ["audio"],
+                    labels: ["conversation": "conv-grafana"]))
+            try w.append(.end(call: id, ts: t0 + 60_000, reason: "terminatedLocally"))
+        }
+        try w.close()
         for db in [url, sqlite] {
-            let run = try runProcess(Self.binary, ["analyze", logs, "--db", db, "--quiet"])
+            let run = try runProcess(Self.binary, ["analyze", logs, legs, "--db", db, "--quiet"])
             XCTAssertEqual(run.status, 0, "analyze --db \(db): \(run.err)")
         }
         Self.sample = (url, sqlite)

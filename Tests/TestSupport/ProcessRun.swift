@@ -41,7 +41,7 @@ public func waitForExit(_ process: Process) -> Int32 {
         if r == process.processIdentifier { break }
         if r == -1 && errno == EINTR { continue }
         process.waitUntilExit()
-        return process.terminationStatus
+        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     }
     let signal = status & 0x7f
     return signal == 0 ? (status >> 8) & 0xff : 128 + signal
