@@ -54,7 +54,7 @@ run() {
   for ((i = 0; i < n; i++)); do
     local share=()
     for ((j = i; j < ${#files[@]}; j += n)); do share+=("${files[$j]}"); done
-    ( /usr/bin/time -f "%U %S" -o "$cpu_file.$i" "$BIN" analyze "${share[@]}" --db "$db" --quiet ) &
+    ( /usr/bin/time -f "%U %S" -o "$cpu_file.$i" "$BIN" analyze "${share[@]}" --db "$db" --quiet >/dev/null ) &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done

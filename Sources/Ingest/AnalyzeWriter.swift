@@ -180,6 +180,7 @@ final class AnalyzeWriter<Results: ResultStore> {
 
     private func writeUnwritten() throws {
         unwritten.sort { $0.callID < $1.callID }  // stable: a call's parts keep their order
+        if !startedWithoutCalls { try store.prepareLookups(unwritten.map(\.callID)) }
         for i in unwritten.indices {  // by index: `for pending in unwritten` copied each call
             let key = unwritten[i].callID.hashValue
             let written = try writeCall(unwritten[i], startedWithoutCalls && gradeByCall[key] == nil)

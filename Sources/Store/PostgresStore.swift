@@ -39,6 +39,8 @@ public final class PostgresStore {
     private var pendingOrder: [(id: ObjectIdentifier, sql: String)] = []
     private var pendingCalls = Set<String>()
     private var pendingBytes = 0
+    /// What `prepareLookups` read of calls this transaction has locked and not yet looked up.
+    private var prefetched: [String: StoredCallState?] = [:]
     /// Ledger entries of the open transaction, inserted at its commit.
     private var ledger: [(LedgerEntry, Int64)] = []
     private var inTransaction = false
@@ -56,6 +58,10 @@ public final class PostgresStore {
         }
         name = db.displayName
         do {
+            // A commit returns before the server's WAL reaches disk. Safe for a rerun to mend: a
+            // server crash loses whole transactions only, each with its files' ledger entries,
+            // so the next run reads those files again; nothing is acknowledged to anyone before.
+            try db.execute("SET synchronous_commit = off")
             upgradedFrom = try PostgresSchema.migrate(db, name: name)
         } catch let e as PostgresConnection.Error {
             throw StoreError.server(name: name, reason: e.description)
@@ -80,6 +86,7 @@ public final class PostgresStore {
         }
     }
 
+    @discardableResult
     private func query(_ sql: String, _ parameters: [PostgresValue] = []) throws -> PostgresResult {
         try checked { try db.query(sql, parameters) }
     }
@@ -136,6 +143,7 @@ public final class PostgresStore {
                 ])
         }
         ledger.removeAll()
+        prefetched.removeAll()
         try checked { try db.execute("COMMIT") }
         inTransaction = false
     }
@@ -145,6 +153,7 @@ public final class PostgresStore {
         pendingBytes = 0
         pendingCalls.removeAll()
         ledger.removeAll()
+        prefetched.removeAll()
         inTransaction = false
         try? db.execute("ROLLBACK")
     }
@@ -171,8 +180,49 @@ public final class PostgresStore {
         return try query("SELECT EXISTS (SELECT 1 FROM calls) OR EXISTS (SELECT 1 FROM call_material)").rows.first?.first == "f"
     }
 
+    /// Locks the calls in the order given (each writer sorts its batch alike, so no two wait
+    /// on each other in a cycle) and reads what is stored of them, in two round trips.
+    public func prepareLookups(_ callIDs: [String]) throws {
+        var seen = Set<String>()
+        let ids = callIDs.filter { seen.insert($0).inserted }
+        guard !ids.isEmpty else { return }
+        if ids.contains(where: pendingCalls.contains) { try flush() }
+        let array = PostgresStore.textArray(ids)
+        try query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(id, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n) ORDER BY n",
+            [.text(array)])
+        let r = try query(
+            """
+            SELECT x.id, c.complete, c.start_ts, c.end_ts, m.material, c.call_id IS NOT NULL
+            FROM unnest($1::text[]) AS x(id) LEFT JOIN calls c ON c.call_id = x.id LEFT JOIN call_material m ON m.call_id = x.id
+            """, [.text(array)])
+        for row in r.rows {
+            guard let id = row[0] else { continue }
+            prefetched[id] = PostgresStore.storedState(row.dropFirst())
+        }
+    }
+
+    /// `values` as a PostgreSQL text array literal.
+    static func textArray(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    /// A row of (complete, start_ts, end_ts, material, has a calls row) as what is stored.
+    static func storedState(_ row: ArraySlice<String?>) -> StoredCallState? {
+        let v = Array(row)
+        let material = v[3].map { PostgresResult.bytes(fromHex: $0) }
+        if v[4] == "t" {
+            return StoredCallState(
+                complete: v[0] == "1", startTs: v[1].flatMap { Int64($0) } ?? 0, endTs: v[2].flatMap { Int64($0) } ?? 0, material: material)
+        }
+        return material.map { StoredCallState(complete: false, startTs: 0, endTs: 0, material: $0) }
+    }
+
     /// Locks the call (until the transaction ends) and reads what is stored of it.
     public func storedCall(_ callID: String) throws -> StoredCallState? {
+        // Read by `prepareLookups` and not written since (a second part of a call is looked up again).
+        if let state = prefetched.removeValue(forKey: callID) { return state }
         if pendingCalls.contains(callID) { try flush() }
         try query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(callID)])
         let r = try query(
@@ -181,13 +231,7 @@ public final class PostgresStore {
             FROM (SELECT $1::text AS id) x LEFT JOIN calls c ON c.call_id = x.id LEFT JOIN call_material m ON m.call_id = x.id
             """, [.text(callID)])
         guard let row = r.rows.first else { return nil }
-        let material = row[3].map { PostgresResult.bytes(fromHex: $0) }
-        if row[4] == "t" {
-            return StoredCallState(
-                complete: row[0] == "1", startTs: row[1].flatMap { Int64($0) } ?? 0, endTs: row[2].flatMap { Int64($0) } ?? 0,
-                material: material)
-        }
-        return material.map { StoredCallState(complete: false, startTs: 0, endTs: 0, material: $0) }
+        return PostgresStore.storedState(row[...])
     }
 
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool) throws {
@@ -207,7 +251,7 @@ public final class PostgresStore {
         }
         let key = try takeCallKey()
         queue(CallsTable.self, CallRow(summary: analysis.call, complete: complete, key: key))
-        try analysis.streams.withUnsafeBufferPointer { rows in for i in rows.indices { queue(StreamsTable.self, rows.baseAddress! + i, key: nil) } }
+        analysis.streams.withUnsafeBufferPointer { rows in for i in rows.indices { queue(StreamsTable.self, rows.baseAddress! + i, key: nil) } }
         analysis.intervals.withUnsafeBufferPointer { rows in for i in rows.indices { queue(IntervalsTable.self, rows.baseAddress! + i, key: key) } }
         analysis.events.withUnsafeBufferPointer { rows in for i in rows.indices { queue(EventsTable.self, rows.baseAddress! + i, key: key) } }
         analysis.findings.withUnsafeBufferPointer { rows in for i in rows.indices { queue(FindingsTable.self, rows.baseAddress! + i, key: nil) } }
@@ -305,10 +349,14 @@ public final class PostgresStore {
 
     // MARK: - Rollups
 
-    /// Marks the buckets (under the commit lock, which the commit just after takes anyway).
+    /// Marks the buckets under the commit lock, which the commit just after takes anyway: a
+    /// rebuild running meanwhile could otherwise delete a mark already there (seen as done) while
+    /// this transaction's calls in its bucket are not yet visible to it. The queued rows are sent
+    /// first, so that no writer sends its bulk while holding the lock the others wait for.
     public func markRollupsPending(forCallStarts callStarts: some Sequence<Int64>) throws {
         let (hours, days) = CallStore.buckets(callStarts)
         guard !hours.isEmpty || !days.isEmpty else { return }
+        try flush()
         try takeCommitLock()
         let periods = hours.map { _ in "hour" } + days.map { _ in "day" }
         let starts = Array(hours) + Array(days)

@@ -31,6 +31,9 @@ public protocol ResultStore: AnyObject {
     /// Whether no call (nor any call's material) is stored.
     func hasNoCalls() throws -> Bool
     func storedCall(_ callID: String) throws -> StoredCallState?
+    /// The calls about to be looked up by `storedCall`, in that order (sorted): a store shared
+    /// with other writers locks and reads them all at once rather than in a round trip each.
+    func prepareLookups(_ callIDs: [String]) throws
     /// Replaces everything stored for the call (`replacing: false`: it is known not stored).
     func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool) throws
     /// Every call's analysis, keeping their material (a regrade writes them all again).
@@ -74,6 +77,8 @@ public protocol ResultStore: AnyObject {
 }
 
 extension ResultStore {
+    public func prepareLookups(_ callIDs: [String]) throws {}
+
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     public func inTransaction<T>(_ body: () throws -> T) throws -> T {
         try begin()
