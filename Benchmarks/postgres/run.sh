@@ -6,6 +6,7 @@
 # started and removed. Not a test: the figures in the README's "Scaling out" section.
 #   Benchmarks/postgres/run.sh                 (release build, 4,000 simulated calls in 8 files)
 #   CALLS=8000 Benchmarks/postgres/run.sh
+#   WORKER_ARGS="--threads 1" Benchmarks/postgres/run.sh   (each worker on one reading thread)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -54,7 +55,7 @@ run() {
   for ((i = 0; i < n; i++)); do
     local share=()
     for ((j = i; j < ${#files[@]}; j += n)); do share+=("${files[$j]}"); done
-    ( /usr/bin/time -f "%U %S" -o "$cpu_file.$i" "$BIN" analyze "${share[@]}" --db "$db" --quiet >/dev/null ) &
+    ( /usr/bin/time -f "%U %S" -o "$cpu_file.$i" "$BIN" analyze "${share[@]}" --db "$db" --quiet ${WORKER_ARGS:-} >/dev/null ) &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
