@@ -39,7 +39,8 @@ measured[scanner]=$(instructions "$BENCH" workload scanner "$WORK/corpus")
 measured[analyze]=$(instructions "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite")
 measured[capture]=$(instructions "$BENCH" workload capture "$WORK/g711.pcap")
 measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/writer.ndjson.zst" --snapshots 1000)
-workloads="scanner analyze capture collector-writer"
+measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
+workloads="scanner analyze capture collector-writer serve-writer"
 
 if $update; then
     {

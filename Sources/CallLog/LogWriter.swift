@@ -85,7 +85,13 @@ public final class LogWriter {
 
     /// Encodes and buffers a record. Nothing reaches the file before `flush()` (or a full buffer).
     public func append(_ record: LogRecord) throws {
-        let toWrite = options.deltaStats ? encoder.encode(record) : record
+        try append(record, restored: nil)
+    }
+
+    /// `append(record)` for a record `StatsDeltaDecoder.restore` returned with `restored` (the
+    /// record unchanged since): the same text is written, with less work to delta-encode it.
+    public func append(_ record: LogRecord, restored: RestoredSnapshot?) throws {
+        let toWrite = options.deltaStats ? encoder.encode(record, restored: restored) : record
         if record.kind == .end { encoder.forget(call: record.call) }
         let before = text.count
         lastTs = record.ts

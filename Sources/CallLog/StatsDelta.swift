@@ -124,22 +124,44 @@ public struct StatsDeltaEncoder {
 
     /// Returns the record to write for `record`: itself with `seq` added if it must be full,
     /// or a delta record. Records other than full-report `stats` pass through unchanged.
-    public mutating func encode(_ record: LogRecord) -> LogRecord {
+    public mutating func encode(_ record: LogRecord) -> LogRecord { encode(record, restored: nil) }
+
+    /// `encode(record)` for a record that `StatsDeltaDecoder.restore` returned (its report
+    /// unchanged) with `restored`: the decoder's indexed snapshot is taken instead of indexing the
+    /// report again, and its rates too when they were computed from the snapshot this chain
+    /// holds (the same objects), which is the case while decoder and encoder go in step. The
+    /// record written is the same as `encode(record)` writes.
+    public mutating func encode(_ record: LogRecord, restored: RestoredSnapshot?) -> LogRecord {
         guard let key = StatsChainKey(record: record), case .array(let report)? = record["report"] else { return record }
         let previous = chains[key]
         let seq = (previous?.seq ?? -1) + 1
-        guard var current = Snapshot(report: report, seq: seq) else {
-            // Objects without unique ids cannot be diffed; keep the chain broken so the next is full too.
-            chains[key] = nil
-            return record
+        var current: Snapshot
+        if let restored, previous == nil || restored.restoredFrom(previous!.objects) {
+            current = restored.snapshot
+            current.seq = seq
+            if previous == nil {
+                current.rates = [:]
+                keysByCall.note(key)
+            }
+        } else {
+            guard var fresh = Snapshot(report: report, seq: seq) else {
+                // Objects without unique ids cannot be diffed; keep the chain broken so the next is full too.
+                chains[key] = nil
+                return record
+            }
+            if let previous { StatsDeltaEncoder.computeRates(old: previous, new: &fresh) } else { keysByCall.note(key) }
+            current = fresh
         }
-        if let previous { StatsDeltaEncoder.computeRates(old: previous, new: &current) } else { keysByCall.note(key) }
         chains[key] = current
-        var full = record
-        full.body["report"] = nil
-        full.body["seq"] = .number(Double(seq))
-        full.body["report"] = .array(report)
-        guard let previous else { return full }
+        // The record written in full: `seq` before `report`. Built only when it may be written.
+        func full() -> LogRecord {
+            var full = record
+            full.body["report"] = nil
+            full.body["seq"] = .number(Double(seq))
+            full.body["report"] = .array(report)
+            return full
+        }
+        guard let previous else { return full() }
         let delta = StatsDeltaEncoder.diff(from: previous, to: current)
         var out = record
         out.body["report"] = nil
@@ -149,7 +171,7 @@ public struct StatsDeltaEncoder {
         // When most objects are new (a renegotiation), the full report may be the smaller record;
         // only then is it worth writing both out to compare.
         if case .array(let put)? = delta["put"], put.count * 2 > current.objects.count,
-            out.jsonLine.utf8.count >= full.jsonLine.utf8.count
+            case let full = full(), out.jsonLine.utf8.count >= full.jsonLine.utf8.count
         {
             // A reader starts the chain again at a full record, without rates: so must the next delta.
             current.rates = [:]
@@ -165,7 +187,7 @@ public struct StatsDeltaEncoder {
         for o in new.objects {
             let id = o["id"]!.stringValue!
             guard let oi = old.index[id] else { put.append(.object(o)); continue }
-            let before = predicted(advanced(old.objects[oi], from: old.t, to: new.t), rates: old.rates[id])
+            let before = expected(old.objects[oi], from: old.t, to: new.t, rates: old.rates[id])
             let change = fieldDiff(before, o)
             if !change.set.isEmpty { set[id] = .object(change.set) }
             if !change.inc.isEmpty { inc[id] = .object(change.inc) }
@@ -272,11 +294,50 @@ public struct StatsDeltaEncoder {
         return out
     }
 
+    /// `predicted(advanced(o, from: oldT, to: newT), rates: rates)` in one pass, copying the
+    /// object at most once (both sides run it for every kept object of every snapshot).
+    static func expected(_ o: JSONObject, from oldT: JSONValue?, to newT: JSONValue?, rates: [String: Double]?) -> JSONObject {
+        let moved = movedTimestamp(o, from: oldT, to: newT)
+        let rates = rates.flatMap { $0.isEmpty ? nil : $0 }
+        guard moved != nil || rates != nil else { return o }
+        var out = o
+        if let moved { out.entries[moved.index].value = moved.value }
+        if let rates {
+            for i in out.entries.indices {
+                if case .number(let v) = out.entries[i].value, let r = rates[out.entries[i].key] {
+                    out.entries[i].value = .number(v + r)
+                }
+            }
+        }
+        return out
+    }
+
+    /// Where `advanced` puts the new timestamp: the first `timestamp` member, when it equals
+    /// `oldT` (and both are known).
+    static func movedTimestamp(_ o: JSONObject, from oldT: JSONValue?, to newT: JSONValue?) -> (index: Int, value: JSONValue)? {
+        guard let oldT, let newT, let i = o.entries.firstIndex(where: { $0.key == "timestamp" }), o.entries[i].value == oldT
+        else { return nil }
+        return (i, newT)
+    }
+
     /// Each number's change from `old` to `new`, the next prediction's increments.
     static func changeRates(from old: JSONObject, to new: JSONObject) -> [String: Double] {
+        changeRates(from: old, to: new, moved: nil)
+    }
+
+    /// `changeRates(from: advanced(old, …), to: new)` without the copy: `moved` is the member of
+    /// `old` that `advanced` would replace, and its new value.
+    static func changeRates(from old: JSONObject, to new: JSONObject, moved: (index: Int, value: JSONValue)?) -> [String: Double] {
         var rates: [String: Double] = [:]
         for e in new.entries {
-            guard case .number(let b) = e.value, case .number(let a)? = old[e.key] else { continue }
+            guard case .number(let b) = e.value else { continue }
+            let before: JSONValue?
+            if let moved, e.key == "timestamp" {
+                before = moved.value  // `moved.index` is the first `timestamp` member, the one a lookup finds
+            } else {
+                before = old[e.key]
+            }
+            guard case .number(let a)? = before else { continue }
             let r = b - a
             if r != 0 && r.isFinite { rates[e.key] = r }
         }
@@ -288,8 +349,8 @@ public struct StatsDeltaEncoder {
         var rates: [String: [String: Double]] = [:]
         for o in new.objects {
             guard let id = o["id"]?.stringValue, let oi = old.index[id] else { continue }
-            let before = advanced(old.objects[oi], from: old.t, to: new.t)
-            let r = changeRates(from: before, to: o)
+            let before = old.objects[oi]
+            let r = changeRates(from: before, to: o, moved: movedTimestamp(before, from: old.t, to: new.t))
             if !r.isEmpty { rates[id] = r }
         }
         new.rates = rates
@@ -334,6 +395,21 @@ public enum StatsDeltaError: Error, Equatable, CustomStringConvertible, Sendable
     }
 }
 
+/// A snapshot as `StatsDeltaDecoder.restore` rebuilt it: indexed, with each number's change
+/// since the snapshot it was restored from.
+public struct RestoredSnapshot {
+    var snapshot: Snapshot
+    /// The objects of the snapshot the delta applied to; nil for a full record (no rates).
+    var base: [JSONObject]?
+
+    /// Whether the rates were computed from `objects`: the very same array (arrays are values,
+    /// so one storage means the same objects; both are alive here, so no other array has its address).
+    func restoredFrom(_ objects: [JSONObject]) -> Bool {
+        guard let base, base.count == objects.count else { return false }
+        return base.withUnsafeBufferPointer { a in objects.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+    }
+}
+
 /// Rebuilds full snapshots from a stream of full and delta records. One per log segment
 /// (the reader resets it where the writer reset its encoder: at a new zstd frame or file).
 public struct StatsDeltaDecoder {
@@ -353,14 +429,21 @@ public struct StatsDeltaDecoder {
 
     /// Returns `record` with a full `report`. Full records are remembered as the chain's base.
     public mutating func decode(_ record: LogRecord) throws(StatsDeltaError) -> LogRecord {
-        guard let key = StatsChainKey(record: record) else { return record }
+        try restore(record).record
+    }
+
+    /// `decode(record)`, with the snapshot the chain now holds when this record made it, for a
+    /// `StatsDeltaEncoder` (`LogWriter.append(_:restored:)`) writing the record again.
+    public mutating func restore(_ record: LogRecord) throws(StatsDeltaError) -> (record: LogRecord, snapshot: RestoredSnapshot?) {
+        guard let key = StatsChainKey(record: record) else { return (record, nil) }
         let seq = record["seq"]?.exactInteger
         if case .array(let report)? = record["report"] {
-            chains[key] = Snapshot(report: report, seq: seq ?? 0)
+            let snapshot = Snapshot(report: report, seq: seq ?? 0)
+            chains[key] = snapshot
             keysByCall.note(key)
-            return record
+            return (record, snapshot.map { RestoredSnapshot(snapshot: $0, base: nil) })
         }
-        guard case .object(let delta)? = record["delta"] else { return record }
+        guard case .object(let delta)? = record["delta"] else { return (record, nil) }
         guard let base = record["base"]?.exactInteger, let seq else { throw .malformed("no seq/base") }
         if let current = chains[key], current.seq == seq, base != seq {
             // The latest delta written twice: the snapshot it made is still the chain's.
@@ -368,7 +451,7 @@ public struct StatsDeltaDecoder {
             out.body["delta"] = nil
             out.body["base"] = nil
             out.body["report"] = .array(current.report)
-            return out
+            return (out, nil)
         }
         guard let old = chains[key], old.seq == base else {
             let have = chains[key]?.seq
@@ -381,7 +464,7 @@ public struct StatsDeltaDecoder {
         out.body["delta"] = nil
         out.body["base"] = nil
         out.body["report"] = .array(new.report)
-        return out
+        return (out, RestoredSnapshot(snapshot: new, base: old.objects))
     }
 
     static func apply(_ d: JSONObject, to old: Snapshot, seq: Int64) throws(StatsDeltaError) -> Snapshot {
@@ -407,7 +490,7 @@ public struct StatsDeltaDecoder {
         for o in old.objects {
             guard let id = o["id"]?.stringValue, !deleted.contains(id) else { continue }
             if let p = putByID[id] { objects.append(p); continue }
-            var cur = StatsDeltaEncoder.predicted(StatsDeltaEncoder.advanced(o, from: old.t, to: t), rates: old.rates[id])
+            var cur = StatsDeltaEncoder.expected(o, from: old.t, to: t, rates: old.rates[id])
             if case .array(let gone)? = unset[id] {
                 let names = Set(gone.compactMap(\.stringValue))
                 cur.entries.removeAll { names.contains($0.key) }

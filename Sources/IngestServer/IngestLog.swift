@@ -179,11 +179,12 @@ public final class IngestLog: @unchecked Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         var outcomes = [Outcome](repeating: Outcome(), count: group.count)
         var failure: WriteFailure?
+        let now = EpochClock.nowMs()
         do {
             let w = try openWriter()
             for (i, submission) in group.enumerated() {
                 for line in submission.lines {
-                    try append(line, to: w, outcome: &outcomes[i])
+                    try append(line, to: w, outcome: &outcomes[i], now: now)
                 }
             }
             try w.flush(sync: true)
@@ -210,16 +211,16 @@ public final class IngestLog: @unchecked Sendable {
         if let w = writer, w.bytesWritten >= settings.fileBytes { closeFile() }
     }
 
-    private func append(_ line: RecordBatch.Line, to w: LogWriter, outcome: inout Outcome) throws {
+    private func append(_ line: RecordBatch.Line, to w: LogWriter, outcome: inout Outcome, now: Int64) throws {
         var record = line.record
-        let now = EpochClock.nowMs()
+        var restored: RestoredSnapshot?
         if record.kind == .stats, let key = StatsChainKey(record: record) {
             if let seq = record["seq"]?.int64Value, let last = lastSeq[key], seq <= last {
                 outcome.duplicates += 1
                 return
             }
             do {
-                record = try decoder.decode(record)
+                (record, restored) = try decoder.restore(record)
             } catch {
                 let code: String
                 switch error {
@@ -234,13 +235,16 @@ public final class IngestLog: @unchecked Sendable {
             lastActivity[key.call] = now
         }
         if record.kind == .end { forget(call: record.call) }
-        if let privacy = settings.privacy { record = privacy.apply(to: record) }
+        if let privacy = settings.privacy {
+            record = privacy.apply(to: record)
+            restored = nil  // the report may have changed: the writer indexes it afresh
+        }
         // The writer numbers snapshots itself (its own chains); the client's numbering is gone.
         if record.kind == .stats {
             record.body["seq"] = nil
             record.body["base"] = nil
         }
-        try w.append(record)
+        try w.append(record, restored: restored)
         outcome.written += 1
     }
 

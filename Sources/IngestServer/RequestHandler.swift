@@ -106,14 +106,14 @@ final class RequestHandler: ChannelInboundHandler {
                 handler.requestTimedOut(context: context)
             }
             headReceived(context: context, head: head, id: id)
-        case .body(var buffer):
+        case .body(let buffer):
             guard !discarding, request != nil else { return }
             if request!.body.count + buffer.readableBytes > config.maxBodyBytes {
                 return fail(
                     context: context, status: .payloadTooLarge,
                     "the request body exceeds \(config.maxBodyBytes) bytes (--max-body)", close: true)
             }
-            request!.body.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])
+            buffer.withUnsafeReadableBytes { request!.body.append(contentsOf: $0) }
         case .end:
             requestTimer?.cancel()
             guard !discarding, let r = request else {
@@ -348,20 +348,36 @@ final class RequestHandler: ChannelInboundHandler {
         request: String, batch: String?, lines: Int, accepted: Int, outcome: IngestLog.Outcome,
         rejections: [LineRejection]
     ) -> String {
-        var o: JSONObject = [
-            "request": .string(request),
-            "lines": .number(Double(lines)),
-            "accepted": .number(Double(accepted)),
-            "written": .number(Double(outcome.written)),
-            "duplicates": .number(Double(outcome.duplicates)),
-            "rejected": .number(Double(rejections.count)),
-        ]
-        if let batch { o["batch"] = .string(batch) }
-        o["rejections"] = .array(
-            rejections.prefix(1000).map {
-                .object(["line": .number(Double($0.line)), "code": .string($0.code), "reason": .string($0.reason)])
-            })
-        return JSONValue.object(o).serialized() + "\n"
+        // Written directly (every POST gets one): the same text as the JSONObject of these members.
+        var out = [UInt8]()
+        out.reserveCapacity(160 + rejections.count * 80)
+        func member(_ name: String, _ value: Int) {
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: String(value).utf8)
+        }
+        out.append(contentsOf: "{\"request\":".utf8)
+        JSONValue.writeString(request, to: &out)
+        member(",\"lines\":", lines)
+        member(",\"accepted\":", accepted)
+        member(",\"written\":", outcome.written)
+        member(",\"duplicates\":", outcome.duplicates)
+        member(",\"rejected\":", rejections.count)
+        if let batch {
+            out.append(contentsOf: ",\"batch\":".utf8)
+            JSONValue.writeString(batch, to: &out)
+        }
+        out.append(contentsOf: ",\"rejections\":[".utf8)
+        for (i, r) in rejections.prefix(1000).enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            member("{\"line\":", r.line)
+            out.append(contentsOf: ",\"code\":".utf8)
+            JSONValue.writeString(r.code, to: &out)
+            out.append(contentsOf: ",\"reason\":".utf8)
+            JSONValue.writeString(r.reason, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(contentsOf: "]}\n".utf8)
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: - Timeouts and errors

@@ -20,6 +20,7 @@ struct WorkloadCommand: ParsableCommand {
         subcommands: [
             CorpusWorkload.self, CapturePcapWorkload.self,
             ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self,
+            ServeWriterWorkload.self,
         ])
 }
 
@@ -132,6 +133,52 @@ struct CollectorWriterWorkload: ParsableCommand {
         }
         try writer.close()
         print("wrote \(min(snapshots, texts.count)) snapshots")
+    }
+}
+
+/// The record path of `callstats serve`'s writer for posted statistics: each posted line (a
+/// delta as an agent sends it, against the agent's own chain) parsed, restored to the full
+/// snapshot, delta-encoded again against the log's chain, compressed at serve's zstd level,
+/// flushed and fsynced, one posted snapshot per group commit (`IngestLog`'s smallest group; HTTP
+/// and the writer thread's queue are not part of it).
+struct ServeWriterWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve-writer", abstract: "Write a folder's stats records as callstats serve writes posted snapshots.")
+
+    @Argument(help: "A folder of *.ndjson.zst logs whose stats records are posted.")
+    var folder: String
+
+    @Option(help: "The log to write.")
+    var out: String
+
+    @Option(help: "Snapshots posted (the first ones of the folder's logs), one per request.")
+    var snapshots = 2_000
+
+    func run() throws {
+        // What agents post: each call's snapshots delta-encoded against the agent's own chain.
+        var agent = StatsDeltaEncoder()
+        var posted: [[UInt8]] = []
+        files: for file in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".ndjson.zst") }).sorted() {
+            for record in LogReader(path: folder + "/" + file).readAll().records where record.kind == .stats {
+                var line: [UInt8] = []
+                agent.encode(record).write(to: &line)
+                posted.append(line)
+                if posted.count == snapshots { break files }
+            }
+        }
+        var decoder = StatsDeltaDecoder()
+        let writer = try LogWriter(path: out)
+        for line in posted {
+            let parsed = try line.withUnsafeBufferPointer { try LogRecord(parsing: $0) }
+            let (restoredRecord, restored) = try decoder.restore(parsed)
+            var record = restoredRecord
+            record.body["seq"] = nil
+            record.body["base"] = nil
+            try writer.append(record, restored: restored)
+            try writer.flush(sync: true)
+        }
+        try writer.close()
+        print("wrote \(posted.count) posted snapshots")
     }
 }
 
