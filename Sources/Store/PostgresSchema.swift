@@ -85,7 +85,8 @@ enum PostgresSchema {
         let rollups = Schema.rollupMetrics.filter { $0.addedIn != nil }.flatMap { m in
             Schema.rollupMetricColumns(addedIn: m.addedIn).map { "ALTER TABLE rollups ADD COLUMN IF NOT EXISTS \($0) DOUBLE PRECISION;" }
         }
-        return (added(CallsTable.self) + added(StreamsTable.self) + added(IntervalsTable.self) + added(EventsTable.self)
+        return
+            (added(CallsTable.self) + added(StreamsTable.self) + added(IntervalsTable.self) + added(EventsTable.self)
             + added(FindingsTable.self) + added(MaterialTable.self) + rollups).joined(separator: "\n")
     }
 

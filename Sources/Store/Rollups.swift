@@ -140,7 +140,9 @@ package enum RollupBuilder {
                 let hour = floorDiv(calls.starts[i], CallStore.hourMs) * CallStore.hourMs
                 var j = i + 1
                 while j < calls.count, calls.starts[j] < hour + CallStore.hourMs { j += 1 }
-                if hoursLeft.remove(hour) != nil { try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, dimensions: dimensions, values: values) }
+                if hoursLeft.remove(hour) != nil {
+                    try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, dimensions: dimensions, values: values)
+                }
                 i = j
             }
         }

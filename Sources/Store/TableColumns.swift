@@ -131,9 +131,10 @@ extension StoredTable {
     package static var columnDescriptions: [ColumnDescription] {
         var list = ColumnDescriptions<Row>()
         try! columns(&list)  // describing evaluates no value and cannot fail
-        let key = keyColumn.map {
-            [ColumnDescription(name: $0, declaration: "INTEGER NOT NULL", postgresDeclaration: "BIGINT NOT NULL", addedIn: nil)]
-        } ?? []
+        let key =
+            keyColumn.map {
+                [ColumnDescription(name: $0, declaration: "INTEGER NOT NULL", postgresDeclaration: "BIGINT NOT NULL", addedIn: nil)]
+            } ?? []
         return key + list.columns
     }
 

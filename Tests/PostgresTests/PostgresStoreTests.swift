@@ -134,8 +134,10 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"]).status, 0)
         let sqlite = Self.corpus.deletingLastPathComponent().appendingPathComponent("pruned-\(UUID().uuidString).sqlite").path
         try FileManager.default.copyItem(atPath: Self.reference, toPath: sqlite)
-        let middle = try scalar(url, "SELECT to_char(to_timestamp((min(start_ts) + max(start_ts)) / 2000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM calls")
-        let victim = try scalar(url, "SELECT call_id FROM calls WHERE start_ts > (SELECT (min(start_ts) + max(start_ts)) / 2 FROM calls) ORDER BY call_id LIMIT 1")
+        let middle = try scalar(
+            url, "SELECT to_char(to_timestamp((min(start_ts) + max(start_ts)) / 2000) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM calls")
+        let victim = try scalar(
+            url, "SELECT call_id FROM calls WHERE start_ts > (SELECT (min(start_ts) + max(start_ts)) / 2 FROM calls) ORDER BY call_id LIMIT 1")
         for db in [sqlite, url] {
             let prune = try Self.callstats(["prune", "--db", db, "--before", middle, "--json"])
             XCTAssertEqual(prune.status, 0, prune.err)
@@ -180,7 +182,10 @@ final class PostgresStoreTests: XCTestCase {
         let write = try Self.callstats(["query", "--db", url, "DELETE FROM calls"])
         XCTAssertEqual(write.status, 1)
         XCTAssertTrue(write.err.contains("read-only transaction"), write.err)
-        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM calls"), try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last.map(String.init))
+        XCTAssertEqual(
+            try scalar(url, "SELECT count(*) FROM calls"),
+            try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last.map(
+                String.init))
         XCTAssertEqual(try Self.callstats(["query", "--db", url, "SELECT 1; DELETE FROM calls"]).status, 1)
         // The report.
         let out = Self.corpus.deletingLastPathComponent().appendingPathComponent("pg-report.html").path
@@ -241,7 +246,10 @@ final class PostgresStoreTests: XCTestCase {
         kill(p.processIdentifier, SIGKILL)
         XCTAssertEqual(waitForExit(p), 128 + SIGKILL)
         let partial = Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
-        let total = Int(try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last ?? "") ?? 0
+        let total =
+            Int(
+                try Self.callstats(["query", "--db", Self.reference, "--format", "csv", "SELECT count(*) AS n FROM calls"]).out.split(separator: "\n").last
+                    ?? "") ?? 0
         XCTAssertLessThan(partial, total, "the kill came after the last commit")
         let rerun = try Self.callstats(["analyze"] + files + ["--db", url, "--quiet"])
         XCTAssertEqual(rerun.status, 0, rerun.err)
