@@ -79,11 +79,7 @@ public final class PostgresReader: QueryableStore {
     public let name: String
 
     public init(url: String) throws {
-        do {
-            db = try PostgresConnection(url: url)
-        } catch let e as PostgresConnection.Error {
-            throw StoreError.cannotConnect(reason: e.message)
-        }
+        db = try PostgresStore.connect(url)
         name = db.displayName
         let hasCalls = try checked { try db.scalar("SELECT to_regclass('calls') IS NOT NULL") }
         guard hasCalls == "t" else { throw StoreError.notADatabase(path: name, reason: "it has no calls table") }

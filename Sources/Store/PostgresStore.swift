@@ -51,11 +51,7 @@ public final class PostgresStore {
     /// Connects to `url` (`postgres://` or `postgresql://`, libpq's conventions) and creates or
     /// checks the schema.
     public init(url: String) throws {
-        do {
-            db = try PostgresConnection(url: url)
-        } catch let e as PostgresConnection.Error {
-            throw StoreError.cannotConnect(reason: e.message)
-        }
+        db = try PostgresStore.connect(url)
         name = db.displayName
         do {
             // A commit returns before the server's WAL reaches disk. Safe for a rerun to mend: a
@@ -70,6 +66,16 @@ public final class PostgresStore {
             tableOrder(CallsTable.self), tableOrder(StreamsTable.self), tableOrder(IntervalsTable.self),
             tableOrder(EventsTable.self), tableOrder(FindingsTable.self), tableOrder(MaterialTable.self),
         ] { pendingOrder.append(table) }
+    }
+
+    /// A connection to `url`, or the error that says what to check (the URL, the password,
+    /// the server): for the store and its readers alike.
+    static func connect(_ url: String) throws -> PostgresConnection {
+        do {
+            return try PostgresConnection(url: url)
+        } catch let e as PostgresConnection.Error {
+            throw StoreError.cannotConnect(reason: e.message)
+        }
     }
 
     private func tableOrder<T: StoredTable>(_ t: T.Type) -> (id: ObjectIdentifier, sql: String) {

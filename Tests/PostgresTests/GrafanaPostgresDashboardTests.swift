@@ -26,11 +26,7 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
     static let sqliteFolder = TestPaths.repositoryRoot.appendingPathComponent("Dashboards/grafana")
     static let filters = [("all", "*"), ("network", "wifi"), ("app_version", "acme-phone 3.2.1"), ("candidate_type", "relay")]
 
-    static let binary: URL = {
-        let bundle = Bundle(for: GrafanaPostgresDashboardTests.self).bundleURL
-        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("callstats") }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+    static var binary: URL { callstatsBinary }
 
     override class func setUp() {
         do {

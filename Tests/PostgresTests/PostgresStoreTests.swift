@@ -16,11 +16,7 @@ final class PostgresStoreTests: XCTestCase {
     nonisolated(unsafe) static var corpus: URL!
     nonisolated(unsafe) static var reference: String!
 
-    static let binary: URL = {
-        let bundle = Bundle(for: PostgresStoreTests.self).bundleURL
-        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("callstats") }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+    static var binary: URL { callstatsBinary }
 
     override class func setUp() {
         do {
@@ -90,6 +86,25 @@ final class PostgresStoreTests: XCTestCase {
 
     func scalar(_ url: String, _ sql: String) throws -> String {
         try server.psql(sql, database: String(url.split(separator: "/").last!)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Starts `analyze` of `files` into `url` and returns once it has committed some calls (it
+    /// commits in batches as it writes), still running: the moment a fault is injected.
+    func analyzeUntilCommitted(_ files: [String], into url: String, standardError: Pipe?) throws -> Process {
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = ["analyze"] + files + ["--db", url, "--quiet"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = standardError ?? FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(30)
+        func committed() throws -> Int {
+            guard try scalar(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'calls'") == "1" else { return 0 }
+            return Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
+        }
+        while p.isRunning, Date() < deadline, try committed() < 20 { usleep(20_000) }
+        XCTAssertTrue(p.isRunning, "the run ended before the fault: make the corpus larger")
+        return p
     }
 
     // MARK: - Same results
@@ -229,20 +244,7 @@ final class PostgresStoreTests: XCTestCase {
     func testKilledWorkerRerunConverges() throws {
         let url = try server.createDatabase()
         let files = try logFiles
-        let p = Process()
-        p.executableURL = Self.binary
-        p.arguments = ["analyze"] + files + ["--db", url, "--quiet"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        // Once it has committed something (calls are committed in batches as they are written).
-        let deadline = Date().addingTimeInterval(30)
-        func committed() throws -> Int {
-            guard try scalar(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'calls'") == "1" else { return 0 }
-            return Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
-        }
-        while p.isRunning, Date() < deadline, try committed() < 20 { usleep(20_000) }
-        XCTAssertTrue(p.isRunning, "the run ended before it could be killed: make the corpus larger")
+        let p = try analyzeUntilCommitted(files, into: url, standardError: nil)
         kill(p.processIdentifier, SIGKILL)
         XCTAssertEqual(waitForExit(p), 128 + SIGKILL)
         let partial = Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
@@ -304,20 +306,8 @@ final class PostgresStoreTests: XCTestCase {
     func testServerGoingAwayMidRunThenRerunConverges() throws {
         let url = try server.createDatabase()
         let files = try logFiles
-        let p = Process()
-        p.executableURL = Self.binary
-        p.arguments = ["analyze"] + files + ["--db", url, "--quiet"]
         let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        let deadline = Date().addingTimeInterval(30)
-        func committed() throws -> Int {
-            guard try scalar(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'calls'") == "1" else { return 0 }
-            return Int(try scalar(url, "SELECT count(*) FROM calls")) ?? 0
-        }
-        while p.isRunning, Date() < deadline, try committed() < 20 { usleep(20_000) }
-        XCTAssertTrue(p.isRunning, "the run ended before the server could be stopped: make the corpus larger")
+        let p = try analyzeUntilCommitted(files, into: url, standardError: err)
         server.stop(removing: false)
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(waitForExit(p), 1, message)
