@@ -69,7 +69,7 @@ public enum CallAnalyzer {
             let first = series[0], last = series[series.count - 1]
             var summary = StreamSummary(
                 callID: m.callID, streamID: id, ssrc: m[first].ssrc, direction: m[first].direction,
-                kind: m[first].kind, source: sourceName(id, m), startTs: m.snapshots[first.snapshot].ts,
+                kind: m[first].kind, source: id.hasPrefix("wire:") ? "wire" : m.snapshots[first.snapshot].source, startTs: m.snapshots[first.snapshot].ts,
                 endTs: m.snapshots[last.snapshot].ts)
             summary.codec = series.last { m[$0].codec != nil }.flatMap { m[$0].codec }
             summary.clockRate = series.last { !m[$0].clockRate.isNaN }.flatMap { Int(logValue: m[$0].clockRate) }
@@ -132,10 +132,6 @@ public enum CallAnalyzer {
         Summary.grade(&call, findings: findings, streams: streams, measuredIntervals: intervals.count, config: config)
         call.findingCount = findings.count
         return CallAnalysis(call: call, streams: streams, intervals: intervals, events: m.events, findings: findings)
-    }
-
-    private static func sourceName(_ streamID: String, _ m: CallMaterial) -> String {
-        streamID.hasPrefix("wire:") ? "wire" : (m.snapshots.first { $0.streams.contains { $0.streamID == streamID } }?.source ?? "w3c")
     }
 
     /// The usual gap between snapshots of one peer connection, ms.
