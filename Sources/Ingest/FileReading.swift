@@ -113,6 +113,9 @@ private struct LineIntake {
             if ingestor.holdsTooManyCalls { handOnOpenCalls(line: n) }
         case .agentNote:
             records += 1
+        case .usedPartly(_, let message):
+            records += 1
+            if handOver(.beyondLimit) { queue.put(.issue(LogIssue(file: path, line: n, category: .beyondLimit, message: message))) }
         case .skipped(let category, let message):
             if handOver(category) { queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message))) }
         }

@@ -329,7 +329,10 @@ struct FullReportReading {
             case .last(let k): last.order[k]
             case .read(let s): s
             }
-        state.objects.append(key, copying: object, generation: object.generation)
+        guard state.objects.append(key, copying: object, generation: object.generation) else {
+            layout.slots.append(-1)
+            return (object.timestamp, object.timestampValue, false)
+        }
         addedObjects = true
         layout.slots.append(state.objects.count - 1)
         return (object.timestamp, object.timestampValue, true)
@@ -350,8 +353,7 @@ struct FullReportReading {
                 if state.objects[index].generation == generation { layout.duplicateIDs = true }
                 state.objects[index].assign(object, generation: generation)
             } else {
-                state.objects.append(id, copying: object, generation: generation)
-                addedObjects = true
+                if state.objects.append(id, copying: object, generation: generation) { addedObjects = true }
             }
         }
         let inState = id.flatMap { state.objects.index(forKey: $0) }.map { state.objects[$0].generation == generation } ?? false

@@ -19,6 +19,12 @@ struct ObjectTable {
     private var slots = IDIndex()
     /// Objects of a recycled table, whose storage new objects take.
     private var spares: [StatObject] = []
+    /// The most objects the table holds (`RecordIngestor.Bounds.maximumObjectsPerChain`): a
+    /// chain whose reports keep adding objects costs memory and time in proportion to them for
+    /// every later snapshot, so objects beyond it are left out and counted in `leftOut`.
+    var limit = Int.max
+    /// New objects left out because the table held `limit`, since the reader last took the count.
+    var leftOut = 0
 
     var count: Int { values.count }
     var isEmpty: Bool { values.isEmpty }
@@ -61,6 +67,10 @@ struct ObjectTable {
             if let slot = index(forKey: id) {
                 if let newValue { values[slot] = newValue } else { remove(at: slot) }
             } else if let newValue {
+                guard values.count < limit else {
+                    leftOut += 1
+                    return
+                }
                 keys.append(id)
                 values.append(newValue)
                 slots.add(slot: keys.count - 1, in: keys)
@@ -69,17 +79,25 @@ struct ObjectTable {
     }
 
     /// Appends `object` as the object of `id`, which the table does not have, in storage of
-    /// its own (a spare's when there is one).
-    mutating func append(_ id: String, copying object: StatObject, generation: UInt32) {
+    /// its own (a spare's when there is one); false, and counted in `leftOut`, when the table
+    /// holds `limit` objects already.
+    @discardableResult
+    mutating func append(_ id: String, copying object: StatObject, generation: UInt32) -> Bool {
+        guard values.count < limit else {
+            leftOut += 1
+            return false
+        }
         var added = spares.popLast() ?? StatObject()
         added.take(object, generation: generation)
         keys.append(id)
         values.append(added)
         slots.add(slot: keys.count - 1, in: keys)
+        return true
     }
 
-    /// Empty, its objects kept as spares.
+    /// Empty, its objects kept as spares; `limit` stays.
     mutating func recycle() {
+        leftOut = 0
         spares.append(contentsOf: values)
         values.removeAll(keepingCapacity: true)
         keys.removeAll(keepingCapacity: true)

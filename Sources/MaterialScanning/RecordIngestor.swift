@@ -22,6 +22,11 @@ public struct RecordIngestor {
         public var maximumOpenCalls = 100_000
         /// The open calls' ids together: long ids (up to `maximumIDBytes`) hand calls on sooner.
         public var maximumOpenIDBytes = 64 << 20
+        /// Statistics objects one chain (a call's peer connection in one format) holds: every
+        /// later snapshot of the chain is read over all of them, so a chain whose reports keep
+        /// adding objects would cost time and memory growing with the square of its records.
+        /// A real peer connection of a large conference holds a few hundred.
+        public var maximumObjectsPerChain = 2_000
         public init() {}
     }
 
@@ -32,7 +37,7 @@ public struct RecordIngestor {
     /// cost much).
     static let idCheckLineBytes = 64 << 10
 
-    private var scanner = StatsScanner()
+    private var scanner: StatsScanner
     /// Calls seen in this file and not yet handed on.
     public private(set) var open: [String: CallMaterial] = [:]
     /// Every call this ingestor has seen a record of, by its id's hash (counted as its material
@@ -56,13 +61,19 @@ public struct RecordIngestor {
     private var lastReport: [String: [UInt32: Readings.WireReport]] = [:]
     private var names = StreamNames()
 
-    public init(bounds: Bounds = Bounds()) { self.bounds = bounds }
+    public init(bounds: Bounds = Bounds()) {
+        self.bounds = bounds
+        scanner = StatsScanner(maximumObjectsPerChain: bounds.maximumObjectsPerChain)
+    }
 
     public enum Outcome {
         /// The record was used; `ended` when it was the call's `end` record.
         case used(call: String, ended: Bool)
         /// A record about the agent itself (`agent`: drop counts, rotation): read, but part of no call.
         case agentNote
+        /// The record was used without some of its objects, which passed a bound: `message`
+        /// says which (reported as `beyondLimit`).
+        case usedPartly(call: String, message: String)
         case skipped(category: LogIssue.Category, message: String)
     }
 
@@ -176,6 +187,14 @@ public struct RecordIngestor {
             }
             let snapshot = scanner.snapshot(chain: scanned.chain, key: scanned.key, ts: scanned.ts, names: &names)
             guard add(snapshot, to: call) else { return refusal(of: call) }
+            let leftOut = scanner.takeLeftOut(chain: scanned.chain)
+            guard leftOut == 0 else {
+                return .usedPartly(
+                    call: call,
+                    message:
+                        "\(leftOut) new statistics objects left out: a peer connection holds at most "
+                        + "\(bounds.maximumObjectsPerChain) (the record's other objects are used)")
+            }
             return .used(call: call, ended: false)
         } catch {
             switch error {

@@ -42,7 +42,19 @@ struct StatsScanner {
     /// the instructions on the simulated corpus. Its contents mean nothing.
     private var spare = ChainState()
 
-    init() {}
+    /// The most objects one chain holds (`RecordIngestor.Bounds.maximumObjectsPerChain`).
+    let maximumObjectsPerChain: Int
+
+    init(maximumObjectsPerChain: Int = RecordIngestor.Bounds().maximumObjectsPerChain) {
+        self.maximumObjectsPerChain = maximumObjectsPerChain
+    }
+
+    /// How many new objects the chain at `place` left out since this was last asked (its
+    /// table was full), counted afresh from now.
+    mutating func takeLeftOut(chain place: Int) -> Int {
+        defer { states[place].objects.leftOut = 0 }
+        return states[place].objects.leftOut
+    }
 
     /// The state of the chain a record was applied to, until the next record is scanned.
     subscript(chain place: Int) -> ChainState {
@@ -154,6 +166,7 @@ struct StatsScanner {
                 states.append(ChainState())
                 return states.count - 1
             }()
+        states[place].objects.limit = maximumObjectsPerChain
         swap(&spare, &states[place])
         do throws(JSONCursor.ScanError) {
             try Self.readFull(&c, into: &spare, scratch: &scratch, seq: seq)

@@ -93,6 +93,8 @@ struct AnalyzeCommand: ParsableCommand {
     var maxRecordsPerCall: Int?
     @Option(help: .hidden)
     var maxIDBytes: Int?
+    @Option(help: .hidden)
+    var maxObjectsPerPeerConnection: Int?
 
     /// Calls written at a time (measuring the writer's batch size).
     @Option(help: .hidden)
@@ -127,6 +129,7 @@ struct AnalyzeCommand: ParsableCommand {
         options.issuesHandedOver = max(AnalyzeRun.Options.defaultIssuesHandedOver, showIssues)
         if let maxOpenCalls { options.bounds.maximumOpenCalls = max(1, maxOpenCalls) }
         if let maxRecordsPerCall { options.bounds.maximumRecordsPerCall = max(1, maxRecordsPerCall) }
+        if let maxObjectsPerPeerConnection { options.bounds.maximumObjectsPerChain = max(1, maxObjectsPerPeerConnection) }
         if let maxIDBytes { options.bounds.maximumIDBytes = max(1, maxIDBytes) }
         if let readerWaitSeconds { options.readerWaitSeconds = max(0.001, readerWaitSeconds) }
         let run = AnalyzeRun(options: options)

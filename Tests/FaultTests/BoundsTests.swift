@@ -129,6 +129,43 @@ final class BoundsTests: XCTestCase {
         XCTAssertEqual(try query(db, "SELECT call_id, count(*) FROM intervals GROUP BY call_id ORDER BY call_id"), ["long,19", "other,1"])
     }
 
+    /// A peer connection whose reports keep adding objects holds at most the bound: the objects
+    /// past it are left out and said (file and line), the objects it holds keep being read, and
+    /// the call's other peer connection is whole. Without the bound each snapshot was read over
+    /// every object the chain ever had: time and memory grew with the square of its records.
+    func testObjectsPastTheBoundOfOnePeerConnectionAreLeftOutAndSaid() throws {
+        var lines = [#"{"v":1,"kind":"call","call":"grow","ts":\#(Self.t0),"direction":"outgoing","media":["audio"]}"#]
+        func inbound(_ id: String, _ ssrc: Int, _ packets: Int, _ ts: Int64) -> String {
+            #"{"id":"\#(id)","timestamp":\#(ts),"type":"inbound-rtp","kind":"audio","ssrc":\#(ssrc),"packetsReceived":\#(packets),"packetsLost":0,"jitter":0.003}"#
+        }
+        // Each full report of pc "a" keeps stream IT1 growing and adds three new streams.
+        for i in 1...6 {
+            let ts = Self.t0 + Int64(i) * 1000
+            var objects = [inbound("IT1", 1, 50 * i, ts)]
+            for k in 0..<(3 * i) { objects.append(inbound("N\(k)", 100 + k, 10 * i, ts)) }
+            lines.append(
+                #"{"v":1,"kind":"stats","call":"grow","ts":\#(ts),"format":"w3c","pc":"a","report":[\#(objects.joined(separator: ","))]}"#)
+            lines.append(
+                #"{"v":1,"kind":"stats","call":"grow","ts":\#(ts),"format":"w3c","pc":"b","report":[\#(inbound("IB", 7, 40 * i, ts))]}"#)
+        }
+        lines.append(#"{"v":1,"kind":"end","call":"grow","ts":\#(Self.t0 + 7_000),"reason":"terminatedLocally"}"#)
+        let path = try write("grow.ndjson", lines)
+        let db = dir.appendingPathComponent("grow.sqlite").path
+        let run = try Binary.run(["analyze", path, "--db", db, "--max-objects-per-peer-connection", "5"])
+        XCTAssertEqual(run.status, 3, run.err)
+        // Line 4 is pc a's second report: 1 + 6 objects, 5 held, 2 left out.
+        XCTAssertTrue(
+            run.err.contains(
+                "warning: \(path):4: record beyond a limit: 2 new statistics objects left out: a peer connection holds at most 5 (the record's other objects are used)"
+            ), run.err)
+        XCTAssertTrue(run.out.contains("5 records beyond a limit"), run.out)
+        // pc a keeps its first five streams (IT1 and N0-N3), pc b its one; each of the six has
+        // its intervals, none of the streams past the bound appears.
+        XCTAssertEqual(try query(db, "SELECT count(*) FROM streams"), ["6"])
+        XCTAssertEqual(try query(db, "SELECT ssrc FROM streams WHERE ssrc >= 100 ORDER BY ssrc"), ["100", "101", "102", "103"])
+        XCTAssertEqual(try query(db, "SELECT sum(packets) FROM streams WHERE ssrc IN (1, 7)"), ["540"])
+    }
+
     /// A call id or peer-connection name longer than the bound skips its record (said with file
     /// and line), before the id is kept anywhere; the records around it are read.
     func testAnOversizedIDSkipsItsRecord() throws {

@@ -38,7 +38,7 @@ enum FuzzEntryPoints {
             case .used(let call, let ended):
                 ingested += 1
                 if ended, let m = ingestor.take(call) { analyse(m) }
-            case .agentNote: ingested += 1
+            case .agentNote, .usedPartly: ingested += 1
             case .skipped: break
             }
             _ = RecordIngestor.callID(line)  // how readers sharing a file deal its lines out
