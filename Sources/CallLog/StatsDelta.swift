@@ -25,6 +25,15 @@
 /// - `put`: whole objects that are new.
 /// - `del`: ids no longer present.
 /// - `order`: all ids in order, only when the natural order (kept ones, then new) is wrong.
+/// The most statistics objects one chain (a call's peer connection in one format) may hold,
+/// the same for every reader and for `serve` (`Data/FORMAT.md`, bounds). Every snapshot of a
+/// chain is read over all its objects, so a chain whose reports keep adding objects would cost
+/// time and memory growing with the square of its records; a real peer connection of a large
+/// conference holds a few hundred.
+public enum StatsChainBounds {
+    public static let maximumObjects = 2_000
+}
+
 public struct StatsChainKey: Hashable, Sendable {
     public var call: String
     public var peerConnection: String
@@ -385,12 +394,17 @@ public enum StatsDeltaError: Error, Equatable, CustomStringConvertible, Sendable
     /// and concatenated). Records are skipped until the chain's next full snapshot.
     case missingBase(expected: Int64, have: Int64?)
     case malformed(String)
+    /// The snapshot would hold more objects than the decoder's bound: the chain is dropped (its
+    /// later deltas miss their base until a full snapshot within the bound).
+    case tooManyObjects(count: Int, limit: Int)
 
     public var description: String {
         switch self {
         case .missingBase(let e, let h):
             "delta applies to snapshot \(e) but " + (h.map { "the last one seen is \($0)" } ?? "no full snapshot was seen")
         case .malformed(let m): "malformed delta: \(m)"
+        case .tooManyObjects(let n, let limit):
+            "the snapshot holds \(n) statistics objects, over the limit of \(limit) for one peer connection"
         }
     }
 }
@@ -415,8 +429,10 @@ public struct RestoredSnapshot {
 public struct StatsDeltaDecoder {
     private var chains: [StatsChainKey: Snapshot] = [:]
     private var keysByCall = ChainKeysByCall()
+    /// Snapshots with more objects are refused (`tooManyObjects`) and their chain dropped.
+    public let maximumObjects: Int
 
-    public init() {}
+    public init(maximumObjects: Int = .max) { self.maximumObjects = maximumObjects }
 
     public mutating func reset() {
         chains.removeAll(keepingCapacity: true)
@@ -438,6 +454,10 @@ public struct StatsDeltaDecoder {
         guard let key = StatsChainKey(record: record) else { return (record, nil) }
         let seq = record["seq"]?.exactInteger
         if case .array(let report)? = record["report"] {
+            guard report.count <= maximumObjects else {
+                chains[key] = nil
+                throw .tooManyObjects(count: report.count, limit: maximumObjects)
+            }
             let snapshot = Snapshot(report: report, seq: seq ?? 0)
             chains[key] = snapshot
             keysByCall.note(key)
@@ -459,6 +479,10 @@ public struct StatsDeltaDecoder {
             throw .missingBase(expected: base, have: have)
         }
         let new = try StatsDeltaDecoder.apply(delta, to: old, seq: seq)
+        guard new.objects.count <= maximumObjects else {
+            chains[key] = nil
+            throw .tooManyObjects(count: new.objects.count, limit: maximumObjects)
+        }
         chains[key] = new
         var out = record
         out.body["delta"] = nil

@@ -77,7 +77,9 @@ public final class IngestLog: @unchecked Sendable {
     private var writer: LogWriter?
     private var openedAt: Int64 = 0
     private var fileCounter = 0
-    private var decoder = StatsDeltaDecoder()
+    /// Bounded as every reader is (`StatsChainBounds`): what one client posts cannot grow a
+    /// chain, and so the server's memory, past it.
+    private var decoder = StatsDeltaDecoder(maximumObjects: StatsChainBounds.maximumObjects)
     private var lastSeq: [StatsChainKey: Int64] = [:]
     private var chainsByCall: [String: [StatsChainKey]] = [:]
     private var lastActivity: [String: Int64] = [:]
@@ -226,6 +228,7 @@ public final class IngestLog: @unchecked Sendable {
                 switch error {
                 case .missingBase: code = LineRejection.Code.missingBase
                 case .malformed: code = LineRejection.Code.malformedDelta
+                case .tooManyObjects: code = LineRejection.Code.tooManyObjects
                 }
                 outcome.rejections.append(LineRejection(line: line.number, code: code, reason: error.description))
                 return

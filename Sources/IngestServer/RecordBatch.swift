@@ -26,6 +26,8 @@ public struct LineRejection: Equatable, Sendable {
         /// next snapshot in full.
         public static let missingBase = "missing-base"
         public static let malformedDelta = "malformed-delta"
+        /// A snapshot with more objects than one peer connection may hold (`StatsChainBounds`).
+        public static let tooManyObjects = "too-many-objects"
     }
 }
 

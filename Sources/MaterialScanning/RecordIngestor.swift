@@ -22,11 +22,9 @@ public struct RecordIngestor {
         public var maximumOpenCalls = 100_000
         /// The open calls' ids together: long ids (up to `maximumIDBytes`) hand calls on sooner.
         public var maximumOpenIDBytes = 64 << 20
-        /// Statistics objects one chain (a call's peer connection in one format) holds: every
-        /// later snapshot of the chain is read over all of them, so a chain whose reports keep
-        /// adding objects would cost time and memory growing with the square of its records.
-        /// A real peer connection of a large conference holds a few hundred.
-        public var maximumObjectsPerChain = 2_000
+        /// Statistics objects one chain (a call's peer connection in one format) holds
+        /// (`StatsChainBounds`); objects past it are left out and said.
+        public var maximumObjectsPerChain = StatsChainBounds.maximumObjects
         public init() {}
     }
 

@@ -253,6 +253,38 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0.contains(#""kind":"stats""#) }.count, 2, "\(lines)")
     }
 
+    /// A chain that grows past the objects one peer connection may hold (`StatsChainBounds`)
+    /// is refused by line with the bound named, and the server forgets the chain (its next delta
+    /// misses its base) rather than holding it: what one client sends cannot grow the server's
+    /// memory. A full snapshot within the bound starts the chain again.
+    func testAChainPastTheObjectBoundIsRefusedAndForgotten() throws {
+        let server = try ServeProcess(directory: logs)
+        let ts = Records.baseTs + 1000
+        func object(_ id: String) -> String {
+            #"{"id":"\#(id)","timestamp":\#(ts),"type":"inbound-rtp","kind":"audio","ssrc":1,"packetsReceived":1}"#
+        }
+        let added = StatsChainBounds.maximumObjects
+        let body = [
+            Records.call("c-g"),
+            Records.stats("c-g", ts: ts, seq: 0),
+            #"{"v":1,"kind":"stats","call":"c-g","ts":\#(ts + 1000),"format":"w3c","pc":"a","seq":1,"base":0,"delta":{"put":[\#((0..<added).map { object("N\($0)") }.joined(separator: ","))]}}"#,
+            #"{"v":1,"kind":"stats","call":"c-g","ts":\#(ts + 2000),"format":"w3c","pc":"a","seq":2,"base":1,"delta":{}}"#,
+            Records.stats("c-g", ts: ts + 3000, seq: 3),
+        ].joined(separator: "\n")
+        let r = try RawHTTP.post(port: server.port, body)
+        XCTAssertEqual(r.status, 200)
+        let rejections = try XCTUnwrap(r.json?["rejections"] as? [[String: Any]])
+        XCTAssertEqual(rejections.map { $0["line"] as! Int }, [3, 4])
+        XCTAssertEqual(rejections.map { $0["code"] as! String }, ["too-many-objects", "missing-base"])
+        XCTAssertEqual(
+            rejections.first?["reason"] as? String,
+            "the snapshot holds \(added + 1) statistics objects, over the limit of \(added) for one peer connection")
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let stats = try Binary.cat(logs).filter { $0.contains(#""kind":"stats""#) }
+        XCTAssertEqual(stats.count, 2, "the snapshots within the bound are written: \(stats.count)")
+    }
+
     func testTooManyCallsFromOneClient() throws {
         let server = try ServeProcess(directory: logs, arguments: ["--max-calls-per-client", "3"])
         let three = (1...3).map { Records.call("c-\($0)") }.joined(separator: "\n")
