@@ -400,13 +400,19 @@ struct LineChunker {
                     from = end + 1
                     continue
                 }
-                if trimmed == lineStart {  // a blank line ended by CR LF: no record either
+                // A file saved by an editor may start with a byte-order mark: no part of the record.
+                let recordStart =
+                    trimmed - lineStart >= 3 && base.load(fromByteOffset: lineStart, as: UInt8.self) == 0xEF
+                        && base.load(fromByteOffset: lineStart + 1, as: UInt8.self) == 0xBB
+                        && base.load(fromByteOffset: lineStart + 2, as: UInt8.self) == 0xBF
+                    ? lineStart + 3 : lineStart
+                if trimmed == recordStart {  // a blank line ended by CR LF: no record either
                     lineStart = end + 1
                     from = end + 1
                     continue
                 }
                 if released == chunk.lines.count { firstHeldLine = lineNumber }
-                chunk.lines.append(lineStart..<trimmed)
+                chunk.lines.append(recordStart..<trimmed)
                 chunk.lineNumbers.append(lineNumber)
             }
             lineStart = end + 1

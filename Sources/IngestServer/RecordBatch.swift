@@ -67,7 +67,10 @@ public struct RecordBatch: Sendable {
         }
     }
 
-    private mutating func take(_ line: UnsafeBufferPointer<UInt8>, number: Int, maxLineBytes: Int) {
+    private mutating func take(_ whole: UnsafeBufferPointer<UInt8>, number: Int, maxLineBytes: Int) {
+        // A body saved by an editor may start with a byte-order mark: no part of the record.
+        let hasMark = whole.count >= 3 && whole[0] == 0xEF && whole[1] == 0xBB && whole[2] == 0xBF
+        let line = hasMark ? UnsafeBufferPointer(rebasing: whole[3...]) : whole
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return }
         lines += 1
         func reject(_ code: String, _ reason: String) {

@@ -79,9 +79,13 @@ final class OddInputTests: XCTestCase {
         try Data(bom + Self.text).write(to: plain)
         let compressed = dir.appendingPathComponent("bom.ndjson.zst")
         try Data(ZstdCompressor.compressFrame(bom + Self.text)).write(to: compressed)
+        // Files joined with `cat`: the second one's mark starts a line in the middle.
+        let joined = dir.appendingPathComponent("joined.ndjson")
+        try Data(bom + Self.text + bom + Self.text).write(to: joined)
         for file in [plain, compressed] {
             XCTAssertEqual(try catLines(file.path), Self.records.map(\.jsonLine), file.lastPathComponent)
         }
+        XCTAssertEqual(try catLines(joined.path), (Self.records + Self.records).map(\.jsonLine))
     }
 
     /// `zstd --long=31` (a 2 GiB window, declared because the size was not known up front).

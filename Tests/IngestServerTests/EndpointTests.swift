@@ -47,6 +47,16 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(lines.count, 2, "only the two valid records were written: \(lines)")
     }
 
+    /// A body that starts with a byte-order mark (saved by an editor) keeps its first record.
+    func testAByteOrderMarkDoesNotCostTheFirstRecord() throws {
+        let server = try ServeProcess(directory: logs)
+        let body = [UInt8]([0xEF, 0xBB, 0xBF]) + Array((Records.call("c-bom") + "\n" + Records.event("c-bom", ts: Records.baseTs + 5)).utf8)
+        let r = try RawHTTP.request(port: server.port, body: body)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.json?["accepted"] as? Int, 2)
+        XCTAssertEqual(r.json?["rejected"] as? Int, 0)
+    }
+
     func testEveryLineRejectedIsUnprocessable() throws {
         let server = try ServeProcess(directory: logs)
         let r = try RawHTTP.post(port: server.port, "nope\n{\"v\":1}\n")
