@@ -106,6 +106,7 @@ struct AnalyzeCommand: ParsableCommand {
         }
         for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
         if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
+        if let threads { try OptionRange.check("--threads", threads, OptionRange.threads) }
     }
 
     func run() throws {

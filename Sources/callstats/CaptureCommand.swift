@@ -55,7 +55,8 @@ struct CaptureCommand: ParsableCommand {
 
     func validate() throws {
         if (file == nil) == (interface == nil) { throw ValidationError("give exactly one of -r FILE or -i INTERFACE") }
-        if interval < 1 { throw ValidationError("--interval must be at least 1 second") }
+        try OptionRange.check("--interval", interval, 1...3_600)
+        if let duration { try OptionRange.check("--duration", seconds: duration, 0.001...31_536_000) }
     }
 
     func run() throws {

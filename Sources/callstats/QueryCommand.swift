@@ -36,6 +36,10 @@ struct QueryCommand: ParsableCommand {
     @Option(help: "Print at most this many rows.")
     var limit: Int = 10_000
 
+    func validate() throws {
+        try OptionRange.check("--limit", limit, 0...Int.max)
+    }
+
     func run() throws {
         let reader = try StoreReader.open(db)
         let result: QueryResult

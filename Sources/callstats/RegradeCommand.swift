@@ -33,6 +33,10 @@ struct RegradeCommand: ParsableCommand {
     @Option(help: "Analysis threads (default: one per core).")
     var threads: Int?
 
+    func validate() throws {
+        if let threads { try OptionRange.check("--threads", threads, OptionRange.threads) }
+    }
+
     @Flag(name: .shortAndLong, help: "Print only the summary (no progress).")
     var quiet = false
 

@@ -51,7 +51,7 @@ struct PruneCommand: ParsableCommand {
             throw ValidationError("--before \(before): expected an ISO 8601 date such as 2026-01-01 or 2026-01-01T00:00:00Z")
         }
         if let olderThan, RetentionAge.milliseconds(olderThan) == nil {
-            throw ValidationError("--older-than \(olderThan): expected a number and a unit, such as 90d, 12w or 36h")
+            throw ValidationError("--older-than \(olderThan): expected a number and a unit, such as 90d, 12w or 36h, of at most a century (36500d)")
         }
     }
 
@@ -131,15 +131,22 @@ struct ForgetCommand: ParsableCommand {
 
 /// `90d`, `12w`, `36h` as milliseconds.
 enum RetentionAge {
+    /// The longest age: a century, so that now less the age stays a date.
+    static let maximumMilliseconds: Int64 = 36_500 * 24 * 3_600_000
+
+    /// `90d`, `12w`, `36h` in milliseconds; nil for any other text or an age past a century.
     static func milliseconds(_ text: String) -> Int64? {
         guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0 else { return nil }
         let hour: Int64 = 3_600_000
+        let unitMs: Int64
         switch unit {
-        case "h": return n * hour
-        case "d": return n * 24 * hour
-        case "w": return n * 7 * 24 * hour
+        case "h": unitMs = hour
+        case "d": unitMs = 24 * hour
+        case "w": unitMs = 7 * 24 * hour
         default: return nil
         }
+        let (ms, overflow) = n.multipliedReportingOverflow(by: unitMs)
+        return overflow || ms > maximumMilliseconds ? nil : ms
     }
 }
 

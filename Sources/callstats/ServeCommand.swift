@@ -111,12 +111,18 @@ struct ServeCommand: ParsableCommand {
         if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
         for (name, value) in [
             ("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
-            ("--max-calls-per-client", maxCallsPerClient), ("--max-queue", maxQueue),
-            ("--read-timeout", readTimeout), ("--file-bytes", fileBytes), ("--file-age", fileAge),
-            ("--threads", threads), ("--writers", writers), ("--compression-level", Int(compressionLevel)),
-        ] where value <= 0 {
-            throw ValidationError("\(name) must be positive, got \(value)")
+            ("--max-queue", maxQueue),
+        ] {
+            try OptionRange.check(name, value, OptionRange.bytes)
         }
+        try OptionRange.check("--max-calls-per-client", maxCallsPerClient, 1...10_000_000)
+        if let maxConnections { try OptionRange.check("--max-connections", maxConnections, 1...1_000_000) }
+        try OptionRange.check("--read-timeout", readTimeout, 1...86_400)
+        try OptionRange.check("--file-bytes", fileBytes, 1...(1 << 40))
+        try OptionRange.check("--file-age", fileAge, 1...(30 * 86_400))
+        try OptionRange.check("--threads", threads, OptionRange.threads)
+        try OptionRange.check("--writers", writers, OptionRange.threads)
+        try OptionRange.check("--compression-level", compressionLevel, 1...19)
     }
 
     func run() throws {

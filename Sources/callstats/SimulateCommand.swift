@@ -52,10 +52,14 @@ struct SimulateCommand: ParsableCommand {
     var force = false
 
     func validate() throws {
-        guard calls > 0 else { throw ValidationError("--calls must be at least 1") }
-        guard period >= 1 else { throw ValidationError("--period must be at least 1 second") }
-        guard days > 0 else { throw ValidationError("--days must be positive") }
-        if let files, files < 1 { throw ValidationError("--files must be at least 1") }
+        try OptionRange.check("--calls", calls, 1...100_000_000)
+        try OptionRange.check("--period", period, 1...86_400)
+        // A range of up to a century: its end in epoch milliseconds stays far inside Int64.
+        guard days.isFinite, days > 0, days <= 36_500 else {
+            throw ValidationError("--days must be more than 0 and at most 36500, got \(days)")
+        }
+        if let files { try OptionRange.check("--files", files, 1...1_000_000) }
+        try OptionRange.check("--workers", workers, OptionRange.threads)
         if let start, SimulateCommand.parseDate(start) == nil {
             throw ValidationError("--start \(start): expected an ISO 8601 date such as 2026-11-15 or 2026-11-15T08:00:00Z")
         }

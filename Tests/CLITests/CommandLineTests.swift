@@ -252,3 +252,52 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(version.out.hasSuffix(" (log format v\(LogRecord.formatVersion), database schema v\(Schema.version))\n"), version.out)
     }
 }
+
+/// Every numeric option at its extremes: a usage error (exit 64) naming the option, before
+/// anything runs; never an arithmetic overflow with a backtrace.
+final class NumericOptionTests: XCTestCase {
+    var dir: URL!
+    override func setUp() { dir = TestPaths.temporaryDirectory("cli-numbers") }
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func testEveryNumericOptionIsRangeCheckedAtItsExtremes() throws {
+        let out = dir.appendingPathComponent("out").path
+        let db = dir.appendingPathComponent("x.sqlite").path
+        let log = dir.appendingPathComponent("a.ndjson").path
+        try "".write(toFile: log, atomically: true, encoding: .utf8)
+        let huge = "9223372036854775807"
+        let cases: [(args: [String], option: String)] = [
+            (["prune", "--db", db, "--older-than", "99999999999999999d"], "--older-than"),
+            (["prune", "--db", db, "--older-than", "36501d"], "--older-than"),
+            (["forget", "--db", db, "--call", "x", "--older-than", "\(huge)w"], "--older-than"),
+            (["serve", "--out", out, "--read-timeout", huge], "--read-timeout"),
+            (["serve", "--out", out, "--read-timeout", "0"], "--read-timeout"),
+            (["serve", "--out", out, "--file-age", huge], "--file-age"),
+            (["serve", "--out", out, "--file-bytes", "-1"], "--file-bytes"),
+            (["serve", "--out", out, "--max-body", huge], "--max-body"),
+            (["serve", "--out", out, "--max-line", "0"], "--max-line"),
+            (["serve", "--out", out, "--max-connections", "0"], "--max-connections"),
+            (["serve", "--out", out, "--compression-level", "99"], "--compression-level"),
+            (["serve", "--out", out, "--threads", huge], "--threads"),
+            (["simulate", "--calls", "1", "--out", out, "--days", "1e300"], "--days"),
+            (["simulate", "--calls", "1", "--out", out, "--days", "nan"], "--days"),
+            (["simulate", "--calls", "1", "--out", out, "--period", huge], "--period"),
+            (["simulate", "--calls=-5", "--out", out], "--calls"),
+            (["simulate", "--calls", "1", "--out", out, "--workers", "0"], "--workers"),
+            (["capture", "-r", log, "-o", out, "--interval", huge], "--interval"),
+            (["capture", "-r", log, "-o", out, "--duration=-1"], "--duration"),
+            (["capture", "-r", log, "-o", out, "--duration", "inf"], "--duration"),
+            (["analyze", log, "--db", db, "--threads=-3"], "--threads"),
+            (["analyze", log, "--db", db, "--threads", "0"], "--threads"),
+            (["regrade", "--db", db, "--threads", huge], "--threads"),
+            (["query", "--db", db, "--limit=-1", "SELECT 1"], "--limit"),
+        ]
+        for c in cases {
+            let r = try runProcess(CommandLineTests.binary, c.args, in: dir)
+            XCTAssertEqual(r.status, 64, "\(c.args): \(r.err)")
+            XCTAssertTrue(r.err.contains(c.option), "\(c.args): \(r.err)")
+            XCTAssertFalse(r.err.contains("Backtracing") || r.err.contains("Fatal error"), "\(c.args): \(r.err)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out), "nothing ran")
+    }
+}
