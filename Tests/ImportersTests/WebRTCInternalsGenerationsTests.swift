@@ -103,7 +103,8 @@ final class WebRTCInternalsGenerationsTests: XCTestCase {
 
     /// `expected.json` is what the oracle prints today, when Python is there to run it.
     func testExpectedFiguresAreTheOraclesOutput() throws {
-        guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/python3" }
+        guard let python = (path + ["/usr/bin/python3"]).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw XCTSkip("python3 is not installed")
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.fixtures.path).filter { $0.hasSuffix(".txt") }.sorted()
