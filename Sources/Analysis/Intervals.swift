@@ -241,7 +241,9 @@ enum Intervals {
         for i in intervals.indices { t.add(intervals[i]) }
         s.packets = t.packets ?? 0
         s.packetsLost = t.packetsLost ?? 0
-        if first.packets.isFinite, s.counterResets == 0, last.packets.isFinite {
+        // The last counters are the stream's totals unless they restarted: also when its first
+        // report had none yet (Firefox reports an outbound stream before its first packet).
+        if s.counterResets == 0, last.packets.isFinite {
             // Sums below must not overflow either: counters beyond 2^53 are damage, not traffic.
             if let packets = count(last.packets) { s.packets = packets }
             if let lost = count(max(0, last.lost)) { s.packetsLost = lost }

@@ -166,12 +166,32 @@ struct CallTimeline {
         }
     }
 
-    /// A state as Chrome writes it: bare (`connected`) or JSON-encoded (`"connected"`, M142+).
+    /// A state as Chrome writes it: bare (`connected`) or JSON-encoded (`"connected"`, M142+);
+    /// older versions wrote the enumerator's name (`ICEConnectionStateCompleted`,
+    /// `kICEConnectionStateCompleted`, `SignalingStateHaveLocalOffer`), read as the W3C name
+    /// (`completed`, `have-local-offer`) so a connection that reached `completed` is connected.
     static func state(_ value: JSONValue?) -> String {
-        guard let s = value?.stringValue else { return "unknown" }
-        if s.count >= 2 && s.hasPrefix("\"") && s.hasSuffix("\"") { return String(s.dropFirst().dropLast()) }
-        return s.isEmpty ? "unknown" : s
+        guard var s = value?.stringValue else { return "unknown" }
+        if s.count >= 2 && s.hasPrefix("\"") && s.hasSuffix("\"") { s = String(s.dropFirst().dropLast()) }
+        if s.isEmpty { return "unknown" }
+        let bare = s.hasPrefix("k") && s.dropFirst().first?.isUppercase == true ? String(s.dropFirst()) : s
+        for prefix in legacyStatePrefixes where bare.count > prefix.count && bare.lowercased().hasPrefix(prefix.lowercased()) {
+            // `HaveLocalOffer` → `have-local-offer`.
+            var out = ""
+            for ch in bare.dropFirst(prefix.count) {
+                if ch.isUppercase && !out.isEmpty { out.append("-") }
+                out += ch.lowercased()
+            }
+            return out
+        }
+        return s
     }
+
+    /// Prefixes of the state enumerators older Chrome traces wrote.
+    static let legacyStatePrefixes = [
+        "ICEConnectionState", "IceConnection", "ICEGatheringState", "IceGathering", "SignalingState",
+        "PeerConnectionState",
+    ]
 }
 
 /// The browser and its version from a user agent string, as the `call` record's `sdk` and

@@ -117,36 +117,41 @@ struct WebRTCInternalsImporter {
         // Times of the API trace: `timestamp` (epoch ms) in recent dumps; older ones only have
         // the page's `toLocaleString()`, second-precise and in the page's time zone, placed
         // with the offset (a multiple of 15 min) that puts the trace beside the statistics.
+        // Which of `a/b/yyyy` is the day is told by a number over 12; when none is, the
+        // reading that puts the trace beside the statistics is taken (a day read as the month
+        // moves a call by weeks, far from its statistics).
         var times: [Int64?] = []
-        var local: [Double?] = []
-        let dayFirst = log.contains { e in
-            guard let s = e["time"]?.stringValue, let first = s.split(whereSeparator: { !$0.isNumber }).first, let n = Int(first) else { return false }
-            return n > 12 && n <= 31 && s.contains("/")
-        }
+        var texts: [String?] = []
         for e in log {
             if let t = e["timestamp"].flatMap({ DumpTime.epochMs($0) }) {
                 times.append(Int64(t.rounded()))
-                local.append(nil)
-            } else if let s = e["time"]?.stringValue {
-                times.append(nil)
-                local.append(DumpTime.localeString(s, dayFirst: dayFirst))
+                texts.append(nil)
             } else {
                 times.append(nil)
-                local.append(nil)
+                texts.append(e["time"]?.stringValue)
             }
         }
-        let localTimes = local.compactMap { $0 }
-        if !localTimes.isEmpty {
-            let offset = Self.zoneOffset(localTimes, grid: grid)
-            if grid.isEmpty {
+        let localTexts = texts.compactMap { $0 }
+        if !localTexts.isEmpty {
+            // Statistics of this peer connection, else of those read before it.
+            let span = grid.isEmpty ? [outcome.firstStatsTs, outcome.lastStatsTs].compactMap { $0.map { Double($0) } } : grid
+            let order = Self.dateOrder(localTexts)
+            var best: (local: [Double?], placement: Placement)?
+            for dayFirst in order.map({ [$0] }) ?? [false, true] {
+                let local = texts.map { $0.flatMap { DumpTime.localeString($0, dayFirst: dayFirst) } }
+                let placement = Self.zoneOffset(local.compactMap { $0 }, grid: span)
+                if best == nil || placement.isBetter(than: best!.placement) { best = (local, placement) }
+            }
+            let (local, placement) = best!
+            if span.isEmpty {
                 outcome.notes.append("peer connection \(pc): its API trace has local clock times and no statistics to place them by; read as UTC")
             } else {
                 outcome.notes.append(
-                    "peer connection \(pc): API trace times are the page's local clock (1 s precision); placed at UTC\(Self.zoneText(offset)) by the statistics"
+                    "peer connection \(pc): API trace times are the page's local clock (1 s precision); placed at UTC\(Self.zoneText(placement.offset)) by the statistics"
                 )
             }
             for i in times.indices where times[i] == nil {
-                if let l = local[i] { times[i] = Int64((l - offset).rounded()) }
+                if let l = local[i] { times[i] = Int64((l - placement.offset).rounded()) }
             }
         }
         var events: [LogRecord] = []
@@ -182,18 +187,42 @@ struct WebRTCInternalsImporter {
         }
     }
 
-    /// The time zone offset (ms, local − UTC) that places most local trace times within the
-    /// statistics' span; ties go to the one nearest the statistics' start.
-    static func zoneOffset(_ local: [Double], grid: [Double]) -> Double {
-        guard let first = grid.first, let last = grid.last, let l0 = local.min() else { return 0 }
-        var best = (score: -1, distance: Double.infinity, offset: 0.0)
+    /// Where a trace's local times go: the time zone offset (ms, local − UTC), how many of its
+    /// times that puts within the statistics' span, and how far its first time is from their start.
+    struct Placement {
+        var offset = 0.0
+        var score = -1
+        var distance = Double.infinity
+
+        func isBetter(than other: Placement) -> Bool {
+            score > other.score || (score == other.score && distance < other.distance)
+        }
+    }
+
+    /// The time zone offset that places most local trace times within the statistics' span;
+    /// ties go to the one nearest the statistics' start.
+    static func zoneOffset(_ local: [Double], grid: [Double]) -> Placement {
+        guard let first = grid.min(), let last = grid.max(), let l0 = local.min() else { return Placement(score: 0) }
+        var best = Placement()
         for k in -56...56 {
             let offset = Double(k) * 900_000
             let score = local.filter { $0 - offset >= first - 120_000 && $0 - offset <= last + 120_000 }.count
-            let distance = abs(l0 - offset - first)
-            if score > best.score || (score == best.score && distance < best.distance) { best = (score, distance, offset) }
+            let candidate = Placement(offset: offset, score: score, distance: abs(l0 - offset - first))
+            if candidate.isBetter(than: best) { best = candidate }
         }
-        return best.offset
+        return best
+    }
+
+    /// Whether the trace's `a/b/yyyy` dates are day first (true), month first (false), or
+    /// cannot tell (nil: no number over 12 in either place). Dotted and ISO dates say it themselves.
+    static func dateOrder(_ texts: [String]) -> Bool? {
+        for s in texts where s.contains("/") {
+            let numbers = s.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+            guard numbers.count == 2 else { continue }
+            if numbers[0] > 12 && numbers[0] <= 31 { return true }
+            if numbers[1] > 12 && numbers[1] <= 31 { return false }
+        }
+        return texts.contains { $0.contains("/") } ? nil : false
     }
 
     static func zoneText(_ offset: Double) -> String {
@@ -291,7 +320,7 @@ struct SeriesCollector {
                     objects[i].members[m].text,
                     place: place(objects[i].members[m], "series \(objects[i].id)-\(objects[i].members[m].name)"))
             }
-            if objects[i].type == nil { objects[i].type = Self.legacyType(objects[i].id) }
+            if objects[i].type == nil { objects[i].type = Self.legacyType(objects[i].id) ?? Self.standardType(objects[i].id) }
             // The object's own sample times: its timestamp series, or spread between the
             // start and end of its longest series.
             if let ts = objects[i].timestampSeries {
@@ -311,6 +340,7 @@ struct SeriesCollector {
                 objects[i].members[m].points = Self.align(objects[i].members[m], times: times, exact: objects[i].exact)
             }
         }
+        try resolveCandidates()
         // The grid: the peer-connection object's samples (one per poll), else the object with
         // the most samples among those timed by the browser's poll (not remote reports).
         let reference =
@@ -459,6 +489,52 @@ struct SeriesCollector {
         "ssrc", "googCandidatePair", "googComponent", "googTrack", "googLibjingleSession", "VideoBwe",
         "localcandidate", "remotecandidate", "googCertificate",
     ]
+
+    /// The W3C type an id names, for the dumps of Chrome M80–M106 (standard statistics, ids
+    /// that name their type, no `statsType` in the dump). An ICE candidate's id does not say
+    /// which side it is: `RTCIceCandidate_` is settled by `resolveCandidates`.
+    static func standardType(_ id: String) -> String? {
+        let lower = id.lowercased()
+        for (prefix, type) in standardIDPrefixes where lower.hasPrefix(prefix.lowercased()) { return type }
+        return id == "RTCPeerConnection" ? "peer-connection" : nil
+    }
+
+    /// Longest first where one prefix begins another (`RTCIceCandidatePair_`, `RTCIceCandidate_`;
+    /// `RTCMediaStreamTrack_`, `RTCMediaStream_`).
+    static let standardIDPrefixes: [(String, String)] = [
+        ("RTCInboundRTPAudioStream_", "inbound-rtp"), ("RTCInboundRTPVideoStream_", "inbound-rtp"),
+        ("RTCOutboundRTPAudioStream_", "outbound-rtp"), ("RTCOutboundRTPVideoStream_", "outbound-rtp"),
+        ("RTCRemoteInboundRtpAudioStream_", "remote-inbound-rtp"), ("RTCRemoteInboundRtpVideoStream_", "remote-inbound-rtp"),
+        ("RTCRemoteOutboundRTPAudioStream_", "remote-outbound-rtp"), ("RTCRemoteOutboundRTPVideoStream_", "remote-outbound-rtp"),
+        ("RTCIceCandidatePair_", "candidate-pair"), ("RTCLocalIceCandidate_", "local-candidate"),
+        ("RTCRemoteIceCandidate_", "remote-candidate"), ("RTCIceCandidate_", "candidate"),
+        ("RTCTransport_", "transport"), ("RTCCodec_", "codec"), ("RTCMediaStreamTrack_", "track"),
+        ("RTCMediaStream_", "stream"), ("RTCAudioSource_", "media-source"), ("RTCVideoSource_", "media-source"),
+        ("RTCDataChannel_", "data-channel"), ("RTCCertificate_", "certificate"), ("RTCAudioPlayout_", "media-playout"),
+    ]
+
+    /// Candidates named only `RTCIceCandidate_…`: remote when their own `isRemote` says so or a
+    /// candidate pair names them as its remote candidate, local otherwise (a local candidate is
+    /// what this end gathered; it is the one every such dump has).
+    private mutating func resolveCandidates() throws(DumpError) {
+        let unresolved = objects.indices.filter { objects[$0].type == "candidate" }
+        guard !unresolved.isEmpty else { return }
+        var remoteIDs = Set<String>()
+        for o in objects where o.type == "candidate-pair" {
+            for m in o.members where m.name == "remoteCandidateId" {
+                var c = try JSONArrayCursor(m.text, place: place(m, "series \(o.id)-\(m.name)"))
+                while let v = try c.next() { if let s = v.stringValue { remoteIDs.insert(s) } }
+            }
+        }
+        for i in unresolved {
+            var remote = remoteIDs.contains(objects[i].id)
+            if let m = objects[i].members.first(where: { $0.name == "isRemote" }) {
+                var c = try JSONArrayCursor(m.text, place: place(m, "series \(objects[i].id)-isRemote"))
+                if let v = try c.next() { remote = v == .bool(true) || v.stringValue == "true" }
+            }
+            objects[i].type = remote ? "remote-candidate" : "local-candidate"
+        }
+    }
 
     static func isLegacy(_ objects: [Object]) -> Bool {
         let types = objects.compactMap { $0.type ?? legacyType($0.id) }
