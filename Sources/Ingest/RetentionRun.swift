@@ -21,12 +21,14 @@ public enum RetentionRun {
     /// Removes every call that started before `timestamp` (epoch ms). `progress` is told each
     /// stage as it begins (a few words, for a status line).
     public static func prune(
-        database: String, before timestamp: Int64, reclaim: Bool, progress: ((String) -> Void)? = nil
+        database: String, before timestamp: Int64, reclaim: Bool, readerWaitSeconds: Double = 30,
+        progress: ((String) -> Void)? = nil
     ) throws -> Report {
         let store = try open(database)
         progress?("finding the calls to remove")
         let ids = try store.callIDs(startedBefore: timestamp)
-        return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
+        return try remove(
+            ids, from: store, database: database, reclaim: reclaim, readerWaitSeconds: readerWaitSeconds, progress: progress)
     }
 
     /// Removes the calls `callIDs`, and every call whose `call` record names `user` in a person
@@ -35,7 +37,7 @@ public enum RetentionRun {
     /// what a pseudonymised database holds.
     public static func forget(
         database: String, callIDs: [String], user: String?, pseudonymizer: CallPseudonymizer?,
-        reclaim: Bool, progress: ((String) -> Void)? = nil
+        reclaim: Bool, readerWaitSeconds: Double = 30, progress: ((String) -> Void)? = nil
     ) throws -> Report {
         let store = try open(database)
         progress?("finding the calls to remove")
@@ -53,7 +55,8 @@ public enum RetentionRun {
                 if namesPerson(info, in: names) { ids.append(id); found.insert(id) }
             }
         }
-        return try remove(ids, from: store, database: database, reclaim: reclaim, progress: progress)
+        return try remove(
+            ids, from: store, database: database, reclaim: reclaim, readerWaitSeconds: readerWaitSeconds, progress: progress)
     }
 
     /// The store `database` names (`StoreLocation`).
@@ -63,18 +66,21 @@ public enum RetentionRun {
     }
 
     private static func remove(
-        _ ids: [String], from store: any RetentionStore, database: String, reclaim: Bool, progress: ((String) -> Void)?
+        _ ids: [String], from store: any RetentionStore, database: String, reclaim: Bool, readerWaitSeconds: Double,
+        progress: ((String) -> Void)?
     ) throws -> Report {
         progress?("removing \(ids.count) call\(ids.count == 1 ? "" : "s") and rebuilding the rollups they counted in")
         let removal = try store.removeCalls(ids)
-        if reclaim && removal.calls > 0 {
+        // Asked for, the space is reclaimed even when no call matched: a run whose vacuum waited
+        // in vain for readers is completed by running it again.
+        if reclaim {
             progress?("vacuuming \(database)")
-            try store.reclaimSpace()
+            try store.reclaimSpace(readerWaitSeconds: readerWaitSeconds)
         }
         let space = try store.fileSpace()
         return Report(
             database: database, removal: removal, matched: ids, freeBytes: space.free, fileBytes: space.total,
-            reclaimed: reclaim && removal.calls > 0)
+            reclaimed: reclaim)
     }
 
     /// Whether an identifying field of the `call` record (at any depth: its labels, or an object

@@ -80,7 +80,7 @@ extension PostgresStore: RetentionStore {
     /// `VACUUM` of the tables removals touch: their dead rows become reusable without locking
     /// out the workers (`VACUUM FULL` would give the space back to the file system, but holds
     /// every table exclusively while it rewrites it).
-    public func reclaimSpace() throws {
+    public func reclaimSpace(readerWaitSeconds: Double) throws {
         try checked { try db.execute("VACUUM calls, streams, interval_rows, event_rows, findings, call_material, rollups, call_conversations") }
     }
 }

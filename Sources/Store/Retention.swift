@@ -1,3 +1,4 @@
+import Foundation
 import SQLiteDatabase
 
 /// Removing calls: retention (`callstats prune`) and requests to delete a person's data
@@ -22,8 +23,10 @@ public protocol RetentionStore: AnyObject {
     func removeCalls(_ ids: [String]) throws -> CallStore.Removal
     /// The database's size and the part of it that is free for reuse, in bytes.
     func fileSpace() throws -> (total: Int64, free: Int64)
-    /// Gives free space back (SQLite: `VACUUM` rewrites the file; PostgreSQL: `VACUUM` of the tables).
-    func reclaimSpace() throws
+    /// Gives free space back (SQLite: `VACUUM` rewrites the file, and its write-ahead log is
+    /// emptied into it, waiting up to `readerWaitSeconds` for readers of an older snapshot;
+    /// PostgreSQL: `VACUUM` of the tables).
+    func reclaimSpace(readerWaitSeconds: Double) throws
 }
 
 extension RetentionStore {
@@ -126,9 +129,39 @@ extension CallStore: RetentionStore {
         return (pages * pageSize, free * pageSize)
     }
 
-    /// Gives free pages back to the file system (`VACUUM`: the database is rewritten, which
-    /// needs as much free disk as it is large, and readers wait meanwhile).
-    public func reclaimSpace() throws {
+    /// Gives free pages back to the file system and removes the bytes of deleted rows from
+    /// disk: `VACUUM` rewrites the database (which needs as much free disk as it is large), and
+    /// under WAL the rewritten pages first go to the write-ahead log, the old ones staying in
+    /// the file. So the log is then checkpointed into the file and truncated; a reader holding
+    /// an older snapshot keeps that from completing, and is waited for up to
+    /// `readerWaitSeconds`. Success means neither the file nor its log holds a deleted byte;
+    /// otherwise `ReclaimError` says which readers keep them.
+    public func reclaimSpace(readerWaitSeconds: Double) throws {
         try db.execute("VACUUM")
+        guard try db.scalar("PRAGMA journal_mode")?.string == "wal" else { return }
+        let deadline = Date().addingTimeInterval(max(0, readerWaitSeconds))
+        while true {
+            // (busy, frames in the log, frames checkpointed): 0 busy after TRUNCATE means every
+            // frame is in the file and the log is empty.
+            let result = try db.rows("PRAGMA wal_checkpoint(TRUNCATE)").first ?? []
+            if result.first?.int64 == 0 { return }
+            guard Date() < deadline else {
+                throw ReclaimError(path: path, readers: FileLockHolders.describe(path + "-shm"), waitedSeconds: readerWaitSeconds)
+            }
+            usleep(100_000)
+        }
+    }
+
+    /// `VACUUM` ran, but readers of an older snapshot keep the deleted rows' bytes in the
+    /// write-ahead log and in the file's old pages.
+    public struct ReclaimError: Error, CustomStringConvertible {
+        public var path: String
+        public var readers: String
+        public var waitedSeconds: Double
+        public var description: String {
+            "\(path): the calls are removed, but their bytes are still on disk (in \(path)-wal and the file's old pages): "
+                + "readers hold an older snapshot after \(Int(waitedSeconds)) s of waiting: \(readers); "
+                + "close them and run the command with --vacuum again"
+        }
     }
 }

@@ -39,6 +39,12 @@ struct PruneCommand: ParsableCommand {
     @Flag(help: "Return the freed space to the file system (VACUUM).")
     var vacuum = false
 
+    @Option(
+        help: ArgumentHelp(
+            "With --vacuum: seconds to wait for readers holding an older snapshot, which keep the removed bytes on disk (then exit 1 naming them).",
+            valueName: "s"))
+    var vacuumWait = 30.0
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -53,6 +59,7 @@ struct PruneCommand: ParsableCommand {
         if let olderThan, RetentionAge.milliseconds(olderThan) == nil {
             throw ValidationError("--older-than \(olderThan): expected a number and a unit, such as 90d, 12w or 36h, of at most a century (36500d)")
         }
+        try OptionRange.check("--vacuum-wait", seconds: vacuumWait, 0...3_600)
     }
 
     func run() throws {
@@ -64,7 +71,7 @@ struct PruneCommand: ParsableCommand {
             cutoff = Int64(Date().timeIntervalSince1970 * 1000) - (olderThan.flatMap(RetentionAge.milliseconds) ?? 0)
         }
         let report = try RetentionRun.prune(
-            database: db, before: cutoff, reclaim: vacuum, progress: ProgressLine.stages("prune", quiet: quiet || json))
+            database: db, before: cutoff, reclaim: vacuum, readerWaitSeconds: vacuumWait, progress: ProgressLine.stages("prune", quiet: quiet || json))
         Terminal.clearStatus()
         RetentionSummary.print(report, command: "prune", json: json, extra: [("before", RetentionSummary.isoDate(cutoff))])
     }
@@ -105,6 +112,12 @@ struct ForgetCommand: ParsableCommand {
     @Flag(help: "Return the freed space to the file system (VACUUM).")
     var vacuum = false
 
+    @Option(
+        help: ArgumentHelp(
+            "With --vacuum: seconds to wait for readers holding an older snapshot, which keep the removed bytes on disk (then exit 1 naming them).",
+            valueName: "s"))
+    var vacuumWait = 30.0
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -116,13 +129,14 @@ struct ForgetCommand: ParsableCommand {
         if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
             throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
         }
+        try OptionRange.check("--vacuum-wait", seconds: vacuumWait, 0...3_600)
     }
 
     func run() throws {
         guard StoreLocation.isPostgres(db) || FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
         let pseudonymizer = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map { CallPseudonymizer(key: $0) }
         let report = try RetentionRun.forget(
-            database: db, callIDs: calls, user: user, pseudonymizer: pseudonymizer, reclaim: vacuum,
+            database: db, callIDs: calls, user: user, pseudonymizer: pseudonymizer, reclaim: vacuum, readerWaitSeconds: vacuumWait,
             progress: ProgressLine.stages("forget", quiet: quiet || json))
         Terminal.clearStatus()
         RetentionSummary.print(report, command: "forget", json: json, extra: [])

@@ -269,7 +269,8 @@ final class NumericOptionTests: XCTestCase {
         let cases: [(args: [String], option: String)] = [
             (["prune", "--db", db, "--older-than", "99999999999999999d"], "--older-than"),
             (["prune", "--db", db, "--older-than", "36501d"], "--older-than"),
-            (["forget", "--db", db, "--call", "x", "--older-than", "\(huge)w"], "--older-than"),
+            (["forget", "--db", db, "--call", "x", "--vacuum-wait", huge], "--vacuum-wait"),
+            (["prune", "--db", db, "--before", "2026-01-01", "--vacuum-wait=-1"], "--vacuum-wait"),
             (["serve", "--out", out, "--read-timeout", huge], "--read-timeout"),
             (["serve", "--out", out, "--read-timeout", "0"], "--read-timeout"),
             (["serve", "--out", out, "--file-age", huge], "--file-age"),
