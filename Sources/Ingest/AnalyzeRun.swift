@@ -223,6 +223,10 @@ public final class AnalyzeRun {
         var seenThisRun: [String: String] = [:]
         for path in found {
             guard let fp = FileFingerprint.of(path: path) else { work.append((path, FileFingerprint(size: 0, mtime: 0, hash: 0))); continue }
+            // An empty file holds no record (a log just created, or a write that failed before
+            // its first byte): passed over quietly and not entered in the ledger, so that it is
+            // read once it has bytes.
+            if fp.size == 0 { continue }
             if !options.force, let previous = try store.ingestedPath(fingerprint: fp.description) {
                 already.append((path, previous))
             } else if let twin = seenThisRun[fp.description] {

@@ -294,7 +294,16 @@ public final class IngestLog: @unchecked Sendable {
     }
 
     private func abandonFile() {
-        if let w = writer { try? w.close() }
+        if let w = writer {
+            try? w.close()
+            // A file whose first write failed (a full disk) holds nothing: removed, so that
+            // failed group commits leave no file behind.
+            var st = stat()
+            if stat(w.path, &st) == 0, st.st_size == 0 {
+                unlink(w.path)
+                syncDirectory(settings.directory)
+            }
+        }
         writer = nil
         decoder.reset()
         lastSeq.removeAll()

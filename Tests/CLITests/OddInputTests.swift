@@ -88,6 +88,29 @@ final class OddInputTests: XCTestCase {
         XCTAssertEqual(try catLines(joined.path), (Self.records + Self.records).map(\.jsonLine))
     }
 
+    /// Empty files (a log just created, a write that failed before its first byte) are passed
+    /// over quietly: not read, not "already ingested", not in the ledger; once one has records
+    /// it is read like any other.
+    func testEmptyFilesArePassedOverQuietlyAndReadOnceWritten() throws {
+        let logs = dir.appendingPathComponent("logs")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        for name in ["a.ndjson.zst", "b.ndjson.zst", "c.ndjson"] {
+            FileManager.default.createFile(atPath: logs.appendingPathComponent(name).path, contents: Data())
+        }
+        let db = dir.appendingPathComponent("empty.sqlite").path
+        let first = try callstats(["analyze", logs.path, "--db", db])
+        XCTAssertEqual(first.status, 0, first.err)
+        XCTAssertEqual(first.err, "")
+        XCTAssertFalse(first.out.contains("already ingested"), first.out)
+        let ledger = try callstats(["query", "--db", db, "--format", "csv", "SELECT count(*) FROM ingested_files"])
+        XCTAssertEqual(ledger.out.split(separator: "\n").last, "0")
+        try Data(Self.text).write(to: logs.appendingPathComponent("c.ndjson"))
+        let second = try callstats(["analyze", logs.path, "--db", db])
+        XCTAssertEqual(second.status, 0, second.err)
+        let calls = try callstats(["query", "--db", db, "--format", "csv", "SELECT call_id FROM calls"])
+        XCTAssertEqual(calls.out.split(separator: "\n").last, "bom-call")
+    }
+
     /// `zstd --long=31` (a 2 GiB window, declared because the size was not known up front).
     func testAFileCompressedWithTheLargestWindowIsRead() throws {
         let compressor = ZstdCompressor(level: 3, windowLog: 31)
