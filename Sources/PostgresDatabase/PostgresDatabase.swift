@@ -19,6 +19,17 @@ public final class PostgresConnection {
         public var sql: String?
         /// The connection is gone (the server stopped or the network dropped it).
         public var connectionLost: Bool
+
+        /// Whether the same statement may succeed when run again unchanged: a lost connection,
+        /// or a SQLSTATE class of passing conditions (08 connection, 40 serialization and
+        /// deadlock, 53 resources such as a full disk, 57 an operator's shutdown, 58 the
+        /// server's I/O). Permissions, missing objects and bad data (42, 22, 23, …) fail the
+        /// same way until someone fixes them.
+        public var mayPassOnRetry: Bool {
+            if connectionLost { return true }
+            guard let state = sqlState, state.count == 5 else { return false }
+            return ["08", "40", "53", "57", "58"].contains(String(state.prefix(2)))
+        }
         /// One line: the statement (not when the connection was lost, which no statement caused)
         /// with its line breaks as spaces.
         public var description: String {

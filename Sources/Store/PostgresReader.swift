@@ -89,7 +89,7 @@ public final class PostgresReader: QueryableStore {
         do {
             return try body()
         } catch let e as PostgresConnection.Error {
-            throw StoreError.server(name: name, reason: e.description)
+            throw StoreError.server(name: name, reason: e.description, retryable: e.mayPassOnRetry)
         }
     }
 

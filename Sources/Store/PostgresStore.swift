@@ -60,7 +60,7 @@ public final class PostgresStore {
             try db.execute("SET synchronous_commit = off")
             upgradedFrom = try PostgresSchema.migrate(db, name: name)
         } catch let e as PostgresConnection.Error {
-            throw StoreError.server(name: name, reason: e.description)
+            throw StoreError.server(name: name, reason: e.description, retryable: e.mayPassOnRetry)
         }
         for table in [
             tableOrder(CallsTable.self), tableOrder(StreamsTable.self), tableOrder(IntervalsTable.self),
@@ -88,7 +88,7 @@ public final class PostgresStore {
         do {
             return try body()
         } catch let e as PostgresConnection.Error {
-            throw StoreError.server(name: name, reason: e.description)
+            throw StoreError.server(name: name, reason: e.description, retryable: e.mayPassOnRetry)
         }
     }
 
@@ -270,7 +270,7 @@ public final class PostgresStore {
     private func takeCallKey() throws -> Int64 {
         if nextCallKey > lastCallKey {
             guard let start = try query("SELECT nextval('call_keys')").rows.first?.first.flatMap({ $0.flatMap { Int64($0) } }) else {
-                throw StoreError.server(name: name, reason: "the sequence call_keys gave no value")
+                throw StoreError.server(name: name, reason: "the sequence call_keys gave no value", retryable: false)
             }
             (nextCallKey, lastCallKey) = (start, start + 1023)
         }

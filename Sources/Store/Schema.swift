@@ -445,8 +445,9 @@ public enum StoreError: Error, CustomStringConvertible {
     case unreadableSettings(path: String, reason: String)
     /// A PostgreSQL server could not be reached, or refused the connection.
     case cannotConnect(reason: String)
-    /// A PostgreSQL server refused a statement, or the connection to it was lost mid-run.
-    case server(name: String, reason: String)
+    /// A PostgreSQL server refused a statement, or the connection to it was lost mid-run;
+    /// `retryable` when running the command again may succeed as it is.
+    case server(name: String, reason: String, retryable: Bool)
     /// A table lacks columns of its schema version: it was changed by hand.
     case alteredTable(path: String, table: String, missing: [String])
 
@@ -474,8 +475,10 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(p): the analysis settings it records (meta.analysis_config) cannot be read: \(r)"
         case .cannotConnect(let r):
             "\(r); check the --db URL (host, port, user, database), the password (PGPASSWORD or ~/.pgpass) and that the server runs"
-        case .server(let n, let r):
+        case .server(let n, let r, true):
             "PostgreSQL \(n): \(r); what was committed stays, and running the same command again completes the work"
+        case .server(let n, let r, false):
+            "PostgreSQL \(n): \(r); what was committed stays; a rerun fails the same way until this is fixed"
         case .alteredTable(let p, let t, let m):
             "\(p): table \(t) lacks the column\(m.count == 1 ? "" : "s") \(m.joined(separator: ", ")) of its schema version "
                 + "(changed by hand?); restore the table, or analyse into a new database"

@@ -301,6 +301,21 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try scalar(url, "SELECT count(*) FROM calls"), calls, "nothing written")
     }
 
+    /// A role without the right to write: the error says what the server said, and does not
+    /// promise that running the command again completes the work (it fails the same way until
+    /// the grant is fixed).
+    func testAPermissionErrorIsNotCalledPassing() throws {
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        try server.psql("CREATE ROLE looker LOGIN", database: database)
+        let refused = try Self.callstats(["analyze", Self.corpus.path, "--db", "postgresql://looker@127.0.0.1:\(server.port)/\(database)"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("permission denied"), refused.err)
+        XCTAssertTrue(refused.err.contains("a rerun fails the same way until this is fixed"), refused.err)
+        XCTAssertFalse(refused.err.contains("completes the work"), refused.err)
+    }
+
     /// The server stopped at once (as a crash leaves it) while a worker writes: the worker stops
     /// with a clear error, and once the server is back a rerun leaves the clean result.
     func testServerGoingAwayMidRunThenRerunConverges() throws {
