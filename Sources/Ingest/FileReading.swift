@@ -72,6 +72,9 @@ private struct LineIntake {
     let path: String
     let config: AnalysisConfig
     let pseudonymizer: CallPseudonymizer?
+    /// The file as messages name it: with a pseudonymizer, as the ledger does (a log's name is
+    /// often its call's id).
+    let shownPath: String
     let progress: ReadProgress
     let queue: HandOffQueue
     /// For the calls' stored material, reused.
@@ -94,8 +97,10 @@ private struct LineIntake {
         issuesHandedOver: Int, bounds: RecordIngestor.Bounds
     ) {
         ingestor = RecordIngestor(bounds: bounds)
+        ingestor.pseudonymizer = pseudonymizer
         self.issuesHandedOver = issuesHandedOver
         self.path = path
+        shownPath = pseudonymizer?.ledgerPath(path) ?? path
         self.config = config
         self.pseudonymizer = pseudonymizer
         self.progress = progress
@@ -115,9 +120,9 @@ private struct LineIntake {
             records += 1
         case .usedPartly(_, let message):
             records += 1
-            if handOver(.beyondLimit) { queue.put(.issue(LogIssue(file: path, line: n, category: .beyondLimit, message: message))) }
+            if handOver(.beyondLimit) { queue.put(.issue(LogIssue(file: shownPath, line: n, category: .beyondLimit, message: message))) }
         case .skipped(let category, let message):
-            if handOver(category) { queue.put(.issue(LogIssue(file: path, line: n, category: category, message: message))) }
+            if handOver(category) { queue.put(.issue(LogIssue(file: shownPath, line: n, category: category, message: message))) }
         }
     }
 
@@ -132,7 +137,7 @@ private struct LineIntake {
         queue.put(
             .issue(
                 LogIssue(
-                    file: path, line: n, category: .callsHandedOnEarly,
+                    file: shownPath, line: n, category: .callsHandedOnEarly,
                     message:
                         "\(count) calls open at once, their ids \(bytes) bytes (a reader holds at most \(bounds.maximumOpenCalls) "
                         + "calls, \(bounds.maximumOpenIDBytes) bytes of ids): those open were "
@@ -140,7 +145,10 @@ private struct LineIntake {
     }
 
     mutating func issue(_ issue: LogIssue) {
-        if handOver(issue.category) { queue.put(.issue(issue)) }
+        guard handOver(issue.category) else { return }
+        var shown = issue
+        if pseudonymizer != nil { shown.file = shownPath }
+        queue.put(.issue(shown))
     }
 
     /// Counts a problem: true while it is to be handed over (the first `issuesHandedOver`),

@@ -29,6 +29,8 @@ public struct RecordIngestor {
     }
 
     public let bounds: Bounds
+    /// When set, messages name calls by their pseudonyms, as the database does.
+    public var pseudonymizer: CallPseudonymizer?
 
     /// Lines longer than this are looked at for an oversized id before they are scanned (a
     /// real-shaped statistics line is about 15 KB; shorter lines cannot hold an id that would
@@ -215,7 +217,8 @@ public struct RecordIngestor {
     func refusal(of call: String) -> Outcome {
         .skipped(
             category: .beyondLimit,
-            message: "call \(call) already has \(bounds.maximumRecordsPerCall) records in this file (the most a reader holds "
+            message:
+                "call \(pseudonymizer?.identifier(call) ?? call) already has \(bounds.maximumRecordsPerCall) records in this file (the most a reader holds "
                 + "for one call); its further records here are skipped")
     }
 

@@ -90,6 +90,17 @@ final class PrivacyLeakTests: XCTestCase {
         XCTAssertTrue(servedText.out.contains(#""kind":"stats""#), "the served statistics are in the log")
         places.append(("the served logs", servedText.out))
         places.append(("the served logs' names", try FileManager.default.subpathsOfDirectory(atPath: served.path).joined(separator: "\n")))
+        // What a run prints names files and calls as the database does: a log named after its
+        // call (as `import` names them), past a bound so that the call is named in a warning.
+        let named = dir.appendingPathComponent("named")
+        try FileManager.default.createDirectory(at: named, withIntermediateDirectories: true)
+        try Self.appLog.write(to: named.appendingPathComponent("c-leak-7f3a91.ndjson"), atomically: true, encoding: .utf8)
+        let noisy = try Binary.run([
+            "analyze", named.path, "--db", dir.appendingPathComponent("noisy.sqlite").path, "--pseudonymize-key", Self.key,
+            "--max-records-per-call", "2",
+        ])
+        XCTAssertTrue(noisy.err.contains("record beyond a limit: call anon-"), noisy.err)
+        places.append(("analyze's output", noisy.out + noisy.err))
 
         var hits: [String] = []
         for (place, text) in places {
