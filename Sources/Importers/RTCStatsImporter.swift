@@ -25,7 +25,10 @@ import CallLog
 /// `clientProtocol` "3.x") every object of the report is listed, an unchanged one as
 /// `{"timestamp": …}` or `{}`, so a missing object is gone from getStats and is removed; before
 /// it an object whose only change was its timestamp was left out whole, so a missing object is
-/// unchanged. `getStats` values are whole reports. Reports of Chrome's legacy API (types `ssrc`,
+/// unchanged. A stream that names no protocol (no header, or metadata without `clientProtocol`)
+/// shows it by its deltas: the first to list an object with nothing but its timestamp comes from
+/// a protocol 3 client, and from then on a missing object is removed; until then it is kept.
+/// `getStats` values are whole reports. Reports of Chrome's legacy API (types `ssrc`,
 /// `googCandidatePair`, …, members at the top level, values as text) become `goog` records.
 ///
 /// rtcstats-server also stores what media servers send it (JVB, Jicofo, Jigasi: NDJSON objects
@@ -90,14 +93,10 @@ struct RTCStatsImporter {
         // The client's delta rule: from its `clientProtocol` when the metadata names one, else
         // learnt from the deltas themselves (`StatsState.listsUnchangedObjects`).
         var rule: DeltaRule?
-        var ruleFromProtocol = false
 
         func apply(_ metadata: JSONObject) {
             if let ua = metadata["userAgent"]?.stringValue, !ua.isEmpty { outcome.userAgent = ua }
-            if let p = metadata["clientProtocol"]?.stringValue, let r = DeltaRule.of(clientProtocol: p) {
-                rule = r
-                ruleFromProtocol = true
-            }
+            if let p = metadata["clientProtocol"]?.stringValue, let r = DeltaRule.of(clientProtocol: p) { rule = r }
             if let format = metadata["fileFormat"]?.doubleValue, format >= 3 { relativeTimes = true }
             if let data = (metadata["userAgentData"] ?? metadata["UserAgentData"])?.objectValue {
                 applyUserAgentData(data)
@@ -227,7 +226,7 @@ struct RTCStatsImporter {
                 if method == "g" || (method != "getstats" && Self.isTableCompressed(report)) {
                     base[pc]!.applyTableDelta(report)
                 } else if method == "getstats" {
-                    if !ruleFromProtocol && rule == nil && StatsState.listsUnchangedObjects(report) { rule = .removed }
+                    if rule == nil && StatsState.listsUnchangedObjects(report) { rule = .removed }
                     base[pc]!.applyDelta(report, missing: rule ?? .unchanged)
                 } else {
                     base[pc]!.replace(report)
