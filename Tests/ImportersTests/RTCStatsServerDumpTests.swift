@@ -385,6 +385,22 @@ final class RTCStatsServerDumpTests: XCTestCase {
         }
     }
 
+    /// The selected candidate pairs rtcstats-server's TURN tests expect (`src/test/jest/turn.test.js`)
+    /// of the dumps with one peer connection: a TURN relay reached over TLS from Chrome and
+    /// Firefox, a server-reflexive media server. Safari names no `relayProtocol`, and
+    /// rtcstats-server expects an empty protocol for it: no transport is compared there.
+    func testRelayedCandidatePairsAsRTCStatsServersTURNTestsExpect() throws {
+        for (name, transport) in [("chrome-relay", "tls"), ("firefox-relay", "tls"), ("safari-relay", nil)] {
+            let (result, _, out) = try importDump(name)
+            XCTAssertEqual(result.snapshots.count, 1, "\(name): one peer connection with statistics")
+            let call = try analyze(out).call
+            XCTAssertEqual(call.localCandidateType, "relay", name)
+            XCTAssertEqual(call.remoteCandidateType, "srflx", name)
+            XCTAssertTrue(call.relayUsed, name)
+            if let transport { XCTAssertEqual(call.transport, transport, name) }
+        }
+    }
+
     /// Where rtcstats-server's expected figures are wrong, the dumps' own counters say so.
     func testWhereRTCStatsServerIsWrongTheDumpsSaySo() throws {
         func track(_ name: String, _ pc: String, _ side: String, _ ssrc: Double) throws -> [[String: Any]] {
