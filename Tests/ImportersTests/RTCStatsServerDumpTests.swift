@@ -154,7 +154,8 @@ final class RTCStatsServerDumpTests: XCTestCase {
     /// jitsi's rtcstats protocol 3 (`clientProtocol` "3.1_STANDARD") lists every object it still
     /// has, an unchanged one as `{"timestamp": …}`; one it leaves out is gone. Safari's dump loses
     /// six inbound-rtp objects mid-call: their streams end at the last report that has them, as
-    /// rtcstats-server's tracks do, not at the end of the call.
+    /// rtcstats-server's tracks do, not at the end of the call, and a video stream's frame rate
+    /// is the frames it decoded over its own life, with no stale intervals after it.
     func testObjectsLeftOutOfAProtocol3DeltaAreRemoved() throws {
         let name = "safari-standard-stats"
         let raw = try RawDump(path: Self.dumpPath(name))
@@ -166,11 +167,20 @@ final class RTCStatsServerDumpTests: XCTestCase {
 
         let (_, _, out) = try importDump(name)
         let analysis = try analyze(out)
+        var videos = 0
         for (ssrc, seen) in ended {
             let stream = try XCTUnwrap(analysis.streams.first { $0.ssrc == ssrc && $0.direction == .inbound }, "\(ssrc)")
             XCTAssertEqual(Double(stream.endTs), seen.time, accuracy: 1, "\(ssrc) ends at its last report")
             XCTAssertLessThan(Double(stream.endTs), callEnd)
+            guard stream.kind == .video else { continue }
+            let frames = raw.listed(pc: "PC_0", id: seen.id, member: "framesDecoded")
+            let (first, last) = (try XCTUnwrap(frames.first), try XCTUnwrap(frames.last))
+            let fps = (last.value - first.value) / ((last.time - first.time) / 1000)
+            XCTAssertGreaterThan(fps, 15, "\(ssrc) carried video")
+            XCTAssertEqual(try XCTUnwrap(stream.fpsMean, "\(ssrc)"), fps, accuracy: 0.5, "\(ssrc)")
+            videos += 1
         }
+        XCTAssertEqual(videos, 2)
     }
 
     /// Before protocol 3 an object whose only change was its timestamp was left out whole: the
@@ -534,6 +544,16 @@ struct RawDump {
             }
         }
         return objects
+    }
+
+    /// A member's values over the getstats lines whose delta carries it, with their times.
+    func listed(pc: String, id: String, member: String) -> [(time: Double, value: Double)] {
+        entries.compactMap { e in
+            guard e.method == "getstats", e.pc == pc, let time = e.time,
+                let value = Self.number(((e.value as? [String: Any])?[id] as? [String: Any])?[member])
+            else { return nil }
+            return (time, value)
+        }
     }
 
     /// Per SSRC of a type, the time of the last getstats line that lists its object.
