@@ -368,10 +368,22 @@ final class RTCStatsServerDumpTests: XCTestCase {
     }
 
     /// rtcstats-server's deprecated extractor (the `google-legacy-*` results): per pc and kind,
-    /// the packets sent and lost on every sending SSRC.
+    /// the packets sent and lost on every sending SSRC; per pc the active candidate pair's mean
+    /// round-trip time (`googRtt`), s, rounded to 10 ms.
     func compareLegacy(_ name: String, _ connections: [[String: Any]], _ analysis: CallAnalysis, into c: inout Comparison) {
         for connection in connections {
             guard let pc = connection["connId"] as? String, let f = connection["connectionFeatures"] as? [String: Any] else { continue }
+            if let theirs = RawDump.number(f["statsMeanRoundTripTime"]) {
+                var byStart: [Int64: Double] = [:]
+                for i in analysis.intervals where i.streamID.hasPrefix(pc + ":") { if let r = i.iceRttMs { byStart[i.startTs] = r } }
+                let ours = byStart.isEmpty ? nil : byStart.values.reduce(0, +) / Double(byStart.count) / 1000
+                if ours != nil || theirs != 0 {
+                    c.figures.append(
+                        Figure(
+                            dump: name, place: pc, kind: "mean RTT", theirs: theirs, ours: ours,
+                            agrees: ours.map { abs($0 - theirs) <= 0.1 * theirs + 0.005 } ?? false))
+                }
+            }
             for kind in [MediaKind.audio, .video] {
                 let key = kind == .audio ? "Audio" : "Video"
                 guard let sent = RawDump.number(f["stats\(key)PacketsSentTotal"]),
