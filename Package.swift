@@ -91,6 +91,7 @@ let package = Package(
         .target(name: "MaterialTestSupport", dependencies: ["CallLog", "MaterialScanning"], path: "Tests/MaterialTestSupport"),
         .testTarget(name: "CallLogTests", dependencies: ["CallLog", "TestSupport"]),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
+        // Fixtures/: third-party dumps the tests read from the source tree (`#filePath`).
         .testTarget(
             name: "ImportersTests", dependencies: ["Importers", "CallLog", "MaterialScanning", "Analysis", "TestSupport"],
             exclude: ["Fixtures"]),

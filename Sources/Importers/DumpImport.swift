@@ -75,12 +75,25 @@ public struct DumpImport {
         guard let first = lines.first else { throw DumpError(file: path, message: "the file is empty") }
         let firstText = String(decoding: first, as: UTF8.self).trimmingSpaces
         if firstText == "RTCStatsDump" { return .rtcstats }
+        // rtcstats-server's stored files: a `["connectionInfo", null, {…}, time]` line first, or
+        // (older client streams, no header) the first method line itself.
+        if firstText.hasPrefix("[") {
+            if let v = try? JSONValue.parse(firstText), case .array(let a) = v,
+                a.count < 3 || (a[0].stringValue == nil && a[0].int64Value == nil)
+            {
+                throw DumpError(
+                    file: path, line: 1,
+                    message: "a JSON array that is not an rtcstats line ([method, connection, value, time]): it starts with \"\(firstText.prefix(40))\"")
+            }
+            return .rtcstats
+        }
         guard firstText.hasPrefix("{") else {
             throw DumpError(
                 file: path, line: 1,
                 message: "not a webrtc-internals dump, an rtcstats dump or a Chromium test-page recording: it starts with \"\(firstText.prefix(40))\"")
         }
         if let v = try? JSONValue.parse(firstText), case .object(let o) = v {
+            if let what = serverSideSample(o) { throw DumpError(file: path, message: what) }
             if o["PeerConnections"] != nil || o["getUserMedia"] != nil { return .webrtcInternals }
             if o["kind"] != nil { return .chromiumTestPage }
             if lines.count > 1, String(decoding: lines[1], as: UTF8.self).trimmingSpaces.hasPrefix("[") { return .rtcstats }
@@ -89,6 +102,18 @@ public struct DumpImport {
         }
         // Chrome writes its dump indented, one member a line: the first line is "{" alone.
         return .webrtcInternals
+    }
+
+    /// What a server-side rtcstats sample is, from its first line; nil for anything else.
+    /// rtcstats-server stores what Jitsi's servers send it (JVB, Jicofo, Jigasi: NDJSON objects
+    /// `{"statsSessionId", "type": "identity", "data": {"applicationName": …}}`) beside the
+    /// browsers' dumps; they hold a server's view of many endpoints, not one browser's call.
+    static func serverSideSample(_ o: JSONObject) -> String? {
+        guard o["statsSessionId"] != nil, o["type"] != nil || o["data"] != nil else { return nil }
+        let names = ["jvb": "JVB", "jicofo": "Jicofo", "jigasi": "Jigasi", "jibri": "Jibri"]
+        let app = o["data"]?["applicationName"]?.stringValue
+        let what = app.map { "a \(names[$0.lowercased()] ?? $0) server-side rtcstats sample" } ?? "a server-side rtcstats sample"
+        return "\(what), not a browser dump: callstats imports browser dumps"
     }
 
     /// Reads the dump and hands each record to `write` as it is made.
@@ -143,6 +168,8 @@ public struct DumpImport {
         result.callID = callID
         var timeline = CallTimeline(callID: callID)
         var userAgent: String?
+        var namedBrowser: (name: String, version: String)?
+        var namedOS: String?
         var firstStats: Int64?, lastStats: Int64?
         var formats: Set<String> = []
         var stopped: DumpError?
@@ -166,6 +193,7 @@ public struct DumpImport {
                 do throws(DumpError) { try importer.run(reader: reader, outcome: &outcome) } catch { stopped = error }
                 timeline = outcome.timeline
                 userAgent = outcome.userAgent
+                (namedBrowser, namedOS) = (outcome.browser, outcome.os)
                 result.snapshots = outcome.snapshots
                 result.notes += outcome.notes
                 result.skipped += outcome.skipped
@@ -194,7 +222,9 @@ public struct DumpImport {
         // The call record: only what the dump says.
         var body = JSONObject()
         if let d = timeline.direction { body["direction"] = .string(d) }
-        if let ua = userAgent, let browser = UserAgent.browser(ua) {
+        // The user agent string names the browser; a dump without one may name it in
+        // `userAgentData` (Chrome's own rtcstats dump).
+        if let browser = userAgent.flatMap(UserAgent.browser) ?? namedBrowser {
             body["sdk"] = .string(browser.name)
             body["sdkVersion"] = .string(browser.version)
         }
@@ -203,7 +233,7 @@ public struct DumpImport {
             body["labels"] = .object(JSONObject(labels.keys.sorted().map { (key: $0, value: .string(labels[$0]!)) }))
         }
         if let ua = userAgent { body["userAgent"] = .string(ua) }
-        if let os = userAgent.flatMap(UserAgent.os) { body["os"] = .string(os) }
+        if let os = userAgent.flatMap(UserAgent.os) ?? namedOS { body["os"] = .string(os) }
         body["importedFrom"] = .string(format.rawValue)
         if formats.count > 1 { result.notes.append("statistics in both formats: \(formats.sorted().joined(separator: ", "))") }
         let start = [timeline.firstTs, firstStats].compactMap { $0 }.min() ?? 0

@@ -1,21 +1,39 @@
 import CallLog
 
-/// Reads an rtcstats dump as rtcstats-server stores what the rtcstats.js client sends: the
-/// first line is the client's metadata (`{"path", "origin", "url", "userAgent", "time",
-/// "fileFormat"}`), then one JSON array per line, `[method, connectionId, value, time]`, time
-/// in epoch ms. Chrome's own "rtcstats dump" (and rtcstats v3) starts with a `RTCStatsDump`
-/// line and writes each line's time as the difference from the line before.
+/// Reads an rtcstats dump: one JSON array per line, `[method, connectionId, value, time]`, in
+/// every layout rtcstats-server and the browsers have stored:
+/// - rtcstats-server since 2021: the first line is `["connectionInfo", null, X, time]`, X the
+///   client's metadata (`userAgent`, `clientProtocol` such as `"3.1_STANDARD"`, `statsFormat`,
+///   `path`, `origin`, `url`) as an object or as that object's JSON text;
+/// - older rtcstats-server files: a metadata object alone on the first line (`{"path", "origin",
+///   "url", "userAgent", "time", "fileFormat"}`);
+/// - older client streams with no header at all: the first line is already a method line
+///   (`["navigator.mediaDevices.getUserMedia", null, …, time]`);
+/// - Chrome's own "rtcstats dump" (and rtcstats-js 3): a `RTCStatsDump` line, then metadata
+///   (`{"fileFormat": 3}`, the browser in `userAgentData` when it is named at all), and each
+///   line's time as the difference from the line before, in the last element.
+/// Jitsi clients append a sequence number (`[method, id, value, time, seq]`): with absolute
+/// times the time is always the fourth element, never the last. A line without a time
+/// (`["e2eRtt", null, {…}]`) happened when the line before it did: it takes that line's time.
 ///
 /// `getstats` values are delta-compressed by the client against its previous report of that
-/// connection (rtcstats.js `deltaCompression`): each object's `id` is dropped (it is the key);
-/// a member equal to the previous report's is left out; an object whose only change is its
-/// `timestamp` is left out whole; the report's newest timestamp moves to the top-level
-/// `timestamp` and objects carrying it get `0`. So: an object missing from a delta is
-/// unchanged (removal is not sent; such an object stays, with its old timestamp, as
-/// rtcstats-server keeps it), a missing member is unchanged, `timestamp: 0` means the top-level
-/// one, and a missing `timestamp` keeps the previous one. `getStats` values are whole reports.
-/// Reports of Chrome's legacy API (types `ssrc`, `googCandidatePair`, …, members at the top
-/// level, values as text) become `goog` records.
+/// connection (rtcstats.js `deltaCompression`): each object's `id` is dropped (it is the key); a
+/// member equal to the previous report's is left out; the report's newest timestamp moves to
+/// the top-level `timestamp` and objects carrying it get `0`; a missing member is unchanged, a
+/// missing `timestamp` keeps the previous one. What an object missing from a delta means depends
+/// on the client's protocol (`DeltaRule`): from protocol 3 (jitsi's rtcstats since December 2020,
+/// `clientProtocol` "3.x") every object of the report is listed, an unchanged one as
+/// `{"timestamp": …}` or `{}`, so a missing object is gone from getStats and is removed; before
+/// it an object whose only change was its timestamp was left out whole, so a missing object is
+/// unchanged. A stream that names no protocol (no header, or metadata without `clientProtocol`)
+/// shows it by its deltas: the first to list an object with nothing but its timestamp comes from
+/// a protocol 3 client, and from then on a missing object is removed; until then it is kept.
+/// `getStats` values are whole reports. Reports of Chrome's legacy API (types `ssrc`,
+/// `googCandidatePair`, …, members at the top level, values as text) become `goog` records.
+///
+/// rtcstats-server also stores what media servers send it (JVB, Jicofo, Jigasi: NDJSON objects
+/// `{"statsSessionId", "type": "identity", "data": {"applicationName": …}}`); those are not
+/// browser dumps and `DumpImport.detect` refuses them, naming what they are.
 struct RTCStatsImporter {
     let path: String
     let callID: String
@@ -24,6 +42,9 @@ struct RTCStatsImporter {
     struct Outcome {
         var timeline: CallTimeline
         var userAgent: String?
+        /// The browser from `userAgentData` (brands), for dumps that name it only there.
+        var browser: (name: String, version: String)?
+        var os: String?
         var snapshots: [String: Int] = [:]
         var formats: Set<String> = []
         var notes: [String] = []
@@ -32,6 +53,23 @@ struct RTCStatsImporter {
         var lastStatsTs: Int64?
         var getUserMedia = 0
         var peerConnections = 0
+    }
+
+    /// What an object left out of a `getstats` delta means.
+    enum DeltaRule: Equatable {
+        /// Protocol 3 and later: the client lists every object it still has, so one left out
+        /// is no longer in getStats (a stream that ended, a candidate pair pruned).
+        case removed
+        /// Before protocol 3: an object whose only change was its timestamp was left out.
+        case unchanged
+
+        /// The rule a `clientProtocol` ("3.1_STANDARD", "3.1_LEGACY", "2.0") names; nil when
+        /// it names no version.
+        static func of(clientProtocol: String) -> DeltaRule? {
+            let digits = clientProtocol.prefix { $0.isNumber }
+            guard let major = Int(digits) else { return nil }
+            return major >= 3 ? .removed : .unchanged
+        }
     }
 
     /// Methods rtcstats v3 sends as numbers (rtcstats-shared's method table).
@@ -51,30 +89,78 @@ struct RTCStatsImporter {
 
     func run(reader: DumpReader, outcome: inout Outcome) throws(DumpError) {
         var relativeTimes = false
-        var lastTime = 0.0
+        var lastTime: Double?
+        // The client's delta rule: from its `clientProtocol` when the metadata names one, else
+        // learnt from the deltas themselves (`StatsState.listsUnchangedObjects`).
+        var rule: DeltaRule?
+
+        func apply(_ metadata: JSONObject) {
+            if let ua = metadata["userAgent"]?.stringValue, !ua.isEmpty { outcome.userAgent = ua }
+            if let p = metadata["clientProtocol"]?.stringValue, let r = DeltaRule.of(clientProtocol: p) { rule = r }
+            if let format = metadata["fileFormat"]?.doubleValue, format >= 3 { relativeTimes = true }
+            if let data = (metadata["userAgentData"] ?? metadata["UserAgentData"])?.objectValue {
+                applyUserAgentData(data)
+            }
+        }
+        func applyUserAgentData(_ data: JSONObject) {
+            if let b = UserAgentData.browser(data) { outcome.browser = b }
+            if let os = UserAgentData.os(data) { outcome.os = os }
+        }
+
+        // The first line: a `RTCStatsDump` marker, a metadata object, a `connectionInfo` line,
+        // or (a headerless client stream) already an entry.
+        var firstLine = reader.line
         guard var first = try reader.nextLine() else { throw DumpError(file: path, message: "the file is empty") }
-        if String(decoding: first, as: UTF8.self) == "RTCStatsDump" {
+        while first.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
+            firstLine = reader.line
+            guard let next = try reader.nextLine() else { throw DumpError(file: path, message: "the file is empty") }
+            first = next
+        }
+        if String(decoding: first, as: UTF8.self).trimmingSpaces == "RTCStatsDump" {
             relativeTimes = true
-            guard let meta = try reader.nextLine() else { throw DumpError(file: path, line: 2, message: "the metadata line is missing") }
+            firstLine = reader.line
+            guard let meta = try reader.nextLine() else {
+                throw DumpError(file: path, line: firstLine, message: "the metadata line is missing")
+            }
             first = meta
         }
-        let metaLine = reader.line - 1
-        let meta: JSONValue
-        do { meta = try JSONValue.parse(String(decoding: first, as: UTF8.self)) } catch {
-            throw DumpError(file: path, line: metaLine, message: "the metadata line is not JSON: \(error)")
+        let head: JSONValue
+        do { head = try JSONValue.parse(String(decoding: first, as: UTF8.self)) } catch {
+            throw DumpError(file: path, line: firstLine, message: "the first line is not JSON: \(error)")
         }
-        guard case .object(let metadata) = meta else {
-            throw DumpError(file: path, line: metaLine, message: "the metadata line is not a JSON object")
+        var pending: (bytes: [UInt8], line: Int)?
+        switch head {
+        case .object(let metadata):
+            apply(metadata)
+        case .array(let a) where a.first?.stringValue == "connectionInfo":
+            if a.count >= 3, let metadata = Self.connectionInfo(a[2]) {
+                apply(metadata)
+            } else {
+                outcome.skipped.append(
+                    DumpError(
+                        file: path, line: firstLine,
+                        message: "the connectionInfo line holds no metadata object (an object or its JSON text); line skipped"))
+            }
+        case .array:
+            pending = (first, firstLine)
+        default:
+            throw DumpError(file: path, line: firstLine, message: "the first line is neither rtcstats metadata nor an rtcstats line")
         }
-        outcome.userAgent = metadata["userAgent"]?.stringValue
-        if let format = metadata["fileFormat"]?.doubleValue, format >= 3 { relativeTimes = true }
 
         var base: [String: StatsState] = [:]
         var order: [String] = []
         while true {
-            let lineNumber = reader.line
-            guard let bytes = try reader.nextLine() else { break }
-            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            let lineNumber: Int
+            let bytes: [UInt8]
+            if let p = pending {
+                (bytes, lineNumber) = p
+                pending = nil
+            } else {
+                lineNumber = reader.line
+                guard let b = try reader.nextLine() else { break }
+                bytes = b
+            }
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             let entry: JSONValue
             do {
                 entry = try bytes.withUnsafeBufferPointer { b throws(JSONParseError) in try JSONValue.parse(b) }
@@ -97,11 +183,33 @@ struct RTCStatsImporter {
             }
             let connection = a[1].stringValue ?? (a[1] == .null ? nil : a[1].serialized())
             let value = a[2]
-            guard a.count >= 4, let t = a[a.count - 1].doubleValue ?? DumpTime.epochMs(a[a.count - 1]) else {
-                outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "no time; line skipped"))
+            // Metadata again (a client that reconnected sends it anew): what the client is, not
+            // an event; its time is the server's, not the page's, and places nothing.
+            if method == "connectionInfo" {
+                if let metadata = Self.connectionInfo(value) { apply(metadata) }
                 continue
             }
-            let time = relativeTimes ? lastTime + t : t
+            if method == "userAgentData", let data = value.objectValue {
+                applyUserAgentData(data)
+            }
+            // Absolute times are the fourth element (a fifth is a sequence number); relative
+            // ones the last. A line without one happened with the line before it.
+            let own: Double?
+            if a.count >= 4 {
+                let t = relativeTimes ? a[a.count - 1] : a[3]
+                own = t.doubleValue ?? (relativeTimes ? nil : DumpTime.epochMs(t))
+            } else {
+                own = nil
+            }
+            let time: Double
+            if let own {
+                time = relativeTimes ? (lastTime ?? 0) + own : own
+            } else if let previous = lastTime {
+                time = previous
+            } else {
+                outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "no time, and no line before it has one; line skipped"))
+                continue
+            }
             lastTime = time
             let ts = Int64(time.rounded())
             switch method {
@@ -109,7 +217,7 @@ struct RTCStatsImporter {
                 guard let pc = connection else { continue }
                 if base[pc] == nil {
                     base[pc] = StatsState()
-                    order.append(pc)
+                    if !order.contains(pc) { order.append(pc) }
                 }
                 guard case .object(let report) = value else {
                     outcome.skipped.append(DumpError(file: path, line: lineNumber, message: "\(method) value is not an object; line skipped"))
@@ -118,7 +226,8 @@ struct RTCStatsImporter {
                 if method == "g" || (method != "getstats" && Self.isTableCompressed(report)) {
                     base[pc]!.applyTableDelta(report)
                 } else if method == "getstats" {
-                    base[pc]!.applyDelta(report)
+                    if rule == nil && StatsState.listsUnchangedObjects(report) { rule = .removed }
+                    base[pc]!.applyDelta(report, missing: rule ?? .unchanged)
                 } else {
                     base[pc]!.replace(report)
                 }
@@ -147,6 +256,13 @@ struct RTCStatsImporter {
         }
         outcome.peerConnections = order.count
     }
+
+    /// The metadata of a `connectionInfo` line: an object, or that object as JSON text.
+    static func connectionInfo(_ value: JSONValue) -> JSONObject? {
+        if let o = value.objectValue { return o }
+        if let s = value.stringValue, let v = try? JSONValue.parse(s) { return v.objectValue }
+        return nil
+    }
 }
 
 extension RTCStatsImporter {
@@ -168,9 +284,19 @@ struct StatsState {
     private var ids: [String] = []
     private var objects: [String: JSONObject] = [:]
 
-    /// Applies an rtcstats.js delta (see `RTCStatsImporter`).
-    mutating func applyDelta(_ delta: JSONObject) {
+    /// Applies an rtcstats.js delta (see `RTCStatsImporter`); `missing` says what an object
+    /// the delta leaves out means.
+    mutating func applyDelta(_ delta: JSONObject, missing: RTCStatsImporter.DeltaRule = .unchanged) {
         let top = delta["timestamp"]
+        if missing == .removed {
+            var listed = Set<String>()
+            for e in delta.entries where e.key != "timestamp" { listed.insert(e.key) }
+            ids.removeAll { id in
+                guard !listed.contains(id) else { return false }
+                objects[id] = nil
+                return true
+            }
+        }
         for e in delta.entries where e.key != "timestamp" {
             guard case .object(var changes) = e.value else { continue }
             if changes["timestamp"] == .number(0), let top { changes["timestamp"] = top }
@@ -181,6 +307,16 @@ struct StatsState {
                 ids.append(e.key)
                 objects[e.key] = changes
             }
+        }
+    }
+
+    /// True when the delta lists an object with nothing but its timestamp (`{"timestamp": 0}`,
+    /// `{}`): only a client that lists every object it still has sends one (protocol 3; before
+    /// it such an object was left out whole), so for that client a missing object is gone.
+    static func listsUnchangedObjects(_ delta: JSONObject) -> Bool {
+        delta.entries.contains { e in
+            guard e.key != "timestamp", case .object(let o) = e.value else { return false }
+            return o.entries.allSatisfy { $0.key == "timestamp" }
         }
     }
 
@@ -256,5 +392,45 @@ struct StatsState {
             }
         }
         return (legacy ? .goog : .w3c, out)
+    }
+}
+
+/// The browser as `navigator.userAgentData` names it (Chrome's own rtcstats dump carries no user
+/// agent string): `{"brands": [{"brand", "version"}], "fullVersionList": […], "platform"}`.
+enum UserAgentData {
+    /// The browser and its version as the `call` record's `sdk` and `sdkVersion`: the full
+    /// version (`fullVersionList`, from `getHighEntropyValues`) where the data has it, else the
+    /// major one (`brands`). Brands that name no browser (GREASE values such as "Not A;Brand")
+    /// are passed over, and "Chromium" beside a branded browser names its engine, not the
+    /// browser; alone it reads as `chrome`, as a Chromium user agent string does.
+    static func browser(_ data: JSONObject) -> (name: String, version: String)? {
+        for key in ["fullVersionList", "brands"] {
+            guard let list = data[key]?.arrayValue else { continue }
+            var versions: [String: String] = [:]
+            for entry in list {
+                if let brand = entry["brand"]?.stringValue, let version = entry["version"]?.stringValue, !version.isEmpty {
+                    versions[brand] = version
+                }
+            }
+            for (brand, name) in [
+                ("Microsoft Edge", "edge"), ("Opera", "opera"), ("Google Chrome", "chrome"), ("Chromium", "chrome"),
+            ] {
+                if let v = versions[brand] { return (name, v) }
+            }
+        }
+        return nil
+    }
+
+    /// The operating system from `platform`, named as `UserAgent.os` names it.
+    static func os(_ data: JSONObject) -> String? {
+        switch data["platform"]?.stringValue?.lowercased() {
+        case "windows": "windows"
+        case "macos": "macos"
+        case "linux": "linux"
+        case "android": "android"
+        case "chrome os", "chromeos": "chromeos"
+        case "ios": "ios"
+        default: nil
+        }
     }
 }

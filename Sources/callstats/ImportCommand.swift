@@ -16,9 +16,11 @@ struct ImportCommand: ParsableCommand {
         abstract: "Convert webrtc-internals dumps, rtcstats dumps and Chromium test-page recordings into log format v1.",
         discussion: """
             The format is told by content (gzip and zstd are decompressed): chrome://webrtc-internals \
-            dumps (standard or legacy statistics), rtcstats dumps (rtcstats-server files, rtcstats-js 3's \
-            table-compressed ones too, Chrome's \
-            "rtcstats dump"), and the project's Chromium test-page recordings. Each dump becomes one \
+            dumps (standard or legacy statistics), rtcstats dumps (rtcstats-server's files as stored: \
+            a connectionInfo line, a metadata object or no header first; rtcstats-js 3's \
+            table-compressed ones too; Chrome's "rtcstats dump"), and the project's Chromium \
+            test-page recordings. rtcstats-server's JVB, Jicofo and Jigasi samples are not browser \
+            dumps and are refused. Each dump becomes one \
             call in DIR/<call>.ndjson.zst, its peer connections as "pc"; `callstats analyze DIR` \
             scores it. The call id is the dump's file name (--call for one dump). Labels come only \
             from --label.
