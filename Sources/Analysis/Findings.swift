@@ -366,7 +366,7 @@ struct FarEndQuiet {
     private var video: [(start: Int64, end: Int64)] = []
     /// Spans of received audio streams that carried packets at some time.
     private var heardAudio: [(start: Int64, end: Int64)] = []
-    /// Spans the far end said it held or muted the call (`callState` events).
+    /// Spans the far end said it held the call (`callState` `remoteHold` to `remoteUnhold`).
     private var announced: [(start: Int64, end: Int64)] = []
 
     init(streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], material m: CallMaterial) {
@@ -380,8 +380,8 @@ struct FarEndQuiet {
         var open: Int64?
         for e in m.events where e.action == "callState" {
             switch e.type {
-            case "remoteHold", "remoteMute": open = open ?? e.ts
-            case "remoteUnhold", "remoteUnmute":
+            case "remoteHold": open = open ?? e.ts
+            case "remoteUnhold":
                 if let from = open { announced.append((from, e.ts)) }
                 open = nil
             default: break
@@ -398,7 +398,7 @@ struct FarEndQuiet {
         func covered(_ spans: [(start: Int64, end: Int64)]) -> Double {
             spans.reduce(0.0) { $0 + Double(max(0, min(end, $1.end) - max(start, $1.start))) } / span
         }
-        if covered(announced) >= 0.5 { return "the far end announced hold or mute" }
+        if covered(announced) >= 0.5 { return "the far end holds the call" }
         let audioEverHeard = heardAudio.contains { $0.start <= end && $0.end >= start }
         if !audioEverHeard && covered(video) >= 0.5 { return "its video arrives and its audio never did" }
         return nil

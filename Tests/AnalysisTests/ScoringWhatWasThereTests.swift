@@ -264,7 +264,7 @@ final class ScoringWhatWasThereTests: XCTestCase {
         XCTAssertFalse(heldCall.findings.contains { $0.code == "one_way_audio" })
         XCTAssertEqual(
             heldCall.findings.first { $0.code == "remote_muted" }?.detail,
-            "no audio received while the far end announced hold or mute: the far end sends none (muted)")
+            "no audio received while the far end holds the call: the far end sends none (muted)")
     }
 
     /// This end muted: its media source's level is 0 and its energy flat while packets (of
