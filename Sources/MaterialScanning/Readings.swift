@@ -161,7 +161,7 @@ enum Readings {
             r.freezeSeconds = s.num(o, .totalFreezesDuration)
             r.pauseSeconds = s.num(o, .totalPausesDuration)
             // What was heard: the stream's own level (Chromium 88 on), else its track's.
-            audioLevel(&r, from: s, o, orLinked: [.trackId])
+            audioLevel(&r, from: s, o, link: .trackId)
             if let rtt = pathRTT {
                 r.rttMs = s.num(rtt, .roundTripTime) * 1000
                 r.rttTotalSeconds = s.num(rtt, .totalRoundTripTime)
@@ -176,7 +176,7 @@ enum Readings {
             r.qlOther = s.num(o, .qlOther)
             r.qualityLimitation = s.str(o, .qualityLimitationReason)
             // What was captured to send: the media source's level, else the sender's track's.
-            audioLevel(&r, from: s, o, orLinked: [.mediaSourceId, .trackId])
+            audioLevel(&r, from: s, o, link: .mediaSourceId, fallback: .trackId)
             if let ri = remoteInbound.last(where: { $0.ssrc == r.ssrc })?.slot {
                 r.lost = s.num(ri, .packetsLost)
                 r.remoteReportedJitterMs = s.num(ri, .jitter) * 1000
@@ -190,17 +190,22 @@ enum Readings {
         r.height = s.num(o, .frameHeight)
     }
 
-    /// An audio stream's level and energy from object `o`, else from the first object a link
-    /// in `links` names that has them.
-    private static func audioLevel(_ r: inout StreamReading, from s: ChainState, _ o: ChainState.Slot, orLinked links: [StrField]) {
+    /// An audio stream's level and energy from object `o`, else from the object its `link`
+    /// names, else from the one `fallback` names, whichever first has them. Two links, not a
+    /// list: this runs for every audio stream of every snapshot.
+    private static func audioLevel(
+        _ r: inout StreamReading, from s: ChainState, _ o: ChainState.Slot, link: StrField, fallback: StrField? = nil
+    ) {
         guard r.kind == .audio else { return }
+        func hasLevel(_ i: ChainState.Slot) -> Bool { !s.num(i, .audioLevel).isNaN || !s.num(i, .totalAudioEnergy).isNaN }
         var source = o
-        if s.num(o, .audioLevel).isNaN && s.num(o, .totalAudioEnergy).isNaN {
-            for link in links {
-                if let id = s.str(o, link), let linked = s.slot(id) {
-                    source = linked
-                    break
-                }
+        if !hasLevel(o) {
+            if let id = s.str(o, link), let linked = s.slot(id), hasLevel(linked) {
+                source = linked
+            } else if let fallback, let id = s.str(o, fallback), let linked = s.slot(id), hasLevel(linked) {
+                source = linked
+            } else {
+                return
             }
         }
         r.audioLevel = s.num(source, .audioLevel)

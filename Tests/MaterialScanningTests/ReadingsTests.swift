@@ -53,7 +53,7 @@ final class ReadingsTests: XCTestCase {
     }
 
     /// Audio levels: a received stream's own (Chromium 88 on), else its track's (`trackId`); a
-    /// sent stream's from its media source (`mediaSourceId`), else its track's. Video streams
+    /// sent stream's from its media source (`mediaSourceId`), else (none there) its track's. Video streams
     /// take none. A peer connection's data channels are summed, open ones counted.
     func testAudioLevelsAndDataChannelsAreReadWhereTheyLie() throws {
         let text =
@@ -67,6 +67,8 @@ final class ReadingsTests: XCTestCase {
                 #"{"id":"MS","timestamp":1,"type":"media-source","kind":"audio","audioLevel":0.0625,"totalAudioEnergy":2}"#,
                 #"{"id":"T3","timestamp":1,"type":"track","kind":"audio","audioLevel":0.75}"#,
                 #"{"id":"VID","timestamp":1,"type":"inbound-rtp","kind":"video","ssrc":4,"packetsReceived":9,"trackId":"T1"}"#,
+                #"{"id":"OUT2","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":5,"packetsSent":9,"mediaSourceId":"MS2","trackId":"T3"}"#,
+                #"{"id":"MS2","timestamp":1,"type":"media-source","kind":"audio"}"#,
                 #"{"id":"D1","timestamp":1,"type":"data-channel","state":"open","messagesSent":3,"messagesReceived":5}"#,
                 #"{"id":"D2","timestamp":1,"type":"data-channel","state":"closed","messagesSent":4}"#,
             ].joined(separator: ",") + "]}"
@@ -82,6 +84,8 @@ final class ReadingsTests: XCTestCase {
         XCTAssertEqual(try stream(3).audioLevel, 0.0625)
         XCTAssertEqual(try stream(3).audioEnergy, 2)
         XCTAssertTrue(try stream(4).audioLevel.isNaN)
+        XCTAssertEqual(try stream(5).audioLevel, 0.75, "a media source without levels: the track's")
+        XCTAssertTrue(try stream(5).audioEnergy.isNaN)
         let d = try XCTUnwrap(snapshot.dataChannels)
         XCTAssertEqual([d.channels, d.open], [2, 1])
         XCTAssertEqual(d.messagesSent, 7)
