@@ -66,8 +66,9 @@ public struct StreamReading: Sendable, Equatable {
     public var xrJitterBufferMs: Double = .nan
     /// Audio streams: the latest audio level (0-1; W3C `audioLevel`) and the running total of
     /// audio energy (W3C `totalAudioEnergy`), of what was heard (inbound: the stream's, else its
-    /// track's) or captured to be sent (outbound: its media source's, else its track's). A level
-    /// of 0 and energy that does not grow: silence, as a muted or disabled track gives.
+    /// track's) or captured to be sent (outbound: its media source's, else its track's; legacy
+    /// statistics: `audioOutputLevel` and `audioInputLevel` over 32,767). A level of 0 and energy
+    /// that does not grow: silence, as a muted or disabled track gives.
     public var audioLevel: Double = .nan
     public var audioEnergy: Double = .nan
 

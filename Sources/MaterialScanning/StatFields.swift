@@ -30,6 +30,8 @@ enum NumField: Int, CaseIterable {
     case googJitterReceived, googRtt, googDecodingCTN, googDecodingPLC, googJitterBufferMs
     case googFrameRateReceived, googFrameWidthReceived, googFrameHeightReceived
     case googFrameRateSent, googFrameWidthSent, googFrameHeightSent
+    /// Audio levels, 0-32767: of what is played (`_recv`) and of what is captured (`_send`).
+    case audioOutputLevel, audioInputLevel
 
     static let count = allCases.count
 
@@ -81,6 +83,8 @@ enum NumField: Int, CaseIterable {
         case .googFrameRateSent: "googFrameRateSent"
         case .googFrameWidthSent: "googFrameWidthSent"
         case .googFrameHeightSent: "googFrameHeightSent"
+        case .audioOutputLevel: "audioOutputLevel"
+        case .audioInputLevel: "audioInputLevel"
         }
     }
 
@@ -89,7 +93,7 @@ enum NumField: Int, CaseIterable {
         switch self {
         case .googJitterReceived, .googRtt, .googDecodingCTN, .googDecodingPLC, .googJitterBufferMs,
             .googFrameRateReceived, .googFrameWidthReceived, .googFrameHeightReceived,
-            .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent:
+            .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent, .audioOutputLevel, .audioInputLevel:
             true
         default: false
         }

@@ -92,6 +92,22 @@ final class ReadingsTests: XCTestCase {
         XCTAssertEqual(d.messagesReceived, 5)
     }
 
+    /// Legacy audio levels are 0-32767 integers in strings: played on `_recv`, captured on `_send`.
+    func testGoogAudioLevelsAreReadAsFractions() throws {
+        let streams = try readings(
+            "goog",
+            [
+                #"{"id":"ssrc_5_recv","type":"ssrc","timestamp":1,"values":{"ssrc":"5","mediaType":"audio","packetsReceived":"100","audioOutputLevel":"32767","totalAudioEnergy":"0.5"}}"#,
+                #"{"id":"ssrc_6_send","type":"ssrc","timestamp":1,"values":{"ssrc":"6","mediaType":"audio","packetsSent":"100","audioInputLevel":"0"}}"#,
+            ])
+        let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
+        let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
+        XCTAssertEqual(inbound.audioLevel, 1)
+        XCTAssertEqual(inbound.audioEnergy, 0.5)
+        XCTAssertEqual(outbound.audioLevel, 0)
+        XCTAssertTrue(outbound.audioEnergy.isNaN)
+    }
+
     /// Every field is found in the field table under its JSON name, and no two fields share one.
     func testEachFieldIsReadUnderItsJSONName() {
         let quality: Set<NumField> = [.qlBandwidth, .qlCPU, .qlOther]  // inside qualityLimitationDurations
