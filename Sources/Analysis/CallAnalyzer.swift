@@ -61,6 +61,8 @@ public enum CallAnalyzer {
         var intervals: [IntervalMetrics] = []
         /// Each stream's intervals in `intervals`, by the stream's index.
         var ranges: [Range<Int>] = []
+        /// Per interval of `intervals`: whether its audio was silence (`Intervals.silent`).
+        var silent: [Bool] = []
         intervals.reserveCapacity(series.reduce(0) { $0 + max(0, $1.count - 1) })
         var findings: [Finding] = []
         var worst: (mos: Double?, videoScore: Double?, mosSent: Double?) = (nil, nil, nil)
@@ -76,6 +78,8 @@ public enum CallAnalyzer {
             // The stream's intervals go straight into the call's (its slice is read below).
             let firstInterval = intervals.count
             var codecs = Intervals.CodecCache()
+            // Whether any interval received media (always, for a sent stream).
+            var received = false
             // A wire stream's counters start at its first packet: its first record is an interval
             // of its own, from that packet on (differencing records alone would lose it).
             // A first packet further back than a gap allows is damage, not a first interval.
@@ -88,9 +92,11 @@ public enum CallAnalyzer {
                 zero.lost = 0
                 if let interval = Intervals.measure(
                     zero, m[first], start: streamStart, end: summary.startTs, pair: m.snapshots[first.snapshot].pair,
-                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets)
+                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets,
+                    received: &received)
                 {
                     intervals.append(interval)
+                    silent.append(false)
                 }
                 summary.startTs = streamStart
             }
@@ -101,9 +107,11 @@ public enum CallAnalyzer {
                 guard dt > 0, dt <= config.gapFactor * max(period, 1) else { continue }
                 if let interval = Intervals.measure(
                     m[a], m[b], start: start, end: end, pair: m.snapshots[b.snapshot].pair,
-                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets)
+                    call: m.callID, codecs: &codecs, config: config, resets: &summary.counterResets,
+                    received: &received)
                 {
                     intervals.append(interval)
+                    silent.append(Intervals.silent(m[a], m[b]))
                 }
             }
             Intervals.summarize(first: m[first], last: m[last], intervals[firstInterval...], into: &summary)
@@ -112,8 +120,12 @@ public enum CallAnalyzer {
             }
             // Windows of `windowMs`: the stream's findings persist over them, and its worst
             // sustained score is their worst run.
-            let windows = Findings.windows(intervals[firstInterval...], minimumMs: config.windowMs)
-            findings += Findings.forStream(summary, windows: windows, config: config)
+            let windows = Findings.windows(intervals[firstInterval...], minimumMs: config.windowMs, direction: summary.direction)
+            // A received stream that never carried media (an SFU's idle slot, a media server's
+            // padding) judges nothing: its loss, jitter and frame rate describe no one's call.
+            if received || summary.direction == .outbound {
+                findings += Findings.forStream(summary, windows: windows, config: config)
+            }
             if summary.direction == .inbound {
                 switch summary.kind {
                 case .audio: worst.mos = lowest(worst.mos, Summary.worstSustained(windows, { $0.mosCQ }, window: config.worstWindow))
@@ -127,7 +139,8 @@ public enum CallAnalyzer {
         }
         if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
         Summary.apply(streams: streams, intervals: intervals, ranges: ranges, worst: worst, material: m, config: config, to: &call)
-        findings += Findings.forCall(call, streams: streams, intervals: intervals, ranges: ranges, material: m, config: config)
+        findings += Findings.forCall(
+            call, streams: streams, intervals: intervals, ranges: ranges, silent: silent, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
         Summary.grade(&call, findings: findings, streams: streams, measuredIntervals: intervals.count, config: config)
         call.findingCount = findings.count

@@ -44,7 +44,8 @@ enum Findings {
 
     /// Consecutive intervals merged into windows of at least `minimumMs`, so that persistence
     /// means the same span of time whatever the sampling period (1 s browsers, 10 s SDKs).
-    static func windows(_ xs: ArraySlice<IntervalMetrics>, minimumMs: Int64) -> [IntervalMetrics] {
+    /// `direction`: the stream's (its loss is figured per direction).
+    static func windows(_ xs: ArraySlice<IntervalMetrics>, minimumMs: Int64, direction: StreamDirection) -> [IntervalMetrics] {
         var out: [IntervalMetrics] = []
         out.reserveCapacity(xs.count)
         // The current group is xs[lo..<hi].
@@ -59,7 +60,7 @@ enum Findings {
                 IntervalMetrics(
                     callID: xs[group.lowerBound].callID, streamID: xs[group.lowerBound].streamID,
                     startTs: xs[group.lowerBound].startTs, endTs: xs[hi - 1].endTs))
-            fill(&out[out.count - 1], from: xs, group)
+            fill(&out[out.count - 1], from: xs, group, direction: direction)
         }
         for i in xs.indices {
             if i > lo, xs[i].startTs - xs[i - 1].endTs > minimumMs { flush(i) }
@@ -70,14 +71,16 @@ enum Findings {
     }
 
     /// A window's figures from its intervals `xs[group]`.
-    private static func fill(_ w: inout IntervalMetrics, from xs: ArraySlice<IntervalMetrics>, _ group: Range<Int>) {
+    private static func fill(
+        _ w: inout IntervalMetrics, from xs: ArraySlice<IntervalMetrics>, _ group: Range<Int>, direction: StreamDirection
+    ) {
         var t = IntervalTotals()
         for i in group { t.add(xs[i]) }
         w.packets = t.packets
         w.packetsLost = t.packetsLost
-        if let p = w.packets, let l = w.packetsLost, p + l > 0 {
-            // Inbound loss is lost/(lost+received); outbound was computed the same way per interval.
-            w.lossPct = 100 * Double(l) / Double(p + l)
+        if let p = w.packets, let l = w.packetsLost {
+            // Received: lost ÷ (lost + received); sent: lost ÷ sent, as per interval.
+            w.lossPct = Intervals.lossPercent(lost: l, packets: p, direction: direction)
         }
         w.jitterMs = t.jitterMs.value
         w.rttMs = t.rttMs.value
@@ -207,9 +210,10 @@ enum Findings {
         return out
     }
 
-    /// `ranges`: each stream's intervals in `intervals`.
+    /// `ranges`: each stream's intervals in `intervals`; `silent`: per interval, whether its
+    /// audio was silence (`Intervals.silent`).
     static func forCall(
-        _ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>],
+        _ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], silent: [Bool],
         material m: CallMaterial, config: AnalysisConfig
     ) -> [Finding] {
         var out: [Finding] = []
@@ -217,6 +221,14 @@ enum Findings {
             out.append(Finding(callID: c.callID, code: code, severity: severity, startTs: start, durationMs: duration, value: value, detail: detail))
         }
         let inboundPackets = streams.filter { $0.direction == .inbound }.reduce(0) { $0 + $1.packets }
+        // A call of data channels alone (no stream carried a packet either way, its channels
+        // opened or carried messages) has no media to miss: it is not "no media".
+        if let data = dataChannelUse(m), !streams.contains(where: { $0.packets > 0 }) {
+            add(
+                "data_channels_only", .info, c.startTs, c.durationMs, data.messages,
+                "data channels only (\(data.channels) channel(s), \(FixedText.decimal(data.messages, places: 0)) messages); no audio or video")
+            return out + laterFindings(c, material: m, config: config)
+        }
         let iceConnected = m.events.contains { $0.action == "iceState" && $0.type == "iceConnected" }
         let failedEnd = ["failed", "timedOut"].contains(c.endReason ?? "")
         // Outgoing calls are answered at callAnswerReceived; incoming ones when accepted (callCreate).
@@ -265,11 +277,41 @@ enum Findings {
                 let expectedReceived = Double(o.end - o.start) / 1000 * 10  // > 10 packets/s of speech
                 return (o.packets > 0 && Double(packets) < expectedReceived * 0.05, true, nil)
             }
+            let farEndQuiet = FarEndQuiet(streams: streams, intervals: intervals, ranges: ranges, material: m)
             for e in episodes(flags, config: config, span: { (sent[$0].start, sent[$0].end) })
             where inboundPackets > 0 || !received.isEmpty {
-                add("one_way_audio", .poor, e.start, e.end - e.start, nil, "audio is sent but none is received")
+                if let why = farEndQuiet.reason(from: e.start, to: e.end) {
+                    add("remote_muted", .info, e.start, e.end - e.start, nil, "no audio received while \(why): the far end sends none (muted)")
+                } else {
+                    add("one_way_audio", .poor, e.start, e.end - e.start, nil, "audio is sent but none is received")
+                }
             }
         }
+        // Silence: a stream's audio that is persistently silence while its packets flow (the far
+        // end's muted or disabled track, keep-alives without payload; this end's muted source).
+        for (s, range) in zip(streams, ranges) where s.kind == .audio && s.source != "wire" && !range.isEmpty {
+            let inbound = s.direction == .inbound
+            let flags = range.map { i -> Verdict in
+                (silent[i] && (!inbound || (intervals[i].packets ?? 0) > 0), false, nil)
+            }
+            for e in episodes(flags, config: config, span: { (intervals[range.lowerBound + $0].startTs, intervals[range.lowerBound + $0].endTs) }) {
+                out.append(
+                    Finding(
+                        callID: c.callID, code: inbound ? "remote_muted" : "local_muted", severity: .info, startTs: e.start,
+                        durationMs: e.end - e.start, streamID: s.streamID, value: nil,
+                        detail: inbound ? "received audio is silence (the far end muted)" : "sent audio is silence (muted here)"))
+            }
+        }
+        return out + laterFindings(c, material: m, config: config)
+    }
+
+    /// The call-level findings that do not judge its media: setup, ICE, network, clock.
+    private static func laterFindings(_ c: CallSummary, material m: CallMaterial, config: AnalysisConfig) -> [Finding] {
+        var out: [Finding] = []
+        func add(_ code: String, _ severity: Severity, _ start: Int64, _ duration: Int64, _ value: Double?, _ detail: String) {
+            out.append(Finding(callID: c.callID, code: code, severity: severity, startTs: start, durationMs: duration, value: value, detail: detail))
+        }
+        let iceConnected = m.events.contains { $0.action == "iceState" && $0.type == "iceConnected" }
         if let media = c.mediaMs, media > config.setupWarnMs {
             add(
                 "slow_setup", media > config.setupPoorMs ? .poor : .warn, c.startTs, media, Double(media),
@@ -295,6 +337,71 @@ enum Findings {
             add("clock_skew", .info, c.startTs, 0, Double(skew), "statistics clock differs from the agent clock by \(skew) ms")
         }
         return out
+    }
+
+    /// The call's data channels, if any opened or carried messages: how many (the most a peer
+    /// connection reported, summed over them) and their messages both ways (the latest totals,
+    /// summed over peer connections).
+    static func dataChannelUse(_ m: CallMaterial) -> (channels: Int, messages: Double)? {
+        var byPC: [String: (channels: Int, open: Int, messages: Double)] = [:]
+        for s in m.snapshots {
+            guard let d = s.dataChannels else { continue }
+            let messages = (d.messagesSent.isFinite ? d.messagesSent : 0) + (d.messagesReceived.isFinite ? d.messagesReceived : 0)
+            var pc = byPC[s.peerConnection] ?? (0, 0, 0)
+            pc = (max(pc.channels, d.channels), max(pc.open, d.open), max(pc.messages, messages))
+            byPC[s.peerConnection] = pc
+        }
+        guard byPC.values.contains(where: { $0.open > 0 || $0.messages > 0 }) else { return nil }
+        return (byPC.values.reduce(0) { $0 + $1.channels }, byPC.values.reduce(0) { $0 + $1.messages })
+    }
+}
+
+/// What says the far end sent no audio on purpose while this end heard none. The statistics
+/// cannot tell a sender that stops sending from a stream lost on the way: only an announcement,
+/// or a signalled audio slot that never carried a packet while the far end's video arrives (an
+/// SFU forwards nothing for a participant who joined muted), says so. Audio that flowed and then
+/// stopped while video goes on stays one-way audio: a mute and a failure look the same there.
+struct FarEndQuiet {
+    /// Spans in which received video carried payload (the path delivers media).
+    private var video: [(start: Int64, end: Int64)] = []
+    /// Spans of received audio streams that carried packets at some time.
+    private var heardAudio: [(start: Int64, end: Int64)] = []
+    /// Spans the far end said it held the call (`callState` `remoteHold` to `remoteUnhold`).
+    private var announced: [(start: Int64, end: Int64)] = []
+
+    init(streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], material m: CallMaterial) {
+        for (s, range) in zip(streams, ranges) where s.direction == .inbound {
+            if s.kind == .audio, s.packets > 0 { heardAudio.append((s.startTs, s.endTs)) }
+            guard s.kind == .video else { continue }
+            for i in range where (intervals[i].bitrateKbps ?? 0) > 0 && (intervals[i].packets ?? 0) > 0 {
+                video.append((intervals[i].startTs, intervals[i].endTs))
+            }
+        }
+        var open: Int64?
+        for e in m.events where e.action == "callState" {
+            switch e.type {
+            case "remoteHold": open = open ?? e.ts
+            case "remoteUnhold":
+                if let from = open { announced.append((from, e.ts)) }
+                open = nil
+            default: break
+            }
+        }
+        if let from = open { announced.append((from, .max)) }
+    }
+
+    /// Why the far end is taken as muted over `start..<end`, or nil: an announcement covering
+    /// at least half of it; or no received audio stream that ever carried a packet overlaps it
+    /// while video arrives over at least half of it.
+    func reason(from start: Int64, to end: Int64) -> String? {
+        let span = Double(max(1, end - start))
+        func covered(_ spans: [(start: Int64, end: Int64)]) -> Double {
+            spans.reduce(0.0) { $0 + Double(max(0, min(end, $1.end) - max(start, $1.start))) } / span
+        }
+        if covered(announced) >= 0.5 { return "the far end holds the call" }
+        let audioEverHeard = heardAudio.contains { $0.start <= end && $0.end >= start }
+        if !audioEverHeard && covered(video) >= 0.5 { return "its video arrives and its audio never did" }
+        return nil
     }
 }
 

@@ -89,12 +89,20 @@ enum Intervals {
 
     static func measure(
         _ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
-        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int
+        call: String, codecs: inout CodecCache, config: AnalysisConfig, resets: inout Int, received: inout Bool
     ) -> IntervalMetrics? {
+        // Counters going backwards: the SDK restarted them (a new RTP object for the SSRC after
+        // renegotiation, an ICE restart, an IP change). What `b` counts is what the stream did
+        // since the restart, within this interval: measured from zero, so that those packets are
+        // counted (the ones between `a` and the restart are unknown, and stay uncounted).
+        var a = a
+        if countersWentBack(a, b) {
+            resets += 1
+            a = a.restarted
+            // Below zero even from a restart: damage, not counters. No interval.
+            if countersWentBack(a, b) { return nil }
+        }
         let seconds = Double(end - start) / 1000
-        // Counters going backwards: the SDK restarted them (ICE restart, IP change). No interval.
-        if let dp = delta(a.packets, b.packets), dp < 0 { resets += 1; return nil }
-        if let db = delta(a.bytes, b.bytes), db < 0 { resets += 1; return nil }
         var i = IntervalMetrics(callID: call, streamID: b.streamID, startTs: start, endTs: end)
         let dPackets = delta(a.packets, b.packets)
         i.packets = dPackets.flatMap(count)
@@ -104,8 +112,7 @@ enum Intervals {
             if b.direction == .inbound {
                 i.lossPct = StatsInputs.networkLossPercent(packetsLost: lost, packetsReceived: dp)
             } else if dp > 0 {
-                // Outbound: the remote's cumulative loss against what we sent meanwhile.
-                i.lossPct = min(100, 100 * lost / (lost + dp))
+                i.lossPct = sentLossPercent(lost: lost, sent: dp)
             }
         }
         // One column for both directions: what this end measured on a received stream, what the
@@ -126,7 +133,61 @@ enum Intervals {
         } else if b.kind == .video {
             video(a, b, &i, seconds: seconds)
         }
+        if b.direction == .outbound || receivedPayload(a, b) {
+            received = true
+        } else {
+            // Nothing was received to score (an SFU's idle slot, padding, a paused sender): the
+            // interval keeps its counters and what the receiver measured (concealment, jitter
+            // buffer, freezes, size), and no MOS, frame rate or video score says how it sounded
+            // or looked.
+            i.rFactor = nil
+            i.mosCQ = nil
+            i.mosLQ = nil
+            i.fps = nil
+            i.videoScore = nil
+        }
         return i
+    }
+
+    /// Whether packets or bytes went down from `a` to `b`: the counters restarted.
+    static func countersWentBack(_ a: StreamReading, _ b: StreamReading) -> Bool {
+        (delta(a.packets, b.packets).map { $0 < 0 } ?? false) || (delta(a.bytes, b.bytes).map { $0 < 0 } ?? false)
+    }
+
+    /// The loss of a sent stream: what the far end reported lost against what this end sent.
+    /// `packetsSent` counts every packet sent, the lost ones too (RFC 3550 §6.4.1: the fraction
+    /// lost is lost ÷ expected, and what the receiver expected is what was sent), so the
+    /// denominator is `sent` alone: 100 lost of 500 sent is 20 %. The far end's report lags the
+    /// sender's counter, so an interval can report more lost than it sent: capped at 100 %.
+    static func sentLossPercent(lost: Double, sent: Double) -> Double? {
+        guard lost.isFinite, sent.isFinite, sent > 0 else { return nil }
+        return min(100, 100 * max(0, lost) / sent)
+    }
+
+    /// Whether an audio stream carried silence between `a` and `b`: received packets without
+    /// payload (keep-alives of a sender that sends no audio), or audio whose energy did not grow
+    /// (W3C `totalAudioEnergy`: digital silence, what a muted or disabled track gives, adds
+    /// none, where comfort noise and a quiet room add some), or, without energy figures, a level
+    /// of 0 at both readings. Figures not reported: not silent (nothing says it was).
+    static func silent(_ a: StreamReading, _ b: StreamReading) -> Bool {
+        guard b.kind == .audio else { return false }
+        let a = countersWentBack(a, b) ? a.restarted : a
+        if b.direction == .inbound, let dp = delta(a.packets, b.packets), dp > 0, let db = delta(a.bytes, b.bytes), db == 0 {
+            return true
+        }
+        if let de = delta(a.audioEnergy, b.audioEnergy) { return de <= 0 }
+        return a.audioLevel == 0 && b.audioLevel == 0
+    }
+
+    /// Whether an inbound stream received media between `a` and `b`: payload bytes (W3C
+    /// `bytesReceived` counts payload alone, not headers or padding), else packets where the
+    /// bytes are not reported, or decoded frames (a frame is decoded from payload, whatever the
+    /// counters say). Not measured at all: taken as received, as before any of these existed.
+    static func receivedPayload(_ a: StreamReading, _ b: StreamReading) -> Bool {
+        if let df = delta(a.frames, b.frames), df > 0 { return true }
+        if let db = delta(a.bytes, b.bytes) { return db > 0 }
+        if let dp = delta(a.packets, b.packets) { return dp > 0 }
+        return true
     }
 
     static func audio(_ a: StreamReading, _ b: StreamReading, _ i: inout IntervalMetrics, codec: CodecImpairment, config: AnalysisConfig) {
@@ -225,6 +286,14 @@ enum Intervals {
         }
     }
 
+    /// A total's loss: received streams lose lost ÷ (lost + received) (the packets that never
+    /// arrived are not in `packetsReceived`), sent ones lost ÷ sent (`sentLossPercent`). Nil
+    /// when there is nothing to divide by.
+    static func lossPercent(lost: Int64, packets: Int64, direction: StreamDirection) -> Double? {
+        if direction == .outbound { return sentLossPercent(lost: Double(lost), sent: Double(packets)) }
+        return packets + lost > 0 ? 100 * Double(lost) / Double(packets + lost) : nil
+    }
+
     /// The far end's own figures (RTCP XR VoIP metrics) about the stream, from one reading.
     static func takeVoIPMetrics(_ r: StreamReading, into s: inout StreamSummary) {
         s.xrLossPct = sane(r.xrLossPct, max: 100)
@@ -249,9 +318,7 @@ enum Intervals {
             if let lost = count(max(0, last.lost)) { s.packetsLost = lost }
             if let bytes = count(last.bytes) { s.bytes = bytes }
         }
-        if s.packets + s.packetsLost > 0 {
-            s.lossPct = 100 * Double(s.packetsLost) / Double(s.packets + s.packetsLost)
-        }
+        s.lossPct = lossPercent(lost: s.packetsLost, packets: s.packets, direction: s.direction)
         let w = intervals.map { Double($0.endTs - $0.startTs) }
         s.jitterMeanMs = t.jitterMs.value
         s.jitterMaxMs = intervals.compactMap { $0.jitterMs }.max()
@@ -270,4 +337,22 @@ enum Intervals {
         for (i, x) in intervals.enumerated() { if let q = x.qualityLimitation { byReason[q, default: 0] += w[i] } }
         s.qualityLimitation = byReason.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key
     }
+}
+
+extension StreamReading {
+    /// The reading a stream's counters restart from: every counter that `self` has at 0, the
+    /// rest (codec, sizes, latest values) as they were. The interval from here to the first
+    /// reading after a restart counts what the stream did since the restart.
+    var restarted: StreamReading {
+        var r = self
+        for path in StreamReading.cumulative where !r[keyPath: path].isNaN { r[keyPath: path] = 0 }
+        return r
+    }
+
+    /// The counters: values that only grow while the stream's statistics object lives.
+    nonisolated(unsafe) static let cumulative: [WritableKeyPath<StreamReading, Double>] = [
+        \.packets, \.bytes, \.lost, \.audibleConcealed, \.totalSamples, \.concealmentEvents, \.jitterBufferDelay,
+        \.jitterBufferEmitted, \.plcCalls, \.decodeCalls, \.frames, \.freezeCount, \.freezeSeconds, \.pauseSeconds,
+        \.qlBandwidth, \.qlCPU, \.qlOther, \.rttTotalSeconds, \.rttCount, \.audioEnergy,
+    ]
 }

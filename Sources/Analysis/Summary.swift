@@ -31,9 +31,7 @@ enum Summary {
         c.mosWorstSent = worst.mosSent
         // Loss only over intervals the far end reported on (an interval without a report has
         // packets sent and no loss figure: counting its packets would dilute the loss).
-        if outAudio.reportedLost + outAudio.reportedPackets > 0 {
-            c.lossPctSent = 100 * Double(outAudio.reportedLost) / Double(outAudio.reportedLost + outAudio.reportedPackets)
-        }
+        c.lossPctSent = Intervals.sentLossPercent(lost: Double(outAudio.reportedLost), sent: Double(outAudio.reportedPackets))
         c.jitterMsSent = outAudio.jitterMs.value
         c.mosCQ = inAudio.mosCQ.value
         c.mosLQ = inAudio.mosLQ.value
@@ -113,6 +111,12 @@ enum Summary {
         if findings.contains(where: { $0.code == "unanswered" }) {
             c.grade = .unanswered
             c.gradeReason = "not answered (\(c.endReason ?? "no end record"))"
+            return
+        }
+        // Data channels alone carried the call: nothing says how audio or video would have been.
+        if let f = findings.first(where: { $0.code == "data_channels_only" }) {
+            c.grade = .unmeasured
+            c.gradeReason = f.detail
             return
         }
         if let f = findings.first(where: { $0.code == "no_media" || $0.code == "ice_failure" }) {

@@ -10,7 +10,9 @@ import MaterialScanning
 /// field of the same stream last had an integral value (counters grow by little between
 /// snapshots). Other numbers are written whole. The raw material is 40 % of layout 2's, the
 /// stored (compressed) 80-85 %, and encoding it costs 11 % fewer instructions, compression
-/// included (DECISIONS.md). Layout 2, stored by earlier versions, is still read.
+/// included (DECISIONS.md). Layout 4 is layout 3 with two more numbers per stream (audio level
+/// and energy) and a snapshot's data channels. Layouts 2 and 3, stored by earlier versions, are
+/// still read: what they did not store reads as not reported.
 extension CallMaterial {
     /// zstd's fast level -1: on the simulated and real-shaped corpora it compressed the material
     /// a third faster than level 1, for 2-8 % more bytes (material is read only when a call
@@ -52,7 +54,7 @@ extension CallMaterial {
         return compressed
     }
 
-    static let storageVersion: UInt8 = 3
+    static let storageVersion: UInt8 = 4
 
     public struct DecodingError: Error, CustomStringConvertible {
         public var description: String
@@ -63,7 +65,7 @@ extension CallMaterial {
         guard damage.isEmpty, !truncated else { throw DecodingError(description: "stored call material is damaged") }
         var r = ByteReader(text)
         let version = try? r.u8()
-        guard version == 2 || version == CallMaterial.storageVersion, let headerLength = try? r.u32(),
+        guard let version, (2...CallMaterial.storageVersion).contains(version), let headerLength = try? r.u32(),
             let headerBytes = try? r.bytes(Int(headerLength))
         else {
             throw DecodingError(description: "stored call material has an unknown layout")
@@ -106,7 +108,7 @@ extension CallMaterial {
                 }
                 let count = try r.varint()
                 snapshots.reserveCapacity(r.plausibleCount(count))
-                for _ in 0..<count { snapshots.append(try Snapshot(reading: &r, state: &state)) }
+                for _ in 0..<count { snapshots.append(try Snapshot(reading: &r, state: &state, layout: version)) }
             }
         } catch {
             throw DecodingError(description: "stored call material is truncated")
@@ -212,7 +214,7 @@ struct StringTable {
 struct FieldBases {
     /// Fields per row: a stream's numbers (`StreamReading.numbers`), or a snapshot's pair RTT
     /// and stats time. A literal: a static computed from another cost a lazy-init check per use.
-    static let width = 34
+    static let width = 36
     private var bases: [Int64] = []
     /// Each row's place in `bases`, by the row's string number: string n's fields start at
     /// `(rowOfString[n] - 1) * width` (0: no room yet). Rows are numbered as they are first
@@ -294,6 +296,8 @@ extension Snapshot {
     /// Fields of `FieldBases` for what a snapshot has besides its streams (on its peer
     /// connection's row).
     private static let pairRTTField = 0, statsTsField = 1
+    /// Layout 4: the data channels' message totals.
+    private static let messagesSentField = 2, messagesReceivedField = 3
 
     func write(to out: ByteWriter, state: inout MaterialWriting) {
         out.signed(ts &- state.lastTs)
@@ -314,13 +318,23 @@ extension Snapshot {
         } else {
             out.u8(0)
         }
+        if let d = dataChannels {
+            out.u8(1)
+            out.varint(UInt64(max(0, d.channels)))
+            out.varint(UInt64(max(0, d.open)))
+            state.numbers.write(d.messagesSent, row: row, field: Snapshot.messagesSentField, to: out)
+            state.numbers.write(d.messagesReceived, row: row, field: Snapshot.messagesReceivedField, to: out)
+        } else {
+            out.u8(0)
+        }
         out.varint(UInt64(streams.count))
         for k in streams.indices {
             streams[k].write(to: out, state: &state, slots: slots.block + 6 + 3 * min(k, (MaterialWriting.blockSize - 6) / 3 - 1))
         }
     }
 
-    init(reading r: inout ByteReader, state: inout MaterialReading) throws {
+    /// `layout`: 3 or 4 (4 adds the data channels).
+    init(reading r: inout ByteReader, state: inout MaterialReading, layout: UInt8) throws {
         state.lastTs &+= try r.signed()
         let ts = state.lastTs
         guard let (pc, pcRow) = try state.numbered(&r) else { throw ByteReader.Overrun() }
@@ -337,11 +351,24 @@ extension Snapshot {
             p.networkType = try state.string(&r)
             pair = p
         }
+        var dataChannels: DataChannelReading?
+        if layout >= 4, try r.u8() == 1 {
+            var d = DataChannelReading()
+            let channels = try r.varint(), open = try r.varint()
+            guard channels <= UInt64(Int32.max), open <= channels else { throw ByteReader.Overrun() }
+            d.channels = Int(channels)
+            d.open = Int(open)
+            // NaN is written whole, so a total not reported reads back as NaN.
+            d.messagesSent = try state.numbers.read(&r, row: pcRow, field: Snapshot.messagesSentField)
+            d.messagesReceived = try state.numbers.read(&r, row: pcRow, field: Snapshot.messagesReceivedField)
+            dataChannels = d
+        }
         let n = try r.varint()
         var streams: [StreamReading] = []
         streams.reserveCapacity(Int(min(n, 64)))
         for _ in 0..<n { streams.append(try StreamReading(reading: &r, state: &state)) }
-        self.init(ts: ts, statsTs: statsTs, peerConnection: pc, source: source, streams: streams, pair: pair)
+        self.init(
+            ts: ts, statsTs: statsTs, peerConnection: pc, source: source, streams: streams, pair: pair, dataChannels: dataChannels)
     }
 
     /// Layout 2: fixed-width numbers, strings inline.
@@ -373,6 +400,8 @@ extension StreamReading {
         \.width, \.height, \.freezeCount, \.freezeSeconds, \.pauseSeconds, \.qlBandwidth, \.qlCPU, \.qlOther,
         \.rttMs, \.rttTotalSeconds, \.rttCount, \.intervalLossPct, \.firstTs,
         \.xrLossPct, \.xrDiscardPct, \.xrRFactor, \.xrMosLQ, \.xrMosCQ, \.xrJitterBufferMs,
+        // Layout 4.
+        \.audioLevel, \.audioEnergy,
     ]
 
     /// The layout's one jitter field: a stream has the jitter of its direction only (measured
@@ -397,7 +426,8 @@ extension StreamReading {
             jitterBufferDelay, jitterBufferEmitted, plcCalls, decodeCalls, jitterBufferMs, frames, fps,
             width, height, freezeCount, freezeSeconds, pauseSeconds, qlBandwidth, qlCPU, qlOther,
             rttMs, rttTotalSeconds, rttCount, intervalLossPct, firstTs,
-            xrLossPct, xrDiscardPct, xrRFactor, xrMosLQ, xrMosCQ, xrJitterBufferMs
+            xrLossPct, xrDiscardPct, xrRFactor, xrMosLQ, xrMosCQ, xrJitterBufferMs,
+            audioLevel, audioEnergy
         )
         withUnsafeBytes(of: values) { raw in
             let v = raw.bindMemory(to: Double.self)

@@ -64,6 +64,13 @@ public struct StreamReading: Sendable, Equatable {
     public var xrMosLQ: Double = .nan
     public var xrMosCQ: Double = .nan
     public var xrJitterBufferMs: Double = .nan
+    /// Audio streams: the latest audio level (0-1; W3C `audioLevel`) and the running total of
+    /// audio energy (W3C `totalAudioEnergy`), of what was heard (inbound: the stream's, else its
+    /// track's) or captured to be sent (outbound: its media source's, else its track's; legacy
+    /// statistics: `audioOutputLevel` and `audioInputLevel` over 32,767). A level of 0 and energy
+    /// that does not grow: silence, as a muted or disabled track gives.
+    public var audioLevel: Double = .nan
+    public var audioEnergy: Double = .nan
 
     public init(streamID: String, direction: StreamDirection, kind: MediaKind, ssrc: UInt32) {
         self.streamID = streamID
@@ -84,6 +91,17 @@ public struct PairReading: Sendable, Equatable {
     public init() {}
 }
 
+/// A peer connection's data channels at a snapshot (W3C `data-channel` objects), summed.
+public struct DataChannelReading: Sendable, Equatable {
+    /// Channels reported, and those `open`.
+    public var channels = 0
+    public var open = 0
+    /// Messages sent and received over them, running totals; NaN when not reported.
+    public var messagesSent: Double = .nan
+    public var messagesReceived: Double = .nan
+    public init() {}
+}
+
 /// What one statistics snapshot says, reduced to what the metrics use.
 public struct Snapshot: Sendable, Equatable {
     /// Agent time of the record, epoch ms.
@@ -94,14 +112,20 @@ public struct Snapshot: Sendable, Equatable {
     public var source: String
     public var streams: [StreamReading]
     public var pair: PairReading?
+    /// Its data channels, nil when it reported none.
+    public var dataChannels: DataChannelReading?
 
-    package init(ts: Int64, statsTs: Double, peerConnection: String, source: String, streams: [StreamReading], pair: PairReading?) {
+    package init(
+        ts: Int64, statsTs: Double, peerConnection: String, source: String, streams: [StreamReading], pair: PairReading?,
+        dataChannels: DataChannelReading? = nil
+    ) {
         self.ts = ts
         self.statsTs = statsTs
         self.peerConnection = peerConnection
         self.source = source
         self.streams = streams
         self.pair = pair
+        self.dataChannels = dataChannels
     }
 }
 

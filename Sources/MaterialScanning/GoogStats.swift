@@ -68,6 +68,10 @@ extension Readings {
             r.plcCalls = s.num(o, .googDecodingPLC)
             r.decodeCalls = s.num(o, .googDecodingCTN)
             r.jitterBufferMs = s.num(o, .googJitterBufferMs)
+            if r.kind == .audio {
+                r.audioLevel = s.num(o, .audioOutputLevel) / 32_767
+                r.audioEnergy = s.num(o, .totalAudioEnergy)
+            }
             r.fps = s.num(o, .googFrameRateReceived)
             // Negative sizes (-1: unknown) are not measurements; NaN compares false, as before.
             let width = s.num(o, .googFrameWidthReceived), height = s.num(o, .googFrameHeightReceived)
@@ -78,6 +82,10 @@ extension Readings {
             r.packets = s.num(o, .packetsSent)
             r.bytes = s.num(o, .bytesSent)
             r.rttMs = s.num(o, .googRtt)
+            if r.kind == .audio {
+                r.audioLevel = s.num(o, .audioInputLevel) / 32_767
+                r.audioEnergy = s.num(o, .totalAudioEnergy)
+            }
             r.fps = s.num(o, .googFrameRateSent)
             r.width = s.num(o, .googFrameWidthSent)
             r.height = s.num(o, .googFrameHeightSent)

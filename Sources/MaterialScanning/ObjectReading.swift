@@ -20,7 +20,7 @@ extension StatsScanner {
     }
 
     /// One member of an object being read. Objects the metrics never read (certificates,
-    /// media sources…) only need their timestamp (it counts toward the report's common
+    /// remote-outbound-rtp…) only need their timestamp (it counts toward the report's common
     /// timestamp): once type and timestamp are known, the rest is skipped unread.
     @inline(__always)
     static func readMember(

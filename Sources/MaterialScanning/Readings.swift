@@ -77,7 +77,8 @@ enum Readings {
         }
         return Snapshot(
             ts: ts, statsTs: state.t ?? .nan, peerConnection: pc, source: "w3c",
-            streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state))
+            streams: w3c(state, chain: chain, pc: pc, names: &names), pair: w3cPair(state),
+            dataChannels: w3cDataChannels(state))
     }
 
     static func kind(_ s: ChainState, _ i: ChainState.Slot) -> MediaKind? {
@@ -159,6 +160,8 @@ enum Readings {
             r.freezeCount = s.num(o, .freezeCount)
             r.freezeSeconds = s.num(o, .totalFreezesDuration)
             r.pauseSeconds = s.num(o, .totalPausesDuration)
+            // What was heard: the stream's own level (Chromium 88 on), else its track's.
+            audioLevel(&r, from: s, o, link: .trackId)
             if let rtt = pathRTT {
                 r.rttMs = s.num(rtt, .roundTripTime) * 1000
                 r.rttTotalSeconds = s.num(rtt, .totalRoundTripTime)
@@ -172,6 +175,8 @@ enum Readings {
             r.qlCPU = s.num(o, .qlCPU)
             r.qlOther = s.num(o, .qlOther)
             r.qualityLimitation = s.str(o, .qualityLimitationReason)
+            // What was captured to send: the media source's level, else the sender's track's.
+            audioLevel(&r, from: s, o, link: .mediaSourceId, fallback: .trackId)
             if let ri = remoteInbound.last(where: { $0.ssrc == r.ssrc })?.slot {
                 r.lost = s.num(ri, .packetsLost)
                 r.remoteReportedJitterMs = s.num(ri, .jitter) * 1000
@@ -183,6 +188,41 @@ enum Readings {
         r.fps = s.num(o, .framesPerSecond)
         r.width = s.num(o, .frameWidth)
         r.height = s.num(o, .frameHeight)
+    }
+
+    /// An audio stream's level and energy from object `o`, else from the object its `link`
+    /// names, else from the one `fallback` names, whichever first has them. Two links, not a
+    /// list: this runs for every audio stream of every snapshot.
+    private static func audioLevel(
+        _ r: inout StreamReading, from s: ChainState, _ o: ChainState.Slot, link: StrField, fallback: StrField? = nil
+    ) {
+        guard r.kind == .audio else { return }
+        func hasLevel(_ i: ChainState.Slot) -> Bool { !s.num(i, .audioLevel).isNaN || !s.num(i, .totalAudioEnergy).isNaN }
+        var source = o
+        if !hasLevel(o) {
+            if let id = s.str(o, link), let linked = s.slot(id), hasLevel(linked) {
+                source = linked
+            } else if let fallback, let id = s.str(o, fallback), let linked = s.slot(id), hasLevel(linked) {
+                source = linked
+            } else {
+                return
+            }
+        }
+        r.audioLevel = s.num(source, .audioLevel)
+        r.audioEnergy = s.num(source, .totalAudioEnergy)
+    }
+
+    /// The peer connection's data channels, summed; nil when it has none.
+    private static func w3cDataChannels(_ s: ChainState) -> DataChannelReading? {
+        var d = DataChannelReading()
+        for i in s.objects.indices where s.type(i) == .dataChannel {
+            d.channels += 1
+            if s.str(i, .state) == "open" { d.open += 1 }
+            let sent = s.num(i, .messagesSent), received = s.num(i, .messagesReceived)
+            if !sent.isNaN { d.messagesSent = (d.messagesSent.isNaN ? 0 : d.messagesSent) + sent }
+            if !received.isNaN { d.messagesReceived = (d.messagesReceived.isNaN ? 0 : d.messagesReceived) + received }
+        }
+        return d.channels > 0 ? d : nil
     }
 
     private static func w3cPair(_ s: ChainState) -> PairReading? {

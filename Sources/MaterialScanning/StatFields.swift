@@ -16,6 +16,10 @@ enum NumField: Int, CaseIterable {
     case jitterBufferDelay, jitterBufferEmittedCount
     case framesDecoded, frameWidth, frameHeight, framesPerSecond, freezeCount, totalFreezesDuration
     case totalPausesDuration
+    // Audio level (inbound-rtp; media-source and track objects).
+    case audioLevel, totalAudioEnergy
+    // Data channels.
+    case messagesSent, messagesReceived
     case qlBandwidth, qlCPU, qlOther  // qualityLimitationDurations members
     case roundTripTime, totalRoundTripTime, roundTripTimeMeasurements
     // Candidate pair.
@@ -26,6 +30,8 @@ enum NumField: Int, CaseIterable {
     case googJitterReceived, googRtt, googDecodingCTN, googDecodingPLC, googJitterBufferMs
     case googFrameRateReceived, googFrameWidthReceived, googFrameHeightReceived
     case googFrameRateSent, googFrameWidthSent, googFrameHeightSent
+    /// Audio levels, 0-32767: of what is played (`_recv`) and of what is captured (`_send`).
+    case audioOutputLevel, audioInputLevel
 
     static let count = allCases.count
 
@@ -53,6 +59,10 @@ enum NumField: Int, CaseIterable {
         case .freezeCount: "freezeCount"
         case .totalFreezesDuration: "totalFreezesDuration"
         case .totalPausesDuration: "totalPausesDuration"
+        case .audioLevel: "audioLevel"
+        case .totalAudioEnergy: "totalAudioEnergy"
+        case .messagesSent: "messagesSent"
+        case .messagesReceived: "messagesReceived"
         case .qlBandwidth: "bandwidth"
         case .qlCPU: "cpu"
         case .qlOther: "other"
@@ -73,6 +83,8 @@ enum NumField: Int, CaseIterable {
         case .googFrameRateSent: "googFrameRateSent"
         case .googFrameWidthSent: "googFrameWidthSent"
         case .googFrameHeightSent: "googFrameHeightSent"
+        case .audioOutputLevel: "audioOutputLevel"
+        case .audioInputLevel: "audioInputLevel"
         }
     }
 
@@ -81,7 +93,7 @@ enum NumField: Int, CaseIterable {
         switch self {
         case .googJitterReceived, .googRtt, .googDecodingCTN, .googDecodingPLC, .googJitterBufferMs,
             .googFrameRateReceived, .googFrameWidthReceived, .googFrameHeightReceived,
-            .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent:
+            .googFrameRateSent, .googFrameWidthSent, .googFrameHeightSent, .audioOutputLevel, .audioInputLevel:
             true
         default: false
         }
@@ -92,6 +104,8 @@ enum StrField: Int, CaseIterable {
     case kind, codecId, mimeType, state, localCandidateId, remoteCandidateId, candidateType
     case networkType, protocolName, relayProtocol, selectedCandidatePairId, qualityLimitationReason
     case nominated, mediaType
+    /// Links from an RTP stream to its media source (sent) or its track (received or sent).
+    case mediaSourceId, trackId
     // goog.
     case googCodecName, googActiveConnection, googLocalCandidateType, googRemoteCandidateType
     case googTransportType, googBandwidthLimitedResolution, googCpuLimitedResolution
@@ -115,6 +129,8 @@ enum StrField: Int, CaseIterable {
         case .qualityLimitationReason: "qualityLimitationReason"
         case .nominated: "nominated"
         case .mediaType: "mediaType"
+        case .mediaSourceId: "mediaSourceId"
+        case .trackId: "trackId"
         case .googCodecName: "googCodecName"
         case .googActiveConnection: "googActiveConnection"
         case .googLocalCandidateType: "googLocalCandidateType"
@@ -126,11 +142,15 @@ enum StrField: Int, CaseIterable {
     }
 }
 
-/// The types of object the metrics read; every other type (remote-outbound-rtp, media sources,
-/// certificates…) is `other`, read for its timestamp only and not held by a chain.
+/// The types of object the metrics read; every other type (remote-outbound-rtp, certificates,
+/// video media sources' frame counts…) is `other`, read for its timestamp only and not held by a
+/// chain.
 enum StatType: UInt8 {
     case other, inboundRTP, outboundRTP, remoteInbound, candidatePair
     case localCandidate, remoteCandidate, transport, codec
+    /// What a sender captures (`media-source`), a track (`track`, of older browsers), a data
+    /// channel (`data-channel`): read for audio levels and data-channel traffic.
+    case mediaSource, track, dataChannel
     // goog.
     case googSSRC, googCandidatePair, googLocalCandidate, googRemoteCandidate
 
@@ -149,7 +169,7 @@ enum StatType: UInt8 {
                 | bit(.concealedSamples) | bit(.silentConcealedSamples) | bit(.concealmentEvents) | bit(.totalSamplesReceived)
                 | bit(.jitterBufferDelay) | bit(.jitterBufferEmittedCount) | bit(.framesDecoded) | bit(.frameWidth)
                 | bit(.frameHeight) | bit(.framesPerSecond) | bit(.freezeCount) | bit(.totalFreezesDuration)
-                | bit(.totalPausesDuration)
+                | bit(.totalPausesDuration) | bit(.audioLevel) | bit(.totalAudioEnergy)
         case .outboundRTP:
             return bit(.ssrc) | bit(.packetsSent) | bit(.bytesSent) | bit(.framesDecoded) | bit(.frameWidth) | bit(.frameHeight)
                 | bit(.framesPerSecond) | bit(.qlBandwidth) | bit(.qlCPU) | bit(.qlOther)
@@ -158,6 +178,8 @@ enum StatType: UInt8 {
                 | bit(.roundTripTimeMeasurements)
         case .candidatePair: return bit(.currentRoundTripTime) | bit(.responsesReceived)
         case .codec: return bit(.clockRate)
+        case .mediaSource, .track: return bit(.audioLevel) | bit(.totalAudioEnergy)
+        case .dataChannel: return bit(.messagesSent) | bit(.messagesReceived)
         case .localCandidate, .remoteCandidate, .transport: return 0
         case .other, .googSSRC, .googCandidatePair, .googLocalCandidate, .googRemoteCandidate: return ~0
         }
@@ -168,9 +190,12 @@ enum StatType: UInt8 {
         switch name.count {
         case 4 where JSONCursor.equals(name, "ssrc"): self = .googSSRC
         case 5 where JSONCursor.equals(name, "codec"): self = .codec
+        case 5 where JSONCursor.equals(name, "track"): self = .track
         case 9 where JSONCursor.equals(name, "transport"): self = .transport
         case 11 where JSONCursor.equals(name, "inbound-rtp"): self = .inboundRTP
         case 12 where JSONCursor.equals(name, "outbound-rtp"): self = .outboundRTP
+        case 12 where JSONCursor.equals(name, "media-source"): self = .mediaSource
+        case 12 where JSONCursor.equals(name, "data-channel"): self = .dataChannel
         case 14 where JSONCursor.equals(name, "candidate-pair"): self = .candidatePair
         case 14 where JSONCursor.equals(name, "localcandidate"): self = .googLocalCandidate
         case 15 where JSONCursor.equals(name, "local-candidate"): self = .localCandidate

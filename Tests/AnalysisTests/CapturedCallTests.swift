@@ -139,8 +139,8 @@ final class CapturedCallTests: XCTestCase {
     /// A's reports also carry a block about A's own SSRC (lost 999), which is ignored.
     /// Each stream gets an `outbound` row as its receiver heard it (`remote_report`): the call's
     /// sent direction is scored from them, as a browser's is from `remote-inbound-rtp`, with loss
-    /// as remote reports against packets sent: 50 / (50 + 2,500) over both streams, 50 / 1,300
-    /// on A's. The received direction stays what the capture measured: no loss.
+    /// as remote reports against packets sent (which counts the lost ones): 50 / 2,500 over both
+    /// streams, 50 / 1,250 on A's. The received direction stays what the capture measured: no loss.
     func testACapturesSentDirectionComesFromTheReceiversReports() throws {
         let a = "10.0.0.1", b = "10.0.0.2"
         var w = PcapWriter()
@@ -182,7 +182,7 @@ final class CapturedCallTests: XCTestCase {
         XCTAssertEqual(c.lossPct ?? -1, 0, accuracy: 1e-9)
         XCTAssertEqual(call.streams.filter { $0.direction == .inbound }.map(\.packetsLost), [0, 0])
         // What the receivers heard: the sent direction.
-        XCTAssertEqual(c.lossPctSent ?? -1, 100 * 50.0 / 2_550, accuracy: 1e-9)
+        XCTAssertEqual(c.lossPctSent ?? -1, 100 * 50.0 / 2_500, accuracy: 1e-9, "lost ÷ the packets that passed")
         XCTAssertEqual(c.jitterMsSent ?? -1, 10, accuracy: 1e-9)
         let sentMOS = try XCTUnwrap(c.mosCQSent), worstSent = try XCTUnwrap(c.mosWorstSent), heard = try XCTUnwrap(c.mosWorst)
         XCTAssertLessThan(worstSent, heard - 0.2, "4 % lost on the way to B: the sent direction is worse")
@@ -192,12 +192,12 @@ final class CapturedCallTests: XCTestCase {
         XCTAssertEqual(reported.map(\.scoreSource), ["remote_report", "remote_report"])
         XCTAssertEqual(reported.map(\.source), ["wire", "wire"])
         XCTAssertEqual(reported.map(\.packetsLost), [50, 0])
-        XCTAssertEqual(reported[0].lossPct ?? -1, 100 * 50.0 / 1_300, accuracy: 1e-9)
+        XCTAssertEqual(reported[0].lossPct ?? -1, 100 * 50.0 / 1_250, accuracy: 1e-9)
         XCTAssertEqual(reported[0].streamID, "wire:10.0.0.1:40000>10.0.0.2:50000:receiver-report:audio:4660")
         XCTAssertEqual(reported[0].startTs, Self.t0 / Self.ms, "counted from the stream's first packet, as the receiver counts")
         let first = try XCTUnwrap(call.intervals.first { $0.streamID == reported[0].streamID })
         XCTAssertEqual(first.packetsLost, 20)
-        XCTAssertEqual(first.lossPct ?? -1, 100 * 20.0 / 520, accuracy: 1e-9)
+        XCTAssertEqual(first.lossPct ?? -1, 100 * 20.0 / 500, accuracy: 1e-9)
         XCTAssertNotNil(first.mosCQ)
     }
 

@@ -53,7 +53,7 @@ final class DirectionsTests: XCTestCase {
             for (p, q) in zip(points, points.dropFirst()) {
                 let dp = q.sent - p.sent, lost = max(0, q.lost - p.lost)
                 guard dp > 0 else { continue }
-                let loss = 100 * lost / (lost + dp)
+                let loss = min(100, 100 * lost / dp)  // lost ÷ sent: packetsSent counts the lost ones
                 let rttMs = q.count > p.count && q.total >= p.total ? 1000 * (q.total - p.total) / (q.count - p.count) : 1000 * q.rtt
                 let ta = rttMs / 2 + 40 + 20 + 20
                 let mos = EModel.voip(oneWayDelayMs: ta, packetLossPercent: loss, burstRatio: 1, codec: .opus).conversationalMOS
@@ -78,7 +78,7 @@ final class DirectionsTests: XCTestCase {
         XCTAssertEqual(config.farEndJitterBufferMs, 40)
         let c = analysis.call
         XCTAssertEqual(try XCTUnwrap(c.mosCQSent), allSum / allWeight, accuracy: 1e-9)
-        XCTAssertEqual(try XCTUnwrap(c.lossPctSent), 100 * allLost / (allLost + allSent), accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(c.lossPctSent), 100 * allLost / allSent, accuracy: 1e-9)
         XCTAssertEqual(try XCTUnwrap(c.lossPctSent), 2, accuracy: 1)
         XCTAssertNotNil(c.mosWorstSent)
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(c.mosLQSent), try XCTUnwrap(c.mosCQSent))
@@ -94,7 +94,7 @@ final class DirectionsTests: XCTestCase {
             let ts: Int64 = 1_795_000_000_000 + Int64(k) * 10_000
             s.t = Double(ts)
             s.received += 500; s.samples += 480_000
-            s.sent += 400; s.remoteLost += 100
+            s.sent += 500; s.remoteLost += 100
             s.rttTotal += 0.1; s.rttCount += 2; s.rtt = 0.05
             records.append(Harness.stats("sent-bad", s, ts: ts))
         }

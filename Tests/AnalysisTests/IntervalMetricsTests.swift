@@ -50,7 +50,9 @@ final class IntervalMetricsTests: XCTestCase {
         }
     }
 
-    /// Counters that go backwards (an SDK restart) make no interval, never a negative one.
+    /// Counters that go backwards (an SDK restart) never make a negative interval: the one across
+    /// the restart counts what the restarted counters say (10 packets), and the stream's total
+    /// is the intervals' sum (six of 500, the restart's 10).
     func testCounterResetIsCountedNotSubtracted() throws {
         var records: [LogRecord] = []
         var s = W3CSnapshot(t: Double(t0))
@@ -63,9 +65,11 @@ final class IntervalMetricsTests: XCTestCase {
         let stream = try XCTUnwrap(r.streams.first { $0.direction == .inbound })
         XCTAssertEqual(stream.counterResets, 1)
         XCTAssertTrue(r.intervals.allSatisfy { ($0.packets ?? 0) >= 0 && ($0.packetsLost ?? 0) >= 0 })
-        XCTAssertEqual(r.intervals.filter { $0.streamID == stream.streamID }.count, 6)
+        let intervals = r.intervals.filter { $0.streamID == stream.streamID }
+        XCTAssertEqual(intervals.compactMap(\.packets), [500, 500, 500, 10, 500, 500, 500])
+        XCTAssertEqual(intervals[3].packetsLost, 0, "lost since the restart")
         XCTAssertTrue(r.findings.contains { $0.code == "counter_reset" })
-        XCTAssertEqual(stream.packets, 3000, "sum of the valid intervals")
+        XCTAssertEqual(stream.packets, 3010, "sum of the intervals")
     }
 
     /// Records read twice, or out of order, give the same analysis.

@@ -27,6 +27,68 @@ final class MaterialStorageTests: XCTestCase {
         XCTAssertEqual(CallAnalyzer.analyze(stored).call, CallAnalyzer.analyze(fresh).call)
     }
 
+    static func bytes(hex chunks: [String]) -> [UInt8] {
+        let hex = chunks.joined()
+        return stride(from: 0, to: hex.count, by: 2).map { i -> UInt8 in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+    }
+
+    /// Material stored by the releases that wrote layout 3 reads back as the same material
+    /// that reading the records gives now: what layout 3 did not store (audio levels, data
+    /// channels) reads as not reported.
+    func testLayout3StoredByEarlierVersionsStillReads() throws {
+        let bytes = Self.bytes(hex: Self.layout3Fixture)
+        XCTAssertEqual(ZstdDecoder.decompressAll(bytes).0.first, 3, "the fixture is layout 3")
+        let stored = try CallMaterial(decoding: bytes)
+        // `analyze` stored it in order (events sorted by time), as the analyser reads material.
+        var fresh = try Harness.material(Self.fixtureRecords(t0))
+        fresh.normalize()
+        XCTAssertEqual(stored.snapshots.count, 5)
+        XCTAssertEqual(stored.events.count, 3)
+        XCTAssertTrue(stored.snapshots.allSatisfy { $0.dataChannels == nil })
+        XCTAssertTrue(stored.snapshots.allSatisfy { $0.streams.allSatisfy { $0.audioLevel.isNaN && $0.audioEnergy.isNaN } })
+        XCTAssertEqual(stored.encoded(), fresh.encoded())
+        XCTAssertEqual(CallAnalyzer.analyze(stored).call, CallAnalyzer.analyze(fresh).call)
+    }
+
+    /// Layout 4's additions come back exactly: audio level and energy on streams, a snapshot's
+    /// data channels (with totals reported, not reported, and absent), beside layout 3's fields.
+    func testLayout4KeepsAudioLevelsAndDataChannels() throws {
+        var m = CallMaterial(callID: "l4")
+        for k in 0..<6 {
+            var audio = StreamReading(streamID: "pc0:inbound:audio:1", direction: .inbound, kind: .audio, ssrc: 1)
+            audio.packets = Double(k * 500)
+            audio.audioLevel = k == 3 ? 0 : 0.125 * Double(k)
+            audio.audioEnergy = k % 2 == 0 ? Double(k) * 0.015625 : .nan
+            var d = DataChannelReading()
+            d.channels = 2
+            d.open = k < 4 ? 2 : 1
+            d.messagesSent = Double(k * 7)
+            d.messagesReceived = k == 2 ? .nan : 0.5 * Double(k)
+            m.snapshots.append(
+                Snapshot(
+                    ts: t0 + Int64(k) * 1_000, statsTs: .nan, peerConnection: "pc\(k % 2)", source: "w3c", streams: [audio], pair: nil,
+                    dataChannels: k == 5 ? nil : d))
+        }
+        let restored = try CallMaterial(decoding: m.encoded())
+        XCTAssertEqual(ZstdDecoder.decompressAll(m.encoded()).0.first, 4)
+        XCTAssertEqual(restored.snapshots.count, 6)
+        for (a, b) in zip(restored.snapshots, m.snapshots) {
+            XCTAssertEqual(a.dataChannels?.channels, b.dataChannels?.channels)
+            XCTAssertEqual(a.dataChannels?.open, b.dataChannels?.open)
+            XCTAssertEqual(a.dataChannels?.messagesSent.bitPattern, b.dataChannels?.messagesSent.bitPattern)
+            XCTAssertEqual(a.dataChannels?.messagesReceived.bitPattern, b.dataChannels?.messagesReceived.bitPattern)
+            XCTAssertEqual(a.streams[0].audioLevel.bitPattern, b.streams[0].audioLevel.bitPattern)
+            XCTAssertEqual(a.streams[0].audioEnergy.bitPattern, b.streams[0].audioEnergy.bitPattern)
+            XCTAssertEqual(a.streams[0].packets, b.streams[0].packets)
+        }
+        XCTAssertNil(restored.snapshots[5].dataChannels)
+        XCTAssertEqual(restored.snapshots[3].streams[0].audioLevel, 0)
+        XCTAssertTrue(restored.snapshots[2].dataChannels?.messagesReceived.isNaN ?? false)
+    }
+
     /// Every number comes back with the same bits, whatever it is: counters that grow, fall or
     /// restart, −0, integers at and past 2^53, fractions, huge and tiny values, infinities;
     /// streams that come and go, two peer connections, strings of any length.
@@ -221,5 +283,26 @@ final class MaterialStorageTests: XCTestCase {
         "a7f90d78204b09c8a3a309e22a0e0c6510c1b2110822b8c51f942611492bc26f997083de9c366ede7968b6b22d4e6398",
         "39abfe7708e69d552d86dcf0c34e25b0ba28e0124916030e984b0811df7dd6e0d1fe27d12d10f0455549ca8d58bfb73c",
         "6742c2a394c11a446336f91d3f08ab908b7d4c8b37b3f7b10194bf46579d153dc812ca2cdd570123959dbd",
+    ]
+
+    /// `fixtureRecords`' material as layout 3 stored it (written by `analyze` of a release that
+    /// stored layout 3, zstd-compressed), in hex.
+    static let layout3Fixture = [
+        "28b52ffd642803851600c425033e0100007b2263616c6c223a226d31222c22696e666f223a7b22646972656374696f6e",
+        "223a226f7574676f696e67222c2273646b223a22735665727331222c22617070223a226132222c22706c6174666f726d",
+        "223a22696f73222c226e6574776f726b223a2277696669222c226d65646961223a5b22617564696f225d7d5473223a31",
+        "37393439303030656e64223a7b227265617368616e677570222c22737461747573436f6465223a3230307d3530303030",
+        "2c2266697273746c612c226f74686572223a307d03d087b3e5bd6801056576656e74010869636553746174650109636f",
+        "6e6e6563746564217b226e6f7465223a22736179205c2268695c225c6e222c226d73223a31322e357dc03e0107717561",
+        "6c6974790501023830377b2273636f7265223a38302c696e626f756e64222c22736f75726365223a22636973636f2d72",
+        "656d227d90bf050103656e6407010668616e677570127b0580f8b2e5bd680103706330010004e065e51e7a4201037733",
+        "6301c80101057372666c780104686f73740103756470000104776966690201167063303a3a3a3131313100d708010a2f",
+        "6f70757300ff87801c80dc0b800f80b0090010c0258098750801cdcccccccccc3c40809875c8010100e03f2801177063",
+        "303a6f75743232323201ae1110009f80d00f80e2090010a09c01090100045168e51e7a420a01000b0c0d000e020f00d7",
+        "081000840fc0b20904044c408098754e400428110000c26a880f80b509009a999999999955408098755000f83f336d8c",
+        "0fc0b709045c40809875282804a46f900f80ba0900c00480987528044028010000000000000440283020800221aab303",
+        "240c3317660580abbcf8075a45c300a2045017c6e0341e89440160191700f1cc3143531e72f602bef80017def36eda7a",
+        "6c70126945483a3597b580d90e009977eb980be0226503b88bb472c8350308259821771b9817a697963fe5e8ca6bd858",
+        "df5ec5982547ce0e060a10e34ea1",
     ]
 }

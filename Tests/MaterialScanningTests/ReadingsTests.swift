@@ -52,6 +52,62 @@ final class ReadingsTests: XCTestCase {
         XCTAssertTrue(outbound.inboundJitterMs.isNaN)
     }
 
+    /// Audio levels: a received stream's own (Chromium 88 on), else its track's (`trackId`); a
+    /// sent stream's from its media source (`mediaSourceId`), else (none there) its track's. Video streams
+    /// take none. A peer connection's data channels are summed, open ones counted.
+    func testAudioLevelsAndDataChannelsAreReadWhereTheyLie() throws {
+        let text =
+            #"{"v":1,"kind":"stats","call":"c","ts":1700000000000,"format":"w3c","pc":"a","report":["#
+            + [
+                #"{"id":"IN1","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":1,"packetsReceived":9,"audioLevel":0.25,"totalAudioEnergy":1.5,"trackId":"T1"}"#,
+                #"{"id":"IN2","timestamp":1,"type":"inbound-rtp","kind":"audio","ssrc":2,"packetsReceived":9,"trackId":"T2"}"#,
+                #"{"id":"T1","timestamp":1,"type":"track","kind":"audio","audioLevel":0.5,"totalAudioEnergy":9}"#,
+                #"{"id":"T2","timestamp":1,"type":"track","kind":"audio","audioLevel":0,"totalAudioEnergy":0.125}"#,
+                #"{"id":"OUT","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":3,"packetsSent":9,"mediaSourceId":"MS","trackId":"T3"}"#,
+                #"{"id":"MS","timestamp":1,"type":"media-source","kind":"audio","audioLevel":0.0625,"totalAudioEnergy":2}"#,
+                #"{"id":"T3","timestamp":1,"type":"track","kind":"audio","audioLevel":0.75}"#,
+                #"{"id":"VID","timestamp":1,"type":"inbound-rtp","kind":"video","ssrc":4,"packetsReceived":9,"trackId":"T1"}"#,
+                #"{"id":"OUT2","timestamp":1,"type":"outbound-rtp","kind":"audio","ssrc":5,"packetsSent":9,"mediaSourceId":"MS2","trackId":"T3"}"#,
+                #"{"id":"MS2","timestamp":1,"type":"media-source","kind":"audio"}"#,
+                #"{"id":"D1","timestamp":1,"type":"data-channel","state":"open","messagesSent":3,"messagesReceived":5}"#,
+                #"{"id":"D2","timestamp":1,"type":"data-channel","state":"closed","messagesSent":4}"#,
+            ].joined(separator: ",") + "]}"
+        var ingestor = RecordIngestor()
+        let outcome = Array(text.utf8).withUnsafeBufferPointer { ingestor.ingest($0) }
+        guard case .used = outcome else { return XCTFail("record not used: \(outcome)") }
+        let snapshot = try XCTUnwrap(ingestor.take("c")?.snapshots.first)
+        func stream(_ ssrc: UInt32) throws -> StreamReading { try XCTUnwrap(snapshot.streams.first { $0.ssrc == ssrc }) }
+        XCTAssertEqual(try stream(1).audioLevel, 0.25)
+        XCTAssertEqual(try stream(1).audioEnergy, 1.5)
+        XCTAssertEqual(try stream(2).audioLevel, 0)
+        XCTAssertEqual(try stream(2).audioEnergy, 0.125)
+        XCTAssertEqual(try stream(3).audioLevel, 0.0625)
+        XCTAssertEqual(try stream(3).audioEnergy, 2)
+        XCTAssertTrue(try stream(4).audioLevel.isNaN)
+        XCTAssertEqual(try stream(5).audioLevel, 0.75, "a media source without levels: the track's")
+        XCTAssertTrue(try stream(5).audioEnergy.isNaN)
+        let d = try XCTUnwrap(snapshot.dataChannels)
+        XCTAssertEqual([d.channels, d.open], [2, 1])
+        XCTAssertEqual(d.messagesSent, 7)
+        XCTAssertEqual(d.messagesReceived, 5)
+    }
+
+    /// Legacy audio levels are 0-32767 integers in strings: played on `_recv`, captured on `_send`.
+    func testGoogAudioLevelsAreReadAsFractions() throws {
+        let streams = try readings(
+            "goog",
+            [
+                #"{"id":"ssrc_5_recv","type":"ssrc","timestamp":1,"values":{"ssrc":"5","mediaType":"audio","packetsReceived":"100","audioOutputLevel":"32767","totalAudioEnergy":"0.5"}}"#,
+                #"{"id":"ssrc_6_send","type":"ssrc","timestamp":1,"values":{"ssrc":"6","mediaType":"audio","packetsSent":"100","audioInputLevel":"0"}}"#,
+            ])
+        let inbound = try XCTUnwrap(streams.first { $0.direction == .inbound })
+        let outbound = try XCTUnwrap(streams.first { $0.direction == .outbound })
+        XCTAssertEqual(inbound.audioLevel, 1)
+        XCTAssertEqual(inbound.audioEnergy, 0.5)
+        XCTAssertEqual(outbound.audioLevel, 0)
+        XCTAssertTrue(outbound.audioEnergy.isNaN)
+    }
+
     /// Every field is found in the field table under its JSON name, and no two fields share one.
     func testEachFieldIsReadUnderItsJSONName() {
         let quality: Set<NumField> = [.qlBandwidth, .qlCPU, .qlOther]  // inside qualityLimitationDurations
