@@ -1,3 +1,4 @@
+import CallLog
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,7 +23,7 @@ struct ObjectTable {
     /// The most objects the table holds (`RecordIngestor.Bounds.maximumObjectsPerChain`): a
     /// chain whose reports keep adding objects costs memory and time in proportion to them for
     /// every later snapshot, so objects beyond it are left out and counted in `leftOut`.
-    var limit = Int.max
+    var limit = StatsChainBounds.maximumObjects
     /// New objects left out because the table held `limit`, since the reader last took the count.
     var leftOut = 0
 
