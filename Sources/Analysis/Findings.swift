@@ -299,7 +299,9 @@ enum Findings {
                     Finding(
                         callID: c.callID, code: inbound ? "remote_muted" : "local_muted", severity: .info, startTs: e.start,
                         durationMs: e.end - e.start, streamID: s.streamID, value: nil,
-                        detail: inbound ? "received audio is silence (the far end muted)" : "sent audio is silence (muted here)"))
+                        detail: inbound
+                            ? "received audio is silence: the far end muted, or this end never played it out (its level is measured where it plays)"
+                            : "sent audio is silence (muted here)"))
             }
         }
         return out + laterFindings(c, material: m, config: config)
