@@ -431,7 +431,7 @@ public enum SipHash24 {
 
 /// Keyed pseudonyms of identifiers, and where identifiers are found in records: the one place
 /// that `callstats analyze --pseudonymize-key` (`CallPseudonymizer`, on call material) and
-/// `callstats serve --pseudonymize-key` (`DoorPrivacy`, on records before they are written)
+/// `callstats serve --pseudonymize-key` (`RecordPrivacy`, on records before they are written)
 /// take them from, so that both give the same pseudonyms and miss the same nothing.
 ///
 /// What is replaced, and why each rule holds:

@@ -29,7 +29,7 @@ public final class IngestLog: @unchecked Sendable {
         /// the calls that are live); a later delta of such a call is refused as missing its base.
         public var callIdleMs: Int64 = 15 * 60_000
         public var writerOptions = LogWriter.Options()
-        public var privacy: DoorPrivacy?
+        public var privacy: RecordPrivacy?
 
         public init(directory: String) { self.directory = directory }
     }

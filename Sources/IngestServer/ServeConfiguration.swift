@@ -26,7 +26,7 @@ public struct ServeConfiguration: Sendable {
     /// A request must arrive whole within this time from its first line.
     public var requestTimeoutMs: Int64 = 30_000
     public var recordClientAddress = false
-    public var privacy: DoorPrivacy?
+    public var privacy: RecordPrivacy?
     public var fileBytes = 64 << 20
     public var fileAgeMs: Int64 = 3_600_000
     public var compressionLevel: Int32 = 9

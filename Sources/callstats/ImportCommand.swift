@@ -52,6 +52,16 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Write every statistics snapshot in full (no deltas).")
     var fullSnapshots = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Pseudonymise call ids, person fields and IP addresses with this key as the dumps are converted "
+                + "(as serve and analyze do with it); file names and messages name calls and inputs by pseudonym.",
+            valueName: "32 hex digits"))
+    var pseudonymizeKey: String?
+
+    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (repeatable; needs --pseudonymize-key).", valueName: "prefix"))
+    var keepAddress: [String] = []
+
     var outIsFile: Bool { [".ndjson", ".ndjson.zst", ".jsonl", ".jsonl.zst"].contains { out.hasSuffix($0) } }
 
     func validate() throws {
@@ -60,6 +70,36 @@ struct ImportCommand: ParsableCommand {
         if outIsFile && inputs.count > 1 { throw ValidationError("--out is a file: give one input, or a directory") }
         for l in labels where !l.contains("=") || l.hasPrefix("=") {
             throw ValidationError("--label \(l): expected key=value")
+        }
+        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
+            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
+        }
+        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
+        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
+    }
+
+    /// With a key, what the output says of a dump: its folder and its name's pseudonym (a
+    /// dump's name is often its call's id or a person's), and messages with identifiers
+    /// replaced as in the records.
+    struct Shown {
+        let privacy: RecordPrivacy?
+
+        func input(_ path: String) -> String {
+            guard let privacy else { return path }
+            let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+            return String(path[..<slash]) + privacy.identifier(String(path[slash...]))
+        }
+
+        /// A peer connection's name as the records name it (`RecordPrivacy`).
+        func peerConnection(_ name: String) -> String {
+            guard let privacy, name != "pc" else { return name }
+            return privacy.identifier(name)
+        }
+
+        func message(_ text: String, input path: String) -> String {
+            guard let privacy else { return text }
+            let named = text.replacing(path, with: input(path))
+            return privacy.identifiers.scrubbed(privacy.addresses.scrub(named), secrets: []) ?? privacy.addresses.scrub(named)
         }
     }
 
@@ -77,6 +117,10 @@ struct ImportCommand: ParsableCommand {
                 throw ExitCode(ExitStatus.failure)
             }
         }
+        let privacy = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map {
+            RecordPrivacy(key: $0, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+        }
+        let shown = Shown(privacy: privacy)
         // Dumps named alike (two folders' webrtc_internals_dump.txt) get distinct calls.
         var seen: [String: Int] = [:]
         var imported = 0, failed = 0, partial = 0
@@ -93,20 +137,21 @@ struct ImportCommand: ParsableCommand {
             options.deltaStats = !fullSnapshots
             let writer = try LogWriter(path: target, options: options)
             let job = DumpImport(path: input, callID: explicit, labels: labelMap, every: every)
-            let result = job.run { try writer.append($0) }
+            let result = job.run { try writer.append(privacy?.apply(to: $0) ?? $0) }
             try writer.close()
-            for note in result.notes { Terminal.error("\(input): note: \(note)") }
-            for s in result.skipped { Terminal.error(s.description) }
+            let callID = privacy?.identifier(result.callID) ?? result.callID
+            for note in result.notes { Terminal.error(shown.message("\(input): note: \(note)", input: input)) }
+            for s in result.skipped { Terminal.error(shown.message(s.description, input: input)) }
             if let failure = result.failure, result.records == 0 {
-                Terminal.error(failure.description)
+                Terminal.error(shown.message(failure.description, input: input))
                 unlink(target)
                 failed += 1
                 continue
             }
-            if let failure = result.failure { Terminal.error(failure.description) }
+            if let failure = result.failure { Terminal.error(shown.message(failure.description, input: input)) }
             var path = target
             if !outIsFile {
-                path = "\(out)/\(Self.fileName(result.callID)).ndjson.zst"
+                path = "\(out)/\(Self.fileName(callID)).ndjson.zst"
                 unlink(path)
                 guard rename(target, path) == 0 else {
                     Terminal.error("\(path): cannot write: \(String(cString: strerror(errno)))")
@@ -119,10 +164,10 @@ struct ImportCommand: ParsableCommand {
             // Each peer connection's snapshots, or their total when there are many.
             let pcs =
                 result.snapshots.count <= 6
-                ? result.snapshots.keys.sorted().map { "\($0): \(result.snapshots[$0]!)" }.joined(separator: ", ")
+                ? result.snapshots.keys.sorted().map { "\(shown.peerConnection($0)): \(result.snapshots[$0]!)" }.joined(separator: ", ")
                 : "\(result.snapshots.values.reduce(0, +)) in all"
             print(
-                "\(input): \(result.format?.rawValue ?? "?"), call \(result.callID), \(result.peerConnections) peer connection(s)"
+                "\(shown.input(input)): \(result.format?.rawValue ?? "?"), call \(callID), \(result.peerConnections) peer connection(s)"
                     + (pcs.isEmpty ? ", no snapshots" : " (snapshots \(pcs))") + ", \(result.records) records -> \(path)")
         }
         if imported == 0 { throw ExitCode(ExitStatus.failure) }

@@ -144,7 +144,7 @@ struct ServeCommand: ParsableCommand {
         c.writerThreads = writers
         c.compressionLevel = compressionLevel
         if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
-            c.privacy = DoorPrivacy(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+            c.privacy = RecordPrivacy(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
         }
         let server: IngestServer
         do { server = try IngestServer(configuration: c) } catch {

@@ -101,6 +101,16 @@ final class PrivacyLeakTests: XCTestCase {
         ])
         XCTAssertTrue(noisy.err.contains("record beyond a limit: call anon-"), noisy.err)
         places.append(("analyze's output", noisy.out + noisy.err))
+        // `import` with the key: its files, their names and what it prints hold pseudonyms only.
+        let importedWithKey = dir.appendingPathComponent("imported-with-key")
+        let keyed = try Binary.run(["import", dump.path, "--out", importedWithKey.path, "--pseudonymize-key", Self.key])
+        XCTAssertEqual(keyed.status, 0, keyed.err)
+        XCTAssertTrue(keyed.out.contains("call anon-"), keyed.out)
+        places.append(("import's output", keyed.out + keyed.err))
+        places.append(("import's file names", try FileManager.default.subpathsOfDirectory(atPath: importedWithKey.path).joined(separator: "\n")))
+        let keyedText = try Binary.run(["cat", importedWithKey.path])
+        XCTAssertTrue(keyedText.out.contains(#""kind":"event""#), "the imported trace is in the log")
+        places.append(("the imported logs", keyedText.out))
 
         var hits: [String] = []
         for (place, text) in places {
@@ -108,11 +118,11 @@ final class PrivacyLeakTests: XCTestCase {
         }
         XCTAssertEqual(hits, [], "identifiers that survived pseudonymisation")
         // The same key gives the same pseudonym: the served call is under the id serve gave it.
-        let servedID = DoorPrivacyID.of("c-served-5521")
+        let servedID = PlantedPseudonym.of("c-served-5521")
         XCTAssertEqual(try database.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(servedID)])?.int64, 1)
     }
 
-    enum DoorPrivacyID {
+    enum PlantedPseudonym {
         static func of(_ id: String) -> String { KeyedIdentifiers(key: SipHashKey(hex: key)!).identifier(id) }
     }
 

@@ -53,7 +53,7 @@ final class BatchParsingTests: XCTestCase {
 
     func testPseudonymsAtTheDoorAreTheOnesAnalyzeGives() throws {
         let key = try XCTUnwrap(SipHashKey(hex: "000102030405060708090a0b0c0d0e0f"))
-        let door = DoorPrivacy(key: key)
+        let door = RecordPrivacy(key: key)
         let analysis = CallPseudonymizer(key: key)
         for id in ["c-1", "7E60066C-C7F3-438A-95B1-DDE8634E1072", "alice@example.com"] {
             XCTAssertEqual(door.identifier(id), analysis.identifier(id))

@@ -1,13 +1,12 @@
-import CallLog
-
-/// Pseudonymisation applied before a posted record is written, with the options and results of
+/// Pseudonymisation applied to a record before a producer writes it (`serve` at its door,
+/// `import` as it converts a dump), with the options and results of
 /// `callstats analyze --pseudonymize-key/--keep-address`: call ids, identifying fields (person
 /// fields by a loose match of their name, whatever the value's type), the call's id inside
 /// other text, e-mail addresses, SIP user parts and E.164 numbers are replaced by their keyed
 /// pseudonyms (`KeyedIdentifiers`, the same as analyze's, so a call posted here and one analysed
 /// with the key merge); peer-connection names too; IP addresses in every record (statistics
 /// too, as the in-app collector does) go through CallLog's `Pseudonymizer` with the allow-list.
-public struct DoorPrivacy: Sendable {
+public struct RecordPrivacy: Sendable {
     public let identifiers: KeyedIdentifiers
     public let addresses: Pseudonymizer
 
