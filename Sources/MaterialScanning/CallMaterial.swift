@@ -179,10 +179,7 @@ public struct CallMaterial: Sendable, Equatable {
                     callID: callID, ts: r.ts, kind: "quality", action: "quality", type: score,
                     detailJSON: detail(r, without: [])))
         case .end:
-            if end == nil || (endTs ?? .max) > r.ts {
-                end = r.body
-                endTs = r.ts
-            }
+            takeEnd(r.body, at: r.ts)
             events.append(
                 CallEvent(
                     callID: callID, ts: r.ts, kind: "end", action: "end",
@@ -198,12 +195,33 @@ public struct CallMaterial: Sendable, Equatable {
     }
 
     /// Keeps the earliest call record's fields, and the network already known (see `networkTs`).
+    /// Two different call records at the same time (copies of a call that disagree): the one
+    /// whose text sorts first, so that the result never depends on which was read first.
     private mutating func takeInfo(_ body: JSONObject, at ts: Int64) {
-        guard info == nil || ts < infoTs else { return }
+        guard info == nil || ts < infoTs || (ts == infoTs && Self.sortsFirst(body, info!, without: "network")) else { return }
         let network = info?["network"]
         info = body
         infoTs = ts
         if let network { info?["network"] = network }
+    }
+
+    /// Keeps the earliest `end` record; at the same time, the one whose text sorts first (as
+    /// `takeInfo`).
+    private mutating func takeEnd(_ body: JSONObject, at ts: Int64) {
+        guard end == nil || ts < (endTs ?? .max) || (ts == endTs && Self.sortsFirst(body, end!, without: nil)) else { return }
+        end = body
+        endTs = ts
+    }
+
+    /// Whether `a`'s JSON text (less `without`) sorts before `b`'s: the order of copies that
+    /// disagree, the same whatever order they were read in.
+    private static func sortsFirst(_ a: JSONObject, _ b: JSONObject, without: String?) -> Bool {
+        var a = a, b = b
+        if let without {
+            a[without] = nil
+            b[without] = nil
+        }
+        return JSONValue.object(a).serialized() < JSONValue.object(b).serialized()
     }
 
     /// The network reported at `ts`, if it is the latest (ties: the larger value, so that the
@@ -230,7 +248,7 @@ public struct CallMaterial: Sendable, Equatable {
     public mutating func merge(_ other: CallMaterial) {
         if let i = other.info { takeInfo(i, at: other.infoTs) }
         if let network = other.info?["network"] { takeNetwork(network, at: other.networkTs) }
-        if let e = other.end, end == nil || (other.endTs ?? .max) < (endTs ?? .max) { end = e; endTs = other.endTs }
+        if let e = other.end, let t = other.endTs { takeEnd(e, at: t) }
         snapshots += other.snapshots
         events += other.events
         firstTs = min(firstTs, other.firstTs)

@@ -111,6 +111,31 @@ final class OddInputTests: XCTestCase {
         XCTAssertEqual(calls.out.split(separator: "\n").last, "bom-call")
     }
 
+    /// Two copies of one call that disagree (call records and ends at the same times, with
+    /// other contents) give the same database whichever file comes first on the command line.
+    func testConflictingCopiesOfACallGiveTheSameResultInAnyOrder() throws {
+        func copy(_ name: String, sdk: String, reason: String) throws -> String {
+            let records: [LogRecord] = [
+                .callInfo(
+                    call: "twice", ts: 1_000, direction: "outgoing", sdk: sdk, sdkVersion: "1", app: "a", appVersion: "1",
+                    platform: "ios", network: "wifi", media: ["audio"]),
+                .end(call: "twice", ts: 9_000, reason: reason),
+            ]
+            let path = dir.appendingPathComponent(name).path
+            try Data(records.map { $0.jsonLine + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let a = try copy("a.ndjson", sdk: "first-sdk", reason: "terminatedLocally")
+        let b = try copy("b.ndjson", sdk: "second-sdk", reason: "terminatedRemotely")
+        let ab = dir.appendingPathComponent("ab.sqlite").path, ba = dir.appendingPathComponent("ba.sqlite").path
+        XCTAssertEqual(try callstats(["analyze", a, b, "--db", ab, "--threads", "1"]).status, 0)
+        XCTAssertEqual(try callstats(["analyze", b, a, "--db", ba, "--threads", "1"]).status, 0)
+        let query = "SELECT sdk, end_reason FROM calls"
+        let first = try callstats(["query", "--db", ab, "--format", "csv", query]).out
+        XCTAssertEqual(first, try callstats(["query", "--db", ba, "--format", "csv", query]).out)
+        XCTAssertEqual(first.split(separator: "\n").last, "first-sdk,terminatedLocally")
+    }
+
     /// `zstd --long=31` (a 2 GiB window, declared because the size was not known up front).
     func testAFileCompressedWithTheLargestWindowIsRead() throws {
         let compressor = ZstdCompressor(level: 3, windowLog: 31)
