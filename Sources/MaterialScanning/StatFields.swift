@@ -92,6 +92,8 @@ enum StrField: Int, CaseIterable {
     case kind, codecId, mimeType, state, localCandidateId, remoteCandidateId, candidateType
     case networkType, protocolName, relayProtocol, selectedCandidatePairId, qualityLimitationReason
     case nominated, mediaType
+    /// A local candidate's STUN or TURN server URL (`turns:…`, `turn:…?transport=tcp`).
+    case url
     // goog.
     case googCodecName, googActiveConnection, googLocalCandidateType, googRemoteCandidateType
     case googTransportType, googBandwidthLimitedResolution, googCpuLimitedResolution
@@ -115,6 +117,7 @@ enum StrField: Int, CaseIterable {
         case .qualityLimitationReason: "qualityLimitationReason"
         case .nominated: "nominated"
         case .mediaType: "mediaType"
+        case .url: "url"
         case .googCodecName: "googCodecName"
         case .googActiveConnection: "googActiveConnection"
         case .googLocalCandidateType: "googLocalCandidateType"
