@@ -220,7 +220,7 @@ private struct ComparedPostgres: ComparedStore {
 extension DatabaseComparison {
     /// The tables (and views) compared across stores: what users read, and the bookkeeping
     /// that makes later runs behave alike.
-    static let crossStoreTables = [
+    package static let crossStoreTables = [
         CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, PeerConnectionsTable.name, "rollups", MaterialTable.name,
         "call_conversations",
         "ingested_files", "rollup_pending", "meta",

@@ -114,6 +114,9 @@ final class PostgresStoreTests: XCTestCase {
         let run = try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"])
         XCTAssertEqual(run.status, 0, run.err)
         try assertSameAsReference(url)
+        // Every call's peer connections, equal to SQLite's row for row (`assertSameAsReference`).
+        XCTAssertTrue(DatabaseComparison.crossStoreTables.contains("peer_connections"))
+        XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM peer_connections")) ?? 0, 200)
         if TestPaths.chromiumRecording != nil {
             // The recording's call (2 % loss, 30 ms jitter) is there with its intervals.
             XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM intervals i JOIN calls c USING (call_id) WHERE c.sdk = 'chromium'")) ?? 0, 10)
