@@ -95,34 +95,44 @@ enum PeerConnections {
         var pcs: [PeerConnectionSummary] = []
         var lastPair: [PairReading?] = []
         var pairTs: [Int64?] = []
+        // Consecutive snapshots are mostly of one pc: it is compared before the name is hashed.
+        var last = -1
         func slot(_ name: String, _ ts: Int64) -> Int {
+            if last >= 0, pcs[last].pcID == name {
+                pcs[last].firstTs = min(pcs[last].firstTs, ts)
+                pcs[last].lastTs = max(pcs[last].lastTs, ts)
+                return last
+            }
             if let i = index[name] {
+                last = i
                 pcs[i].firstTs = min(pcs[i].firstTs, ts)
                 pcs[i].lastTs = max(pcs[i].lastTs, ts)
                 return i
             }
             index[name] = pcs.count
+            last = pcs.count
             pcs.append(PeerConnectionSummary(callID: m.callID, pcID: name, firstTs: ts, lastTs: ts))
             lastPair.append(nil)
             pairTs.append(nil)
             return pcs.count - 1
         }
         // A captured call's flows are not peer connections: they have no rows.
-        for s in m.snapshots where s.source != "wire" {
-            let i = slot(s.peerConnection, s.ts)
-            guard let p = s.pair else { continue }
+        // By index: a snapshot copied out of the array retains its readings and strings.
+        for si in m.snapshots.indices where m.snapshots[si].source != "wire" {
+            let i = slot(m.snapshots[si].peerConnection, m.snapshots[si].ts)
+            guard let p = m.snapshots[si].pair else { continue }
             if let previous = lastPair[i], !samePair(previous, p) { pcs[i].pairChanges += 1 }
             lastPair[i] = p
-            pairTs[i] = s.ts
+            pairTs[i] = m.snapshots[si].ts
         }
         // The events that concern pcs, with the pc each names (nil: none).
         var signals: [(ts: Int64, pc: String?, signal: Signal)] = []
         var named = false
-        for e in m.events where e.kind == "event" {
-            let (pc, signal) = read(e)
+        for k in m.events.indices where m.events[k].kind == "event" {
+            let (pc, signal) = read(m.events[k])
             if pc != nil { named = true }
             if case .other = signal, pc == nil { continue }
-            signals.append((e.ts, pc, signal))
+            signals.append((m.events[k].ts, pc, signal))
         }
         for s in signals { if let pc = s.pc { _ = slot(pc, s.ts) } }
         // Events that name no pc belong to the call's one pc, when it has one (an SDK's call).

@@ -89,9 +89,25 @@ final class PeerConnectionTests: XCTestCase {
     /// is the p2p pc's, it has no disconnections and did not fail; the idle pc's failure is a
     /// finding of its own.
     func testTheCallIsItsMediaPCNotAnIdleFailedOne() throws {
-        let c = "multi-pc"
+        let a = try Harness.analyze(multiPCCall("multi-pc"))
+        try checkMultiPCCall(a, p2pName: "p2p", jvbName: "jvb")
+    }
+
+    /// Pseudonymised (`--pseudonymize-key`), a pc's events and snapshots name it alike: the call
+    /// still has two pcs, with the same figures, under their pseudonyms.
+    func testPseudonymisedPCNamesStillMatchTheirEvents() throws {
+        let key = try XCTUnwrap(SipHashKey(hex: "000102030405060708090a0b0c0d0e0f"))
+        let p = CallPseudonymizer(key: key)
+        let m = p.apply(to: try Harness.material(multiPCCall("multi-pc-private")))
+        let a = CallAnalyzer.analyze(m)
+        XCTAssertEqual(a.peerConnections.count, 2)
+        XCTAssertFalse(a.peerConnections.contains { ["p2p", "jvb"].contains($0.pcID) }, "\(a.peerConnections.map(\.pcID))")
+        try checkMultiPCCall(a, p2pName: p.identifier("p2p"), jvbName: p.identifier("jvb"))
+    }
+
+    func multiPCCall(_ c: String) -> [LogRecord] {
         var records: [LogRecord] = [
-            event(c, 0, "webrtc", "constraints", pc: "p2p", ["value": ["optional": [["rtcStatsSFUP2P": true]]]]),
+            event(c, 50, "webrtc", "constraints", pc: "p2p", ["value": ["optional": [["rtcStatsSFUP2P": true]]]]),
             event(c, 0, "webrtc", "constraints", pc: "jvb", ["value": ["optional": [["rtcStatsSFUP2P": false]]]]),
             event(c, 100, "iceConnectionState", "checking", pc: "jvb", ["state": "checking"]),
             iceConnected(c, 500, pc: "p2p"),
@@ -106,10 +122,13 @@ final class PeerConnectionTests: XCTestCase {
         records += snapshots(c, pc: "jvb", from: 2, to: 62, perInterval: nil, remote: "srflx") { _ in Candidate(type: "prflx") }
         // A trace's end says failed when any pc failed (`callstats import`).
         records.append(.end(call: c, ts: t0 + 62_000, reason: "failed", statusText: "ICE failed"))
-        let a = try Harness.analyze(records)
+        return records
+    }
 
-        XCTAssertEqual(a.peerConnections.map(\.pcID), ["jvb", "p2p"], "by first appearance, then name")
-        let p2p = try row(a, "p2p"), jvb = try row(a, "jvb")
+    func checkMultiPCCall(_ a: CallAnalysis, p2pName: String, jvbName: String) throws {
+        XCTAssertEqual(Set(a.peerConnections.map(\.pcID)), [jvbName, p2pName])
+        XCTAssertEqual(a.peerConnections.first?.pcID, jvbName, "by first appearance")
+        let p2p = try row(a, p2pName), jvb = try row(a, jvbName)
         XCTAssertEqual(p2p.role, "p2p")
         XCTAssertEqual(jvb.role, "media_server")
         XCTAssertEqual(p2p.streams, 2)
@@ -146,7 +165,7 @@ final class PeerConnectionTests: XCTestCase {
         XCTAssertEqual(f.severity, .info)
         XCTAssertEqual(f.startTs, t0 + 30_000)
         XCTAssertEqual(f.durationMs, 32_000, "until the pc's last record")
-        XCTAssertTrue(f.detail.contains("jvb"), f.detail)
+        XCTAssertTrue(f.detail.contains(jvbName), f.detail)
     }
 
     /// An outage the connection state saw while ICE stayed connected (DTLS, or a browser that
