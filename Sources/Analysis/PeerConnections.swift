@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CallLog
 import MaterialScanning
 
@@ -249,27 +254,56 @@ enum PeerConnections {
             guard let r = root! else { return nil }
             return r["detail"]?[key]?.stringValue ?? r[key]?.stringValue
         }
-        let pc = d.contains("\"pc\"") ? member("pc") : nil
+        // Most events' details (an SDK's) are empty or small and name no pc: searched in place,
+        // at most once per name, before anything is parsed.
+        let pc = mentions(d, "\"pc\"") ? member("pc") : nil
         let signal: Signal
         switch (e.action, e.type) {
         case (EventName.iceState, "iceConnected"):
-            signal = .ice(d.contains("\"state\"") ? member("state") ?? "connected" : "connected")
+            signal = .ice(mentions(d, "\"state\"") ? member("state") ?? "connected" : "connected")
         case (EventName.iceState, "iceDisconnected"):
-            signal = .ice(d.contains("\"state\"") ? member("state") ?? "disconnected" : "disconnected")
+            signal = .ice(mentions(d, "\"state\"") ? member("state") ?? "disconnected" : "disconnected")
         case ("iceConnectionState", let state): signal = .ice(state)
         case ("connectionState", let state): signal = .connection(state)
         case ("webrtc", "restartIce"): signal = .restart
-        case ("webrtc", "createOffer") where d.contains("iceRestart\":true") || d.contains("iceRestart\\\":true"):
+        case ("webrtc", "createOffer") where mentions(d, "iceRestart\":true") || mentions(d, "iceRestart\\\":true"):
             signal = .restart
         default:
-            if d.contains("rtcStatsSFUP2P\":true") || d.contains("rtcStatsSFUP2P\\\":true") {
+            // rtcstats' constraint, in the entry's value as an object or as JSON text.
+            guard mentions(d, "rtcStatsSFUP2P") else {
+                signal = .other
+                break
+            }
+            if mentions(d, "rtcStatsSFUP2P\":true") || mentions(d, "rtcStatsSFUP2P\\\":true") {
                 signal = .role("p2p")
-            } else if d.contains("rtcStatsSFUP2P\":false") || d.contains("rtcStatsSFUP2P\\\":false") {
+            } else if mentions(d, "rtcStatsSFUP2P\":false") || mentions(d, "rtcStatsSFUP2P\\\":false") {
                 signal = .role("media_server")
             } else {
                 signal = .other
             }
         }
         return (pc, signal)
+    }
+
+    /// Whether `text` holds `needle`, compared as bytes where the text lies.
+    private static func mentions(_ text: String, _ needle: StaticString) -> Bool {
+        let n = needle.utf8CodeUnitCount
+        guard text.utf8.count >= n else { return false }
+        var text = text  // `withUTF8` reads a native string in place
+        return text.withUTF8 { t in
+            needle.withUTF8Buffer { nb in
+                guard let base = t.baseAddress, let nbase = nb.baseAddress else { return false }
+                let last = t.count - n
+                var i = 0
+                // Each place the first byte occurs (memchr), compared whole there (memcmp).
+                while i <= last {
+                    guard let hit = memchr(base + i, Int32(nb[0]), last - i + 1) else { return false }
+                    let j = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(base + j, nbase, n) == 0 { return true }
+                    i = j + 1
+                }
+                return false
+            }
+        }
     }
 }
