@@ -224,6 +224,50 @@ final class PeerConnectionTests: XCTestCase {
         XCTAssertEqual(a.call.endReason, "failed", "its only media pc ended failed, and no end record said otherwise")
     }
 
+    /// When no pc carried media, the call is all its pcs: one that failed fails the call (no
+    /// media, ICE failure), and is no auxiliary pc.
+    func testWithoutMediaEveryPCIsTheCalls() throws {
+        let c = "no-media"
+        var records: [LogRecord] = [
+            event(c, 0, EventName.callMetric, "callCreate", pc: "a"),
+            event(c, 100, "iceConnectionState", "checking", pc: "a"),
+            event(c, 100, "iceConnectionState", "checking", pc: "b"),
+            event(c, 15_000, EventName.iceState, "iceDisconnected", pc: "a", ["state": "failed"]),
+        ]
+        records += snapshots(c, pc: "a", from: 1, to: 11, perInterval: nil)
+        records += snapshots(c, pc: "b", from: 2, to: 12, perInterval: nil)
+        records.append(.end(call: c, ts: t0 + 15_000, reason: "failed", statusText: "ICE failed"))
+        let a = try Harness.analyze(records)
+        XCTAssertEqual(a.call.endReason, "failed")
+        XCTAssertEqual(a.call.grade, .noMedia)
+        XCTAssertTrue(a.findings.contains { $0.code == "ice_failure" }, "\(a.findings)")
+        XCTAssertFalse(a.findings.contains { $0.code == "auxiliary_pc_failed" })
+        XCTAssertEqual(try row(a, "a").failed, true)
+        XCTAssertEqual(try row(a, "b").failed, false)
+        XCTAssertEqual(a.call.iceDisconnects, 0, "neither pc ever connected")
+    }
+
+    /// An ICE restart made while connected is a reconnect; one made during an outage is not
+    /// counted apart from the outage's end.
+    func testICERestartsAreReconnects() throws {
+        let c = "restarts"
+        var records: [LogRecord] = [
+            iceConnected(c, 500, pc: "a"),
+            event(c, 10_000, "webrtc", "restartIce", pc: "a"),
+            event(c, 20_000, "webrtc", "createOffer", pc: "a", ["value": ["iceRestart": true]]),
+            event(c, 30_000, EventName.iceState, "iceDisconnected", pc: "a", ["state": "disconnected"]),
+            event(c, 31_000, "webrtc", "restartIce", pc: "a"),
+            iceConnected(c, 33_000, pc: "a"),
+        ]
+        records += snapshots(c, pc: "a", from: 1, to: 41, perInterval: 500)
+        let a = try Harness.analyze(records)
+        let pc = try row(a, "a")
+        XCTAssertEqual(pc.reconnects, 3, "two restarts while connected, one outage ended")
+        XCTAssertEqual(pc.disconnects, 1)
+        XCTAssertEqual(pc.disconnectedMs, 3_000)
+        XCTAssertEqual(a.call.reconnects, 3)
+    }
+
     /// A relay's protocol without `relayProtocol` (Safari) is the TURN URL's: `turns:` TLS,
     /// `?transport=tcp` TCP, else UDP; `relayProtocol`, where given, wins.
     func testTheRelayProtocolComesFromTheTURNURLWhenNotReported() throws {
