@@ -261,6 +261,24 @@ final class PostgresStoreTests: XCTestCase {
         try assertSameAsReference(url)
     }
 
+    /// A database of version 5 gets `peer_connections` from the next run, which says it
+    /// upgraded; a `regrade` gives the calls stored before their rows, as in SQLite.
+    func testAVersion5DatabaseGetsThePeerConnectionsTable() throws {
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        let rows = try scalar(url, "SELECT count(*) FROM peer_connections")
+        XCTAssertGreaterThan(Int(rows) ?? 0, 0)
+        try server.psql("DROP TABLE peer_connections; UPDATE meta SET value = '5' WHERE key = 'schema_version'", database: database)
+        let upgrade = try Self.callstats(["analyze", try logFiles[0], "--db", url, "--json"])
+        XCTAssertEqual(upgrade.status, 0, upgrade.err)
+        XCTAssertTrue(upgrade.out.contains("\"upgraded_from\":5") || upgrade.out.contains("\"upgraded_from\": 5"), upgrade.out)
+        XCTAssertEqual(try scalar(url, "SELECT value FROM meta WHERE key = 'schema_version'"), "6")
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM peer_connections"), "0", "the file was read before: nothing rewritten")
+        XCTAssertEqual(try Self.callstats(["regrade", "--db", url, "--quiet"]).status, 0)
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM peer_connections"), rows)
+    }
+
     // MARK: - Faults
 
     func testUnreachableServerAndNewerSchemaAreRefusedClearly() throws {
