@@ -99,6 +99,9 @@ enum PeerConnections {
         var index: [String: Int] = [:]
         var pcs: [PeerConnectionSummary] = []
         var lastPair: [PairReading?] = []
+        // The last pair of each dialect (W3C, legacy goog), which change is counted within: a pc
+        // reporting both says of one pair what each dialect knows of it.
+        var lastByDialect: [(w3c: PairReading?, goog: PairReading?)] = []
         var pairTs: [Int64?] = []
         // Consecutive snapshots are mostly of one pc: it is compared before the name is hashed.
         var last = -1
@@ -118,6 +121,7 @@ enum PeerConnections {
             last = pcs.count
             pcs.append(PeerConnectionSummary(callID: m.callID, pcID: name, firstTs: ts, lastTs: ts))
             lastPair.append(nil)
+            lastByDialect.append((nil, nil))
             pairTs.append(nil)
             return pcs.count - 1
         }
@@ -126,7 +130,9 @@ enum PeerConnections {
         for si in m.snapshots.indices where m.snapshots[si].source != "wire" {
             let i = slot(m.snapshots[si].peerConnection, m.snapshots[si].ts)
             guard let p = m.snapshots[si].pair else { continue }
-            if let previous = lastPair[i], !samePair(previous, p) { pcs[i].pairChanges += 1 }
+            let goog = m.snapshots[si].source == "goog"
+            if let previous = goog ? lastByDialect[i].goog : lastByDialect[i].w3c, !samePair(previous, p) { pcs[i].pairChanges += 1 }
+            if goog { lastByDialect[i].goog = p } else { lastByDialect[i].w3c = p }
             lastPair[i] = p
             pairTs[i] = m.snapshots[si].ts
         }

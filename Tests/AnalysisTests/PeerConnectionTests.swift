@@ -308,6 +308,40 @@ final class PeerConnectionTests: XCTestCase {
         XCTAssertTrue(a.call.relayUsed)
     }
 
+    /// A pc reported in both dialects (W3C and legacy goog, as some dumps hold them) has one
+    /// pair, though goog says less of it (no network type): no change is counted between them.
+    func testBothDialectsOfOnePairAreNoChange() throws {
+        let c = "two-dialects"
+        var records = [iceConnected(c, 500, pc: "a")]
+        for k in 0..<6 {
+            let ts = t0 + Int64(k) * 10_000 + 1_000
+            var w3c = report(t: ts, packets: Double(k * 500), local: Candidate(type: "host"), remote: "host")
+            w3c[w3c.count - 3] = [
+                "id": "L1", "timestamp": .number(Double(ts)), "type": "local-candidate", "candidateType": "host", "protocol": "udp",
+                "networkType": "wifi",
+            ]
+            records.append(.stats(call: c, ts: ts, format: .w3c, report: w3c, peerConnection: "a"))
+            let goog: [JSONValue] = [
+                [
+                    "id": "Conn-0-1-0", "type": "googCandidatePair", "timestamp": .number(Double(ts + 500)),
+                    "values": [
+                        "googActiveConnection": "true", "googLocalCandidateType": "local", "googRemoteCandidateType": "local",
+                        "googTransportType": "udp", "googRtt": "40",
+                    ],
+                ]
+            ]
+            records.append(.stats(call: c, ts: ts + 500, format: .goog, report: goog, peerConnection: "a"))
+        }
+        let m = try Harness.material(records)
+        // Each dialect read its pair, and they differ in what they say of it.
+        XCTAssertEqual(m.snapshots.filter { $0.source == "goog" }.compactMap(\.pair?.localType), Array(repeating: "host", count: 6))
+        XCTAssertEqual(Set(m.snapshots.compactMap(\.pair).map { $0.networkType ?? "none" }), ["wifi", "none"])
+        let a = CallAnalyzer.analyze(m)
+        let pc = try row(a, "a")
+        XCTAssertEqual(pc.pairChanges, 0)
+        XCTAssertEqual([pc.localCandidateType, pc.remoteCandidateType, pc.transport], ["host", "host", "udp"])
+    }
+
     /// A call whose events name no pc (an SDK's) keeps the figures its events give, as before
     /// pcs were rows (repeated `iceDisconnected` events each count); its one pc still gets a
     /// row, whose outage counts once.
