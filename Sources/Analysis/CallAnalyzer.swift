@@ -58,6 +58,8 @@ public enum CallAnalyzer {
         let period = medianPeriod(m.snapshots)
 
         var streams: [StreamSummary] = []
+        /// Each stream's peer connection (nil for a captured one), by the stream's index.
+        var streamPCs: [String?] = []
         var intervals: [IntervalMetrics] = []
         /// Each stream's intervals in `intervals`, by the stream's index.
         var ranges: [Range<Int>] = []
@@ -135,16 +137,20 @@ public enum CallAnalyzer {
                 worst.mosSent = lowest(worst.mosSent, Summary.worstSustained(windows, { $0.mosCQ }, window: config.worstWindow))
             }
             streams.append(summary)
+            streamPCs.append(m.snapshots[first.snapshot].source == "wire" ? nil : m.snapshots[first.snapshot].peerConnection)
             ranges.append(firstInterval..<intervals.count)
         }
         if let skew = clockSkew(m.snapshots), abs(skew) > config.clockSkewMs { call.clockSkewMs = skew }
         Summary.apply(streams: streams, intervals: intervals, ranges: ranges, worst: worst, material: m, config: config, to: &call)
+        let pcs = PeerConnections.build(m, streams: streams, streamPCs: streamPCs)
+        findings += PeerConnections.apply(pcs, to: &call)
         findings += Findings.forCall(
             call, streams: streams, intervals: intervals, ranges: ranges, silent: silent, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
         Summary.grade(&call, findings: findings, streams: streams, measuredIntervals: intervals.count, config: config)
         call.findingCount = findings.count
-        return CallAnalysis(call: call, streams: streams, intervals: intervals, events: m.events, findings: findings)
+        return CallAnalysis(
+            call: call, streams: streams, intervals: intervals, events: m.events, findings: findings, peerConnections: pcs.pcs)
     }
 
     /// The usual gap between snapshots of one peer connection, ms.

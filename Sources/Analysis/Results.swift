@@ -11,16 +11,19 @@ public struct CallAnalysis: Sendable {
     public var intervals: [IntervalMetrics]
     public var events: [CallEvent]
     public var findings: [Finding]
+    /// The call's peer connections, in order of first appearance (`PeerConnectionSummary`).
+    public var peerConnections: [PeerConnectionSummary]
 
     public init(
         call: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics],
-        events: [CallEvent], findings: [Finding]
+        events: [CallEvent], findings: [Finding], peerConnections: [PeerConnectionSummary] = []
     ) {
         self.call = call
         self.streams = streams
         self.intervals = intervals
         self.events = events
         self.findings = findings
+        self.peerConnections = peerConnections
     }
 }
 
@@ -222,6 +225,75 @@ public struct StreamSummary: Sendable, Equatable {
         self.source = source
         self.startTs = startTs
         self.endTs = endTs
+    }
+}
+
+/// One peer connection of a call: its selected candidate pair, its ICE and connection-state
+/// timeline reduced to figures, and the packets its streams carried.
+///
+/// A peer connection's disconnections count only after it first connected (a pc that never
+/// connected failed, it did not drop), from its ICE state or its connection state, one outage
+/// once however many of the two reported it. The call's pair, transport, disconnections,
+/// reconnects and failure come from the pcs that carried media (`PeerConnections.apply`).
+public struct PeerConnectionSummary: Sendable, Equatable {
+    public var callID: String
+    /// The pc's name as the material has it (pseudonymised with the call's key when given);
+    /// `pc` for a record that names none.
+    public var pcID: String
+    public var firstTs: Int64
+    public var lastTs: Int64
+    /// `p2p` or `media_server` when the trace says so (rtcstats' `rtcStatsSFUP2P` constraint),
+    /// else `unknown`.
+    public var role: String = "unknown"
+    /// The selected candidate pair at the pc's last snapshot that named one.
+    public var localCandidateType: String?
+    public var remoteCandidateType: String?
+    /// udp, tcp or tls: the relay's protocol for a relayed pair (`relayProtocol`, else the TURN
+    /// URL of the local relay candidate), else the local candidate's protocol.
+    public var transport: String?
+    public var relayUsed: Bool = false
+    /// How often the selected pair changed (as far as candidate types, protocols and network
+    /// type tell pairs apart).
+    public var pairChanges: Int = 0
+    /// Whether the pc's streams carried any packet (either direction).
+    public var carriedMedia: Bool { packets > 0 }
+    /// Packets received and sent over the pc's streams.
+    public var packets: Int64 = 0
+    public var streams: Int = 0
+    /// The latest ICE connection state and connection state reported (nil: never reported).
+    public var iceState: String?
+    public var connectionState: String?
+    /// When it first connected (ICE connected/completed, or connection state connected).
+    public var connectedTs: Int64?
+    /// Time connected: from `connectedTs` to its close (or last record), less disconnected time.
+    public var connectedMs: Int64 = 0
+    /// Whether it ended failed (ICE or connection state `failed`, not connected again), and when.
+    public var failed: Bool = false
+    public var failedTs: Int64?
+    /// Outages after it had connected, and their total length (an open one lasts until the pc
+    /// closed, or its last record).
+    public var disconnects: Int = 0
+    public var disconnectedMs: Int64 = 0
+    /// Outages that ended connected again, and ICE restarts made while connected.
+    public var reconnects: Int = 0
+    /// The outages themselves, for the call's figures (not stored).
+    public var outages: [Outage] = []
+
+    public init(callID: String, pcID: String, firstTs: Int64, lastTs: Int64) {
+        self.callID = callID
+        self.pcID = pcID
+        self.firstTs = firstTs
+        self.lastTs = lastTs
+    }
+}
+
+/// A span in which a peer connection was disconnected (or failed), epoch ms.
+public struct Outage: Sendable, Equatable {
+    public var start: Int64
+    public var end: Int64
+    public init(start: Int64, end: Int64) {
+        self.start = start
+        self.end = end
     }
 }
 

@@ -34,6 +34,7 @@ public struct StatsMemberFilter: Sendable, Equatable {
         // ICE.
         "state", "nominated", "currentRoundTripTime", "responsesReceived", "localCandidateId", "remoteCandidateId",
         "candidateType", "networkType", "protocol", "relayProtocol", "selectedCandidatePairId",
+        "url",  // a relay candidate's TURN server: its protocol where `relayProtocol` is missing
         // Legacy goog `values`.
         "googCodecName", "googJitterReceived", "googRtt", "googDecodingCTN", "googDecodingPLC", "googJitterBufferMs",
         "googFrameRateReceived", "googFrameWidthReceived", "googFrameHeightReceived",
@@ -48,7 +49,7 @@ public struct StatsMemberFilter: Sendable, Equatable {
     public static let essential: Set<String> = analysed.union([
         "transportId", "remoteId", "localId", "mid", "payloadType", "channels",
         "pauseCount", "totalInterFrameDelay", "fractionLost",
-        "address", "port", "url", "relatedAddress", "relatedPort", "tcpType",
+        "address", "port", "relatedAddress", "relatedPort", "tcpType",
         "iceState", "dtlsState", "iceRole", "selectedCandidatePairChanges",
         "encoderImplementation", "decoderImplementation",
         "nackCount", "pliCount", "firCount", "framesDropped", "keyFramesDecoded", "keyFramesEncoded",

@@ -11,7 +11,8 @@ import CallLog
 ///   depth (person fields by a loose match of their name, whatever the value's type; the SIP
 ///   Call-ID), the call's own id inside other text, e-mail addresses and SIP user parts, E.164
 ///   numbers, and IP addresses (the collector's `Pseudonymizer`, except allow-listed prefixes).
-/// - Peer-connection names, which become part of stream ids, are pseudonymised; a captured
+/// - Peer-connection names, which become part of stream ids, are pseudonymised (in snapshots
+///   and in the events that name them alike); a captured
 ///   stream's id (`wire:<src>><dst>:…`) keeps its ports with its addresses pseudonymised.
 ///
 /// Statistics need nothing more: a snapshot keeps numbers, codec and candidate types only.
@@ -46,8 +47,21 @@ public struct CallPseudonymizer: Sendable {
             e.callID = m.callID
             e.action = text(e.action, secrets: secrets)
             e.type = text(e.type, secrets: secrets)
-            if case .object(var detail)? = try? JSONValue.parse(e.detailJSON), scrub(&detail, secrets: secrets) {
-                e.detailJSON = JSONValue.object(detail).serialized()
+            if case .object(var detail)? = try? JSONValue.parse(e.detailJSON) {
+                // The pc an event names (its own `pc` or its detail's) becomes the pseudonym its
+                // snapshots' pc gets, so that the analysis still finds which pc it concerns.
+                let pc = detail["pc"]?.stringValue, innerPC = detail["detail"]?["pc"]?.stringValue
+                var changed = scrub(&detail, secrets: secrets)
+                if let pc, streamName(pc, pc: pc) != pc {
+                    detail["pc"] = .string(streamName(pc, pc: pc))
+                    changed = true
+                }
+                if let innerPC, streamName(innerPC, pc: innerPC) != innerPC, case .object(var inner)? = detail["detail"] {
+                    inner["pc"] = .string(streamName(innerPC, pc: innerPC))
+                    detail["detail"] = .object(inner)
+                    changed = true
+                }
+                if changed { e.detailJSON = JSONValue.object(detail).serialized() }
             }
             return e
         }

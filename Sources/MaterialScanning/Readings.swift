@@ -248,11 +248,22 @@ enum Readings {
         if let id = s.str(p, .localCandidateId), let l = s.slot(id) {
             r.localType = s.str(l, .candidateType)
             r.transport = s.str(l, .protocolName)
-            r.relayProtocol = s.str(l, .relayProtocol)
+            // Safari names no `relayProtocol`: the TURN server's URL the relay came from says it.
+            r.relayProtocol = s.str(l, .relayProtocol) ?? (r.localType == "relay" ? s.str(l, .url).flatMap(relayProtocol(turnURL:)) : nil)
             r.networkType = s.str(l, .networkType)
         }
         if let id = s.str(p, .remoteCandidateId), let rc = s.slot(id) { r.remoteType = s.str(rc, .candidateType) }
         return r
+    }
+
+    /// The protocol between this end and its TURN server, from the server's URL (RFC 7065):
+    /// `turns:` is TLS, `turn:` with `?transport=tcp` TCP, any other `turn:` UDP; nil for a URL
+    /// of another scheme.
+    static func relayProtocol(turnURL url: String) -> String? {
+        let lower = url.lowercased()
+        if lower.hasPrefix("turns:") { return "tls" }
+        guard lower.hasPrefix("turn:") else { return nil }
+        return lower.contains("transport=tcp") ? "tcp" : "udp"
     }
 
     /// An RTCP report block about a captured stream, from the stream's receiver (the `rtcp`

@@ -106,6 +106,8 @@ enum StrField: Int, CaseIterable {
     case nominated, mediaType
     /// Links from an RTP stream to its media source (sent) or its track (received or sent).
     case mediaSourceId, trackId
+    /// A local candidate's STUN or TURN server URL (`turns:…`, `turn:…?transport=tcp`).
+    case url
     // goog.
     case googCodecName, googActiveConnection, googLocalCandidateType, googRemoteCandidateType
     case googTransportType, googBandwidthLimitedResolution, googCpuLimitedResolution
@@ -131,6 +133,7 @@ enum StrField: Int, CaseIterable {
         case .mediaType: "mediaType"
         case .mediaSourceId: "mediaSourceId"
         case .trackId: "trackId"
+        case .url: "url"
         case .googCodecName: "googCodecName"
         case .googActiveConnection: "googActiveConnection"
         case .googLocalCandidateType: "googLocalCandidateType"

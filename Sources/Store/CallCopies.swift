@@ -56,7 +56,7 @@ extension CallStore {
     }
 
     /// Gives the copies among `ids` (`<id>#k`, see `appendCopiesOfCalls`) their originals'
-    /// streams, intervals and events, shifted as the copy is. One transaction.
+    /// streams, peer connections, intervals and events, shifted as the copy is. One transaction.
     public func copyDetail(ofCopies ids: [String]) throws {
         // ?1 the copy's id, ?2 its time shift, ?3 the original's id.
         let copyKey = "(SELECT call_key FROM calls WHERE call_id = ?1)"
@@ -69,6 +69,13 @@ extension CallStore {
             switch c {
             case "call_id": "?1"
             case "start_ts", "end_ts": "\(c) + ?2"
+            default: nil
+            }
+        }
+        let peerConnection = try shifted(PeerConnectionsTable.name) { c in
+            switch c {
+            case "call_id": "?1"
+            case "first_ts", "last_ts", "connected_ts", "failed_ts": "\(c) + ?2"
             default: nil
             }
         }
@@ -91,6 +98,9 @@ extension CallStore {
                 let parts = id.split(separator: "#")
                 let values: [SQLValue] = [.text(id), .integer((Int64(parts[1]) ?? 0) * 1000), .text(String(parts[0]))]
                 try db.run("INSERT INTO streams (\(stream.columns)) SELECT \(stream.values) FROM streams WHERE call_id = ?3", values)
+                try db.run(
+                    "INSERT INTO peer_connections (\(peerConnection.columns)) SELECT \(peerConnection.values) FROM peer_connections WHERE call_id = ?3",
+                    values)
                 // Filed under the copy's key; read by call id through the views.
                 try db.run(
                     "INSERT INTO interval_rows (\(interval.columns)) SELECT \(interval.values) FROM interval_rows WHERE call_key = \(originalKey)", values)
@@ -102,7 +112,7 @@ extension CallStore {
     /// The tables a run writes rows into, in the order it fills them.
     static let writtenTables = [
         "ingested_files", CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name,
-        FindingsTable.name, MaterialTable.name, "rollups",
+        FindingsTable.name, PeerConnectionsTable.name, MaterialTable.name, "rollups",
     ]
 
     /// Copies every row a run wrote into `source` into this (new) database, in one transaction,
@@ -112,13 +122,13 @@ extension CallStore {
         try db.run("ATTACH DATABASE ? AS source", [.text(source)])
         defer { _ = try? db.execute("DETACH DATABASE source") }
         try inTransaction {
-            // Rowid tables in rowid order (the order the run inserted rows); streams in the
-            // order of their calls' rows, as a run writes them.
+            // Rowid tables in rowid order (the order the run inserted rows); streams and peer
+            // connections in the order of their calls' rows, as a run writes them.
             for table in Self.writtenTables {
                 let names = try columns(of: table).map { "t.\($0)" }.joined(separator: ", ")
                 let order =
                     switch table {
-                    case StreamsTable.name: "JOIN source.calls c USING (call_id) ORDER BY c.rowid"
+                    case StreamsTable.name, PeerConnectionsTable.name: "JOIN source.calls c USING (call_id) ORDER BY c.rowid"
                     case "rollups": ""
                     default: "ORDER BY t.rowid"
                     }

@@ -196,7 +196,7 @@ public final class CallStore {
             for table in [IntervalsTable.name, EventsTable.name] {
                 try db.run("DELETE FROM \(table) WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = ?)", [.text(id)])
             }
-            for table in [CallsTable.name, StreamsTable.name, FindingsTable.name, MaterialTable.name] {
+            for table in [CallsTable.name, StreamsTable.name, PeerConnectionsTable.name, FindingsTable.name, MaterialTable.name] {
                 try db.run("DELETE FROM \(table) WHERE call_id = ?", [.text(id)])
             }
         }
@@ -207,14 +207,15 @@ public final class CallStore {
         try insertRows(IntervalsTable.self, analysis.intervals, key: key, most: Self.intervalsPerStatement)
         try insertRows(EventsTable.self, analysis.events, key: key, most: Self.eventsPerStatement)
         try insertRows(FindingsTable.self, analysis.findings)
+        try insertRows(PeerConnectionsTable.self, analysis.peerConnections)
         if let material { try insertRow(MaterialTable.self, MaterialRow(callID: id, material: material)) }
     }
 
-    /// Deletes every call's analysis (calls, streams, intervals, events, findings), keeping the
+    /// Deletes every call's analysis (calls, streams, intervals, events, findings, peer connections), keeping the
     /// material it was made from: a regrade writes them all again. Whole tables at once, which
     /// SQLite empties without visiting their rows (a delete per call took most of a regrade).
     public func deleteAllAnalyses() throws {
-        for table in [CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name, FindingsTable.name] {
+        for table in [CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name, FindingsTable.name, PeerConnectionsTable.name] {
             try db.run("DELETE FROM \(table)")
         }
     }

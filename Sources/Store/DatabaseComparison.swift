@@ -128,6 +128,10 @@ public enum DatabaseComparison {
                     + (callFilter.map { " WHERE \($0)" } ?? "") + " GROUP BY 1, 2 ORDER BY 1, 2")
         }
         for table in ["events", FindingsTable.name] { try rows(of: table) }
+        // Version 6's: a database not yet upgraded has none.
+        if try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'peer_connections'")?.int64 == 1 {
+            try rows(of: PeerConnectionsTable.name)
+        }
         if options.calls == nil {
             try rows(of: "rollups")
             // Version 4's: a database not yet upgraded has none.
@@ -216,8 +220,9 @@ private struct ComparedPostgres: ComparedStore {
 extension DatabaseComparison {
     /// The tables (and views) compared across stores: what users read, and the bookkeeping
     /// that makes later runs behave alike.
-    static let crossStoreTables = [
-        CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, "rollups", MaterialTable.name, "call_conversations",
+    package static let crossStoreTables = [
+        CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, PeerConnectionsTable.name, "rollups", MaterialTable.name,
+        "call_conversations",
         "ingested_files", "rollup_pending", "meta",
     ]
 

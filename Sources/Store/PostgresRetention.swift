@@ -54,6 +54,7 @@ extension PostgresStore: RetentionStore {
                 removal.events += try deleted("DELETE FROM event_rows WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = $1)", id)
                 removal.streams += try deleted("DELETE FROM streams WHERE call_id = $1", id)
                 removal.findings += try deleted("DELETE FROM findings WHERE call_id = $1", id)
+                removal.peerConnections += try deleted("DELETE FROM peer_connections WHERE call_id = $1", id)
                 removal.materials += try deleted("DELETE FROM call_material WHERE call_id = $1", id)
                 removal.calls += try deleted("DELETE FROM calls WHERE call_id = $1", id)
             }
@@ -81,6 +82,8 @@ extension PostgresStore: RetentionStore {
     /// out the workers (`VACUUM FULL` would give the space back to the file system, but holds
     /// every table exclusively while it rewrites it).
     public func reclaimSpace(readerWaitSeconds: Double) throws {
-        try checked { try db.execute("VACUUM calls, streams, interval_rows, event_rows, findings, call_material, rollups, call_conversations") }
+        try checked {
+            try db.execute("VACUUM calls, streams, interval_rows, event_rows, findings, peer_connections, call_material, rollups, call_conversations")
+        }
     }
 }

@@ -45,6 +45,11 @@ enum PostgresSchema {
         );
         CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
 
+        CREATE TABLE IF NOT EXISTS peer_connections (
+            \(PeerConnectionsTable.columnDefinitions(postgres: true)),
+            PRIMARY KEY (call_id, pc_id)
+        );
+
         CREATE TABLE IF NOT EXISTS findings (
             \(FindingsTable.columnDefinitions(postgres: true))
         );
@@ -87,7 +92,7 @@ enum PostgresSchema {
         }
         return
             (added(CallsTable.self) + added(StreamsTable.self) + added(IntervalsTable.self) + added(EventsTable.self)
-            + added(FindingsTable.self) + added(MaterialTable.self) + rollups).joined(separator: "\n")
+            + added(FindingsTable.self) + added(MaterialTable.self) + added(PeerConnectionsTable.self) + rollups).joined(separator: "\n")
     }
 
     /// A UTC time as SQLite's `datetime(seconds, 'unixepoch')` writes it.
@@ -173,7 +178,7 @@ enum PostgresSchema {
         func names<T: StoredTable>(_ t: T.Type) -> (String, [String]) { (t.name, t.columnNames) }
         let expected = [
             names(CallsTable.self), names(StreamsTable.self), names(IntervalsTable.self), names(EventsTable.self),
-            names(FindingsTable.self), names(MaterialTable.self), ("rollups", RollupBuilder.columns),
+            names(FindingsTable.self), names(MaterialTable.self), names(PeerConnectionsTable.self), ("rollups", RollupBuilder.columns),
             ("call_conversations", ["call_id", "conversation_id", "linked_by"]),
         ]
         let r = try db.query(

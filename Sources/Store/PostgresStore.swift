@@ -64,7 +64,8 @@ public final class PostgresStore {
         }
         for table in [
             tableOrder(CallsTable.self), tableOrder(StreamsTable.self), tableOrder(IntervalsTable.self),
-            tableOrder(EventsTable.self), tableOrder(FindingsTable.self), tableOrder(MaterialTable.self),
+            tableOrder(EventsTable.self), tableOrder(FindingsTable.self), tableOrder(PeerConnectionsTable.self),
+            tableOrder(MaterialTable.self),
         ] { pendingOrder.append(table) }
     }
 
@@ -252,6 +253,7 @@ public final class PostgresStore {
                     e AS (DELETE FROM event_rows WHERE call_key IN (SELECT call_key FROM k)),
                     s AS (DELETE FROM streams WHERE call_id = $1),
                     f AS (DELETE FROM findings WHERE call_id = $1),
+                    p AS (DELETE FROM peer_connections WHERE call_id = $1),
                     m AS (DELETE FROM call_material WHERE call_id = $1)
                 DELETE FROM calls WHERE call_id = $1
                 """, [.text(id)])
@@ -262,6 +264,9 @@ public final class PostgresStore {
         analysis.intervals.withUnsafeBufferPointer { rows in for i in rows.indices { queue(IntervalsTable.self, rows.baseAddress! + i, key: key) } }
         analysis.events.withUnsafeBufferPointer { rows in for i in rows.indices { queue(EventsTable.self, rows.baseAddress! + i, key: key) } }
         analysis.findings.withUnsafeBufferPointer { rows in for i in rows.indices { queue(FindingsTable.self, rows.baseAddress! + i, key: nil) } }
+        analysis.peerConnections.withUnsafeBufferPointer { rows in
+            for i in rows.indices { queue(PeerConnectionsTable.self, rows.baseAddress! + i, key: nil) }
+        }
         if let material { queue(MaterialTable.self, MaterialRow(callID: id, material: material)) }
         pendingCalls.insert(id)
         if pendingBytes >= Self.flushBytes { try flush() }
@@ -280,7 +285,7 @@ public final class PostgresStore {
 
     public func deleteAllAnalyses() throws {
         try flush()
-        try checked { try db.execute("TRUNCATE calls, streams, interval_rows, event_rows, findings") }
+        try checked { try db.execute("TRUNCATE calls, streams, interval_rows, event_rows, findings, peer_connections") }
     }
 
     // MARK: - Material

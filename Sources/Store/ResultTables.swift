@@ -195,6 +195,38 @@ package enum FindingsTable: StoredTable {
     }
 }
 
+/// A call's peer connections (schema version 6, made by its migration `v6-peer-connections`):
+/// one row each, keyed by call id and pc as `streams` are.
+package enum PeerConnectionsTable: StoredTable {
+    package typealias Row = PeerConnectionSummary
+    package static let name = "peer_connections"
+
+    package static func columns<Visitor: ColumnVisitor<Row>>(_ t: inout Visitor) throws {
+        try t.column("call_id", .notNull) { $0.callID }
+        try t.column("pc_id", .notNull) { $0.pcID }
+        try t.column("first_ts", .notNull) { $0.firstTs }
+        try t.column("last_ts", .notNull) { $0.lastTs }
+        try t.column("role", .notNull) { $0.role }
+        try t.column("local_candidate_type") { $0.localCandidateType }
+        try t.column("remote_candidate_type") { $0.remoteCandidateType }
+        try t.column("transport") { $0.transport }
+        try t.column("relay_used", .notNull) { $0.relayUsed }
+        try t.column("pair_changes", .notNull) { $0.pairChanges }
+        try t.column("streams", .notNull) { $0.streams }
+        try t.column("packets", .notNull) { $0.packets }
+        try t.column("carried_media", .notNull) { $0.carriedMedia }
+        try t.column("ice_state") { $0.iceState }
+        try t.column("connection_state") { $0.connectionState }
+        try t.column("connected_ts") { $0.connectedTs }
+        try t.column("connected_ms", .notNull) { $0.connectedMs }
+        try t.column("failed", .notNull) { $0.failed }
+        try t.column("failed_ts") { $0.failedTs }
+        try t.column("disconnects", .notNull) { $0.disconnects }
+        try t.column("disconnected_ms", .notNull) { $0.disconnectedMs }
+        try t.column("reconnects", .notNull) { $0.reconnects }
+    }
+}
+
 /// A call's compact accumulated inputs (zstd), merged with records of the call that come later.
 package struct MaterialRow {
     package var callID: String

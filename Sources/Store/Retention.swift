@@ -5,7 +5,8 @@ import SQLiteDatabase
 /// (`callstats forget`).
 ///
 /// What must stay true:
-/// - A call goes whole: its row, streams, intervals, events, findings and stored material.
+/// - A call goes whole: its row, streams, intervals, events, findings, peer connections and
+///   stored material.
 /// - Rollups stay exact: every hour and day bucket a removed call counted in is rebuilt from
 ///   the calls that remain, in the same transaction, so a reader never sees a bucket that
 ///   still counts a removed call.
@@ -43,6 +44,7 @@ extension CallStore: RetentionStore {
         public var intervals = 0
         public var events = 0
         public var findings = 0
+        public var peerConnections = 0
         public var materials = 0
         /// Hour and day buckets rebuilt.
         public var rollupBuckets = 0
@@ -105,6 +107,7 @@ extension CallStore: RetentionStore {
                 }
                 removal.streams += try deleteCounting("DELETE FROM streams WHERE call_id = ?", .text(id))
                 removal.findings += try deleteCounting("DELETE FROM findings WHERE call_id = ?", .text(id))
+                removal.peerConnections += try deleteCounting("DELETE FROM peer_connections WHERE call_id = ?", .text(id))
                 removal.materials += try deleteCounting("DELETE FROM call_material WHERE call_id = ?", .text(id))
                 removal.calls += try deleteCounting("DELETE FROM calls WHERE call_id = ?", .text(id))
             }

@@ -127,6 +127,8 @@ public enum Schema {
 
         \(keyedRowTables())
 
+        \(peerConnectionTable)
+
         CREATE TABLE IF NOT EXISTS findings (
             \(FindingsTable.columnDefinitions())
         );
@@ -154,6 +156,16 @@ public enum Schema {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS call_conversations_id ON call_conversations(conversation_id);
         """
+
+    /// A call's peer connections (version 6), replaced with the call's other rows.
+    static var peerConnectionTable: String {
+        """
+        CREATE TABLE IF NOT EXISTS peer_connections (
+            \(PeerConnectionsTable.columnDefinitions()),
+            PRIMARY KEY (call_id, pc_id)
+        ) WITHOUT ROWID;
+        """
+    }
 
     static var rollupTable: String {
         let metrics = rollupMetricColumns(addedIn: nil).map { "\($0) REAL" }.joined(separator: ", ")
@@ -296,6 +308,11 @@ public enum Schema {
                 summary: "adds the sent direction's MOS and loss to the rollups (rollups.mos_sent_*, rollups.loss_sent_*; "
                     + "every rollup bucket rebuilt from the calls' stored mos_cq_sent and loss_pct_sent)",
                 sql: { upgradeFrom4 }),
+            // Calls stored before keep no rows here until `callstats regrade` analyses them again.
+            Migration(
+                version: 6, name: "v6-peer-connections",
+                summary: "adds the table peer_connections (calls stored before get their rows at the next regrade)",
+                sql: { peerConnectionTable }),
         ]
     }
 
@@ -323,6 +340,7 @@ public enum Schema {
         addColumns(EventsTable.self)
         addColumns(FindingsTable.self)
         addColumns(MaterialTable.self)
+        addColumns(PeerConnectionsTable.self)
         // Rollups are rebuilt from `calls`, never written per call: their added columns are here,
         // and every bucket is marked for the rebuild that ends the upgrading run, so that the new
         // count equals what `calls` says. A call keeps the grade it was stored with until

@@ -5,6 +5,7 @@ public enum SchemaGuide {
     public static let relations: [(name: String, summary: String)] = [
         ("calls", "one row per call: dimensions, setup, ICE, end reason, scores, grade and why"),
         ("streams", "one row per RTP stream of a call: totals, loss, jitter, RTT, MOS, video"),
+        ("peer_connections", "one row per peer connection of a call: its pair, transport, states, outages, packets"),
         ("intervals", "one row per stream per sampling interval: the call's quality over time"),
         ("events", "the call's timeline: SDK events, quality callbacks, the end"),
         ("findings", "what went wrong in a call, when, for how long, and how bad"),

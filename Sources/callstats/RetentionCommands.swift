@@ -176,7 +176,8 @@ enum RetentionSummary {
             object.entries += [
                 ("calls", JSONSummary.number(m.calls)), ("streams", JSONSummary.number(m.streams)),
                 ("intervals", JSONSummary.number(m.intervals)), ("events", JSONSummary.number(m.events)),
-                ("findings", JSONSummary.number(m.findings)), ("materials", JSONSummary.number(m.materials)),
+                ("findings", JSONSummary.number(m.findings)), ("peer_connections", JSONSummary.number(m.peerConnections)),
+                ("materials", JSONSummary.number(m.materials)),
                 ("rollup_buckets_rebuilt", JSONSummary.number(m.rollupBuckets)),
                 ("first_start", m.firstStart.map { .string(isoDate($0)) } ?? .null),
                 ("last_start", m.lastStart.map { .string(isoDate($0)) } ?? .null),
@@ -189,7 +190,9 @@ enum RetentionSummary {
         } else {
             let span = m.firstStart.flatMap { f in m.lastStart.map { "started \(isoDate(f)) … \(isoDate($0))" } } ?? ""
             out.line("removed \(m.calls) call\(m.calls == 1 ? "" : "s") \(span)")
-            out.line("  with \(m.streams) streams, \(m.intervals) intervals, \(m.events) events, \(m.findings) findings, \(m.materials) stored materials")
+            out.line(
+                "  with \(m.streams) streams, \(m.intervals) intervals, \(m.events) events, \(m.findings) findings, "
+                    + "\(m.peerConnections) peer connections, \(m.materials) stored materials")
             out.line("  \(m.rollupBuckets) rollup buckets rebuilt from the calls that remain")
             if r.reclaimed {
                 out.line("  \(r.database) vacuumed: \(mb(r.fileBytes)) MB")

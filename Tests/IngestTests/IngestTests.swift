@@ -194,7 +194,7 @@ final class IngestTests: XCTestCase {
         XCTAssertTrue(Schema.upgradeSummary(from: 4).contains("rollups.mos_sent_*"), Schema.upgradeSummary(from: 4))
         XCTAssertEqual(try analyze([logs.path], db: path).upgradedFrom, 4)
         let upgraded = try StoreReader(path: path).connection
-        XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "5")
+        XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
         XCTAssertEqual(try upgraded.rows(sql).map { $0.map(\.description) }, fresh)
         XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
     }

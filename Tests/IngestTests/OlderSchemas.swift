@@ -10,14 +10,22 @@ enum OlderSchemas {
             + StreamsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { ("streams", $0.name) }
     }
 
-    /// Undoes version 5 in `db`: the sent direction's rollup metrics.
+    /// Undoes version 6 in `db`: the table of peer connections.
+    static func makeVersion5(_ db: Database) throws {
+        try db.execute(
+            "DROP TABLE peer_connections; DELETE FROM meta WHERE key LIKE 'migration.v6-%'; UPDATE meta SET value = '5' WHERE key = 'schema_version';"
+        )
+    }
+
+    /// Undoes versions 6 and 5 in `db`: the sent direction's rollup metrics.
     static func makeVersion4(_ db: Database) throws {
+        try makeVersion5(db)
         try db.execute(
             Schema.rollupMetricColumns(addedIn: 5).map { "ALTER TABLE rollups DROP COLUMN \($0);" }.joined(separator: "\n")
                 + "\nDELETE FROM meta WHERE key LIKE 'migration.v5-%'; UPDATE meta SET value = '4' WHERE key = 'schema_version';")
     }
 
-    /// Undoes versions 5 and 4 in `db`: their columns, their rollup counts, metrics and
+    /// Undoes versions 6, 5 and 4 in `db`: their tables and columns, their rollup counts, metrics and
     /// dimensions, the conversations table and views. Rows keep what they hold; callers change
     /// grades themselves.
     static func makeVersion3(_ db: Database) throws {

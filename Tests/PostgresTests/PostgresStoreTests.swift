@@ -114,6 +114,9 @@ final class PostgresStoreTests: XCTestCase {
         let run = try Self.callstats(["analyze", Self.corpus.path, "--db", url, "--quiet"])
         XCTAssertEqual(run.status, 0, run.err)
         try assertSameAsReference(url)
+        // Every call's peer connections, equal to SQLite's row for row (`assertSameAsReference`).
+        XCTAssertTrue(DatabaseComparison.crossStoreTables.contains("peer_connections"))
+        XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM peer_connections")) ?? 0, 200)
         if TestPaths.chromiumRecording != nil {
             // The recording's call (2 % loss, 30 ms jitter) is there with its intervals.
             XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM intervals i JOIN calls c USING (call_id) WHERE c.sdk = 'chromium'")) ?? 0, 10)
@@ -256,6 +259,24 @@ final class PostgresStoreTests: XCTestCase {
         let rerun = try Self.callstats(["analyze"] + files + ["--db", url, "--quiet"])
         XCTAssertEqual(rerun.status, 0, rerun.err)
         try assertSameAsReference(url)
+    }
+
+    /// A database of version 5 gets `peer_connections` from the next run, which says it
+    /// upgraded; a `regrade` gives the calls stored before their rows, as in SQLite.
+    func testAVersion5DatabaseGetsThePeerConnectionsTable() throws {
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        let rows = try scalar(url, "SELECT count(*) FROM peer_connections")
+        XCTAssertGreaterThan(Int(rows) ?? 0, 0)
+        try server.psql("DROP TABLE peer_connections; UPDATE meta SET value = '5' WHERE key = 'schema_version'", database: database)
+        let upgrade = try Self.callstats(["analyze", try logFiles[0], "--db", url, "--json"])
+        XCTAssertEqual(upgrade.status, 0, upgrade.err)
+        XCTAssertTrue(upgrade.out.contains("\"upgraded_from\":5") || upgrade.out.contains("\"upgraded_from\": 5"), upgrade.out)
+        XCTAssertEqual(try scalar(url, "SELECT value FROM meta WHERE key = 'schema_version'"), "6")
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM peer_connections"), "0", "the file was read before: nothing rewritten")
+        XCTAssertEqual(try Self.callstats(["regrade", "--db", url, "--quiet"]).status, 0)
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM peer_connections"), rows)
     }
 
     // MARK: - Faults

@@ -35,10 +35,15 @@ final class StoreTests: XCTestCase {
         i.jitterMs = .infinity
         i.rttMs = -.infinity
         let f = Finding(callID: id, code: "high_loss", severity: .warn, startTs: start, durationMs: 30_000, value: 2.5, detail: "loss 2.5 %")
+        var pc = PeerConnectionSummary(callID: id, pcID: "a", firstTs: start, lastTs: start + 60_000)
+        pc.packets = 3000
+        pc.streams = 1
+        pc.connectedTs = start + 400
+        pc.connectedMs = 59_600
         return CallAnalysis(
             call: c, streams: [s], intervals: [i],
             events: [CallEvent(callID: id, ts: start, kind: "event", action: "callMetric", type: "callCreate")],
-            findings: [f])
+            findings: [f], peerConnections: [pc])
     }
 
     func testEveryColumnIsDocumented() throws {
@@ -100,6 +105,7 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM event_rows")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM findings")?.int64, 1)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM peer_connections")?.int64, 1)
         XCTAssertEqual(try store.db.scalar("SELECT loss_pct FROM intervals"), .null)
         XCTAssertEqual(try store.db.scalar("SELECT jitter_ms FROM intervals"), .null)
         XCTAssertEqual(try store.db.scalar("SELECT rtt_ms FROM intervals"), .null)
@@ -126,7 +132,7 @@ final class StoreTests: XCTestCase {
     /// scan of intervals per call would make a run over an existing database quadratic.
     func testACallsRowsAreFoundByIndex() throws {
         let store = try CallStore(path: path)
-        for table in ["calls", "streams", "intervals", "events", "findings", "call_material"] {
+        for table in ["calls", "streams", "intervals", "events", "findings", "peer_connections", "call_material"] {
             let plan = try store.db.rows("EXPLAIN QUERY PLAN SELECT * FROM \(table) WHERE call_id = ?", [.text("c1")])
                 .compactMap { $0.last?.string }.joined(separator: "; ")
             XCTAssertTrue(plan.hasPrefix("SEARCH") && !plan.contains("SCAN"), "\(table): \(plan)")
@@ -469,6 +475,86 @@ final class StoreTests: XCTestCase {
         // Readers are not blocked.
         XCTAssertNoThrow(try CallStore(path: path, forWriting: false))
         _ = first
+    }
+
+    /// A peer connection's row holds its figures (NULL where not measured: never connected,
+    /// no pair), and goes with its call when the call is removed.
+    func testPeerConnectionRowsAreStoredAndRemovedWithTheirCall() throws {
+        let store = try CallStore(path: path)
+        var a = call("pcs", start: Self.base, mos: 4.2, grade: .good)
+        var media = a.peerConnections[0]
+        media.role = "p2p"
+        media.localCandidateType = "relay"
+        media.remoteCandidateType = "host"
+        media.transport = "tls"
+        media.relayUsed = true
+        media.pairChanges = 2
+        media.iceState = "connected"
+        media.connectionState = "connected"
+        media.disconnects = 1
+        media.disconnectedMs = 6_000
+        media.reconnects = 1
+        var idle = PeerConnectionSummary(callID: "pcs", pcID: "b", firstTs: Self.base + 10, lastTs: Self.base + 50_000)
+        idle.role = "media_server"
+        idle.iceState = "failed"
+        idle.failed = true
+        idle.failedTs = Self.base + 30_000
+        a.peerConnections = [media, idle]
+        try store.write(a, complete: true, material: [1])
+        try store.write(call("other", start: Self.base + 1_000, mos: 4.0, grade: .good), complete: true, material: [2])
+        let rows = try store.db.rows(
+            """
+            SELECT pc_id, role, local_candidate_type, remote_candidate_type, transport, relay_used, pair_changes, streams, packets,
+                   carried_media, ice_state, connection_state, connected_ts, connected_ms, failed, failed_ts, disconnects,
+                   disconnected_ms, reconnects, first_ts, last_ts
+            FROM peer_connections WHERE call_id = 'pcs' ORDER BY pc_id
+            """)
+        XCTAssertEqual(rows.count, 2)
+        XCTAssertEqual(
+            rows[0].map(\.description),
+            [
+                "a", "p2p", "relay", "host", "tls", "1", "2", "1", "3000", "1", "connected", "connected", "\(Self.base + 400)", "59600",
+                "0", "NULL", "1", "6000", "1", "\(Self.base)", "\(Self.base + 60_000)",
+            ])
+        XCTAssertEqual(
+            rows[1].map(\.description),
+            [
+                "b", "media_server", "NULL", "NULL", "NULL", "0", "0", "0", "0", "0", "failed", "NULL", "NULL", "0", "1",
+                "\(Self.base + 30_000)", "0", "0", "0", "\(Self.base + 10)", "\(Self.base + 50_000)",
+            ])
+        let removal = try store.removeCalls(["pcs"])
+        XCTAssertEqual(removal.peerConnections, 2)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM peer_connections WHERE call_id = 'pcs'")?.int64, 0)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM peer_connections")?.int64, 1, "the other call's stays")
+    }
+
+    /// A database of version 5 gets the table `peer_connections` from its upgrade step
+    /// (`v6-peer-connections`, recorded in `meta`), empty for the calls stored before, and the
+    /// next calls written fill it.
+    func testAVersion5DatabaseGetsThePeerConnectionsTable() throws {
+        do {
+            let store = try CallStore(path: path)
+            try store.write(call("old", start: Self.base, mos: 4.1, grade: .good), complete: true, material: [1])
+            try store.db.execute(
+                """
+                DROP TABLE peer_connections; DELETE FROM meta WHERE key LIKE 'migration.v6-%';
+                UPDATE meta SET value = '5' WHERE key = 'schema_version';
+                """)
+        }
+        XCTAssertEqual(Schema.version, 6)
+        XCTAssertTrue(Schema.upgradeSummary(from: 5).contains("peer_connections"), Schema.upgradeSummary(from: 5))
+        var announced: [Int] = []
+        let store = try CallStore(path: path, willUpgrade: { announced.append($0) })
+        XCTAssertEqual(announced, [5])
+        XCTAssertEqual(store.upgradedFrom, 5)
+        XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, "6")
+        XCTAssertNotNil(try store.db.scalar("SELECT value FROM meta WHERE key = 'migration.v6-peer-connections'")?.string)
+        XCTAssertEqual(
+            try store.db.rows("SELECT name FROM pragma_table_info('peer_connections')").compactMap { $0[0].string },
+            PeerConnectionsTable.columnNames)
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM peer_connections")?.int64, 0, "stored calls get rows at a regrade")
+        try store.write(call("old", start: Self.base, mos: 4.1, grade: .good), complete: true, material: [1])
+        XCTAssertEqual(try store.db.scalar("SELECT pc_id FROM peer_connections WHERE call_id = 'old'")?.string, "a")
     }
 
     func testNewerSchemaIsRefusedAndGarbageIsNotADatabase() throws {
