@@ -2,8 +2,8 @@
 /// smallest logs more than the whole report.
 ///
 /// By default the collector writes every report unchanged. A getStats report carries many
-/// members that change on every poll and that no call-quality question needs (audio energy,
-/// per-pair consent counters, playout timestamps, timing-frame strings); they are most of what a
+/// members that change on every poll and that no call-quality question needs (per-pair consent
+/// counters, playout timestamps, timing-frame strings); they are most of what a
 /// delta log still costs. With a filter, each object keeps `id`, `type`, `timestamp` and the
 /// listed members; objects themselves are kept (an object left with only those three costs
 /// nothing after the first snapshot), so references between objects stay intact. In legacy goog
@@ -31,6 +31,8 @@ public struct StatsMemberFilter: Sendable, Equatable {
         "totalPausesDuration",
         "qualityLimitationReason", "qualityLimitationDurations",
         "roundTripTime", "totalRoundTripTime", "roundTripTimeMeasurements",
+        // Silence (a muted sender), the links to the sources and tracks that report it, data channels.
+        "audioLevel", "totalAudioEnergy", "mediaSourceId", "trackId", "messagesSent", "messagesReceived",
         // ICE.
         "state", "nominated", "currentRoundTripTime", "responsesReceived", "localCandidateId", "remoteCandidateId",
         "candidateType", "networkType", "protocol", "relayProtocol", "selectedCandidatePairId",
@@ -41,6 +43,7 @@ public struct StatsMemberFilter: Sendable, Equatable {
         "googFrameRateSent", "googFrameWidthSent", "googFrameHeightSent",
         "googBandwidthLimitedResolution", "googCpuLimitedResolution",
         "googActiveConnection", "googLocalCandidateType", "googRemoteCandidateType", "googTransportType",
+        "audioInputLevel", "audioOutputLevel",
     ]
 
     /// `analysed` plus what ties objects together and what people look at first when they dig
