@@ -45,7 +45,8 @@ public final class IngestServer: @unchecked Sendable {
         log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
         serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
-        connections = ConnectionLimit(limit: configuration.maxConnections)
+        connections = ConnectionLimit(
+            limit: configuration.maxConnections, perAddressLimit: configuration.maxConnectionsPerAddress)
         metrics.connections = connections
     }
 
@@ -54,6 +55,8 @@ public final class IngestServer: @unchecked Sendable {
     public func start() throws -> SocketAddress {
         let context = serverContext
         let readTimeout = TimeAmount.milliseconds(configuration.readTimeoutMs)
+        let requestTimeout = TimeAmount.milliseconds(configuration.requestTimeoutMs)
+        let metrics = self.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -61,17 +64,22 @@ public final class IngestServer: @unchecked Sendable {
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { [connections] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard connections.admit(channel) else {
-                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+                    let admission = connections.admit(channel)
+                    guard admission == .admitted else {
+                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(admission))
                         return
                     }
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
+                    let deadline = RequestDeadlineHandler(timeout: requestTimeout, metrics: metrics)
+                    try channel.pipeline.syncOperations.addHandler(deadline)
                     // Reply headers are this server's own (names and values fixed here, an origin
                     // only when it equals one of --allow-origin, which is checked at start): NIO's
                     // check of every reply's headers cost about a twentieth of a request.
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withErrorHandling: false, withOutboundHeaderValidation: false)
-                    try channel.pipeline.syncOperations.addHandler(RequestHandler(server: context))
+                    let handler = RequestHandler(server: context, deadline: deadline)
+                    deadline.owner = handler
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
         let ch: Channel

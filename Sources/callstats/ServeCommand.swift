@@ -20,6 +20,11 @@ struct ServeCommand: ParsableCommand {
             Without --tokens the server listens only on a loopback address. SIGHUP reloads the \
             tokens; SIGTERM or SIGINT stops it after writing everything acknowledged or queued.
 
+            A request must arrive whole within --request-timeout of its first byte, its head \
+            included, and one client address holds at most --max-connections-per-address \
+            connections: slow or greedy clients are cut off or refused (408, 503) while others \
+            are served.
+
             Example:
               callstats serve --listen 127.0.0.1:8471 --out logs/ --allow-origin https://app.example
             """
@@ -67,8 +72,20 @@ struct ServeCommand: ParsableCommand {
             valueName: "n"))
     var maxConnections: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once from one client address (IPv6: one /64); past it that address's new ones get 503 and are closed (default: a quarter of --max-connections, between 8 and 256).",
+            valueName: "n"))
+    var maxConnectionsPerAddress: Int?
+
     @Option(help: ArgumentHelp("Seconds a connection may send nothing in the middle of a request.", valueName: "s"))
     var readTimeout = 10
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request may take to arrive whole, from its first byte (head included); then 408 and the connection is closed.",
+            valueName: "s"))
+    var requestTimeout = 30
 
     @Option(
         help: ArgumentHelp(
@@ -117,7 +134,11 @@ struct ServeCommand: ParsableCommand {
         }
         try OptionRange.check("--max-calls-per-client", maxCallsPerClient, 1...10_000_000)
         if let maxConnections { try OptionRange.check("--max-connections", maxConnections, 1...1_000_000) }
+        if let maxConnectionsPerAddress {
+            try OptionRange.check("--max-connections-per-address", maxConnectionsPerAddress, 1...1_000_000)
+        }
         try OptionRange.check("--read-timeout", readTimeout, 1...86_400)
+        try OptionRange.check("--request-timeout", requestTimeout, 1...86_400)
         try OptionRange.check("--file-bytes", fileBytes, 1...(1 << 40))
         try OptionRange.check("--file-age", fileAge, 1...(30 * 86_400))
         try OptionRange.check("--threads", threads, OptionRange.threads)
@@ -136,7 +157,9 @@ struct ServeCommand: ParsableCommand {
         c.maxCallsPerClient = maxCallsPerClient
         c.maxQueueBytes = maxQueue
         if let maxConnections { c.maxConnections = maxConnections }
+        c.maxConnectionsPerAddress = maxConnectionsPerAddress
         c.readTimeoutMs = Int64(readTimeout) * 1000
+        c.requestTimeoutMs = Int64(requestTimeout) * 1000
         c.recordClientAddress = recordClientAddress
         c.fileBytes = fileBytes
         c.fileAgeMs = Int64(fileAge) * 1000
