@@ -36,6 +36,9 @@ public struct ServeConfiguration: Sendable {
     /// Connections open at once from one client address (IPv6: one /64); past it a new one from
     /// that address is answered 503 and closed. nil: a quarter of `maxConnections`, between 8 and 256.
     public var maxConnectionsPerAddress: Int?
+    /// PEM files of the certificate (chain) and its private key: the server speaks HTTPS.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
     public var eventLoopThreads = 2
     /// Writer threads, each with its own files; a call's records always go to the same one.
     public var writerThreads = 2

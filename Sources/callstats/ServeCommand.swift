@@ -17,16 +17,21 @@ struct ServeCommand: ParsableCommand {
             GET /healthz and GET /metrics (Prometheus) report on the server. Data/INGEST.md \
             describes requests, replies and limits.
 
-            Without --tokens the server listens only on a loopback address. SIGHUP reloads the \
-            tokens; SIGTERM or SIGINT stops it after writing everything acknowledged or queued.
+            Without --tokens the server listens only on a loopback address. With --tls-cert and \
+            --tls-key it speaks HTTPS (a browser page on https cannot post to http). SIGHUP reloads \
+            the tokens and the certificate (new connections get the new one); SIGTERM or SIGINT \
+            stops it after writing everything acknowledged or queued.
 
             A request must arrive whole within --request-timeout of its first byte, its head \
             included, and one client address holds at most --max-connections-per-address \
             connections: slow or greedy clients are cut off or refused (408, 503) while others \
             are served.
 
-            Example:
+            Examples:
               callstats serve --listen 127.0.0.1:8471 --out logs/ --allow-origin https://app.example
+              callstats serve --listen 0.0.0.0:8471 --out logs/ --tokens tokens.txt \\
+                --tls-cert fullchain.pem --tls-key privkey.pem \\
+                --allow-origin https://app.example
             """
     )
 
@@ -89,6 +94,14 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Certificate (chain) to serve HTTPS with, PEM; reloaded on SIGHUP. Needs --tls-key.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("Private key of --tls-cert, PEM; reloaded on SIGHUP.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Pseudonymise call ids, person fields and IP addresses with this key before writing.",
             valueName: "32 hex digits"))
     var pseudonymizeKey: String?
@@ -139,6 +152,7 @@ struct ServeCommand: ParsableCommand {
         }
         try OptionRange.check("--read-timeout", readTimeout, 1...86_400)
         try OptionRange.check("--request-timeout", requestTimeout, 1...86_400)
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together: give both or neither") }
         try OptionRange.check("--file-bytes", fileBytes, 1...(1 << 40))
         try OptionRange.check("--file-age", fileAge, 1...(30 * 86_400))
         try OptionRange.check("--threads", threads, OptionRange.threads)
@@ -160,6 +174,8 @@ struct ServeCommand: ParsableCommand {
         c.maxConnectionsPerAddress = maxConnectionsPerAddress
         c.readTimeoutMs = Int64(readTimeout) * 1000
         c.requestTimeoutMs = Int64(requestTimeout) * 1000
+        c.tlsCertificatePath = tlsCert
+        c.tlsKeyPath = tlsKey
         c.recordClientAddress = recordClientAddress
         c.fileBytes = fileBytes
         c.fileAgeMs = Int64(fileAge) * 1000

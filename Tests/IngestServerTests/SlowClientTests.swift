@@ -195,6 +195,7 @@ final class SlowClientTests: XCTestCase {
         for args in [
             ["--request-timeout", "0"], ["--request-timeout", "9223372036854775807"],
             ["--max-connections-per-address", "0"], ["--max-connections-per-address", "-1"],
+            ["--tls-cert", "x.pem"],
         ] {
             let r = try Binary.run(["serve", "--listen", "127.0.0.1:0", "--out", logs.path] + args)
             XCTAssertEqual(r.status, 64, "\(args): \(r.err)")
