@@ -33,6 +33,8 @@ test-deps: deps
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "Installing postgresql (the PostgreSQL store is tested against a throwaway server)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
+	@command -v openssl >/dev/null || { echo "Installing openssl (the HTTPS tests of callstats serve make their own CA)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssl >/dev/null; }
 	@command -v chromium >/dev/null || { echo "Installing chromium (the HTML report is checked in a headless browser)"; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || true
 

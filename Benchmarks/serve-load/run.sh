@@ -22,8 +22,10 @@ command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk
 
 work="$(mktemp -d)"
 trap 'kill -TERM "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-# One client address sends for every call here, so the per-client call limit is lifted.
-"$BIN" serve --listen 127.0.0.1:0 --out "$work/logs" --max-calls-per-client 100000000 ${SERVE_ARGS:-} > "$work/serve.out" 2>"$work/serve.err" &
+# One client address sends for every call and holds every connection here, so the per-client
+# call limit and the bound on connections per address are lifted.
+"$BIN" serve --listen 127.0.0.1:0 --out "$work/logs" --max-calls-per-client 100000000 \
+  --max-connections-per-address 1000000 ${SERVE_ARGS:-} > "$work/serve.out" 2>"$work/serve.err" &
 pid=$!
 for _ in $(seq 100); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
 port="$(grep -o '127.0.0.1:[0-9]*' "$work/serve.out" | head -1 | cut -d: -f2)"

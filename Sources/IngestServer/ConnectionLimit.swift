@@ -7,35 +7,86 @@ import Glibc
 import Darwin
 #endif
 
-/// Bounds the connections open at once. Each costs a descriptor and its buffers; without a
-/// bound, a flood of idle connections runs the process out of descriptors (accept then fails
-/// for everyone) before any timeout closes them. Past the bound, a new connection is answered
-/// `503` with `Retry-After` and closed at once, so a client is told rather than left hanging.
+/// Bounds the connections open at once, in all and from one client address. Each costs a
+/// descriptor and its buffers; without a bound, a flood of idle or slow connections runs the
+/// process out of descriptors (accept then fails for everyone) before any timeout closes them,
+/// and without a bound per address one client can hold every connection the server allows, so
+/// that every other client is refused. Past either bound, a new connection is answered `503`
+/// with `Retry-After` and closed at once, so a client is told rather than left hanging.
+///
+/// An IPv6 client is counted by its /64: one host is given a whole /64 and can pick any address
+/// in it. An IPv4 address (IPv4-mapped IPv6 included) counts as itself.
 final class ConnectionLimit: Sendable {
-    let limit: Int
-    private let open = Locked(0)
-    private let refused = Locked(0)
-
-    init(limit: Int) { self.limit = max(1, limit) }
-
-    /// Counts `channel` in, or returns false when `limit` are open; a counted channel is counted
-    /// out when it closes.
-    func admit(_ channel: Channel) -> Bool {
-        let admitted = open.withLock { n in
-            guard n < limit else { return false }
-            n += 1
-            return true
-        }
-        guard admitted else {
-            refused.withLock { $0 += 1 }
-            return false
-        }
-        channel.closeFuture.whenComplete { [open] _ in open.withLock { $0 -= 1 } }
-        return true
+    enum Admission: Equatable {
+        case admitted
+        /// `limit` connections are open.
+        case full
+        /// `perAddressLimit` connections are open from this client's address.
+        case fullForAddress
     }
 
-    var openCount: Int { open.withLock { $0 } }
-    var refusedCount: Int { refused.withLock { $0 } }
+    let limit: Int
+    let perAddressLimit: Int
+    private struct Counts {
+        var open = 0
+        /// Only addresses with a connection open: an entry goes when its last connection closes,
+        /// so the table holds at most `limit` entries whatever clients do.
+        var byAddress: [String: Int] = [:]
+        var refused = 0
+        var refusedForAddress = 0
+    }
+    private let counts = Locked(Counts())
+
+    init(limit: Int, perAddressLimit: Int? = nil) {
+        self.limit = max(1, limit)
+        self.perAddressLimit = max(1, min(self.limit, perAddressLimit ?? Self.defaultPerAddressLimit(limit: limit)))
+    }
+
+    /// Counts `channel` in, or says which bound it would pass; a counted channel is counted out
+    /// when it closes.
+    func admit(_ channel: Channel) -> Admission {
+        let key = channel.remoteAddress.map(Self.addressKey) ?? ""
+        let admission = counts.withLock { c -> Admission in
+            guard c.open < limit else {
+                c.refused += 1
+                return .full
+            }
+            let fromAddress = c.byAddress[key, default: 0]
+            guard fromAddress < perAddressLimit else {
+                c.refusedForAddress += 1
+                return .fullForAddress
+            }
+            c.open += 1
+            c.byAddress[key] = fromAddress + 1
+            return .admitted
+        }
+        guard admission == .admitted else { return admission }
+        channel.closeFuture.whenComplete { [counts] _ in
+            counts.withLock { c in
+                c.open -= 1
+                let left = c.byAddress[key, default: 1] - 1
+                c.byAddress[key] = left > 0 ? left : nil
+            }
+        }
+        return .admitted
+    }
+
+    var openCount: Int { counts.withLock { $0.open } }
+    var refusedCount: Int { counts.withLock { $0.refused } }
+    var refusedForAddressCount: Int { counts.withLock { $0.refusedForAddress } }
+
+    /// The address a client is counted by: IPv4 as it is, IPv6 by its first 64 bits.
+    static func addressKey(_ address: SocketAddress) -> String {
+        switch address {
+        case .v6(let a):
+            let bytes = withUnsafeBytes(of: a.address.sin6_addr) { Array($0) }
+            let mappedIPv4 = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            if mappedIPv4 { return bytes[12..<16].map(String.init).joined(separator: ".") }
+            return bytes[0..<8].map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+        default:
+            return address.ipAddress ?? ""
+        }
+    }
 
     /// The default bound: the process's open-file limit less room for the log files, the
     /// listening socket and the rest of the process, at most 10,000.
@@ -44,20 +95,33 @@ final class ConnectionLimit: Sendable {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &r) == 0, r.rlim_cur < rlim_t(Int.max) else { return 10_000 }
         return max(16, min(10_000, Int(r.rlim_cur) - 64))
     }
+
+    /// The default bound per address: a quarter of `limit`, kept between 8 and 256 (and never
+    /// above `limit`). Enough for the connections of many browsers behind one NAT (a page's
+    /// agent keeps one or two), while at least three quarters of a large `limit` stay for other
+    /// addresses whatever one address does.
+    static func defaultPerAddressLimit(limit: Int) -> Int { min(limit, max(8, min(256, limit / 4))) }
 }
 
 /// The whole reply of a connection over the limit: written as the connection opens, then closed.
 final class RefuseConnectionHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
 
-    private static let reply: String = {
-        let body = #"{"error":"too many connections open; try again shortly","status":503}"# + "\n"
-        return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+    private let reply: String
+
+    init(_ admission: ConnectionLimit.Admission) {
+        let message =
+            admission == .fullForAddress
+            ? "too many connections open from your address; try again shortly"
+            : "too many connections open; try again shortly"
+        let body = #"{"error":"\#(message)","status":503}"# + "\n"
+        reply =
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-    }()
+    }
 
     func channelActive(context: ChannelHandlerContext) {
-        let buffer = context.channel.allocator.buffer(string: Self.reply)
+        let buffer = context.channel.allocator.buffer(string: reply)
         context.writeAndFlush(NIOAny(buffer)).whenComplete { [context] _ in context.close(promise: nil) }
     }
 

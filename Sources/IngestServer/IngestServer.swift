@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// `callstats serve`: an HTTP endpoint on SwiftNIO that takes log records (format v1 NDJSON)
 /// from agents that cannot link the Swift collector (browsers, Android, Electron) and writes
@@ -15,6 +16,7 @@ public final class IngestServer: @unchecked Sendable {
     private let tokens: TokenList?
     private let serverContext: ServerContext
     private let connections: ConnectionLimit
+    private let certificate: TLSCertificate?
     private var channel: Channel?
 
     public struct StartError: Error, CustomStringConvertible {
@@ -45,7 +47,18 @@ public final class IngestServer: @unchecked Sendable {
         log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
         serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
-        connections = ConnectionLimit(limit: configuration.maxConnections)
+        connections = ConnectionLimit(
+            limit: configuration.maxConnections, perAddressLimit: configuration.maxConnectionsPerAddress)
+        switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
+        case (let cert?, let key?):
+            do { certificate = try TLSCertificate(certificatePath: cert, keyPath: key) } catch {
+                throw StartError(message: "\(error)")
+            }
+        case (nil, nil):
+            certificate = nil
+        default:
+            throw StartError(message: "--tls-cert and --tls-key go together: give both or neither")
+        }
         metrics.connections = connections
     }
 
@@ -54,24 +67,46 @@ public final class IngestServer: @unchecked Sendable {
     public func start() throws -> SocketAddress {
         let context = serverContext
         let readTimeout = TimeAmount.milliseconds(configuration.readTimeoutMs)
+        let requestTimeout = TimeAmount.milliseconds(configuration.requestTimeoutMs)
+        let metrics = self.metrics
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { [connections] channel in
+            .childChannelInitializer { [connections, certificate] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard connections.admit(channel) else {
-                        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+                    let admission = connections.admit(channel)
+                    guard admission == .admitted else {
+                        // Over TLS a refusal is a close: answering would first cost a handshake,
+                        // and a refused connection is counted nowhere, so it must not linger.
+                        if certificate != nil {
+                            channel.close(promise: nil)
+                        } else {
+                            try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(admission))
+                        }
                         return
                     }
+                    if let certificate {
+                        // A TLS peer's end of input (FIN) ends the connection: TLS clients do not
+                        // half-close, and with half-closure allowed a connection closed after its
+                        // reply would wait for the peer's close_notify (which s_client and others
+                        // never send) for NIOSSL's shutdown timeout, still counted against the
+                        // bounds on connections all that time.
+                        try channel.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: false)
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: certificate.context))
+                    }
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
+                    let deadline = RequestDeadlineHandler(timeout: requestTimeout, metrics: metrics)
+                    try channel.pipeline.syncOperations.addHandler(deadline)
                     // Reply headers are this server's own (names and values fixed here, an origin
                     // only when it equals one of --allow-origin, which is checked at start): NIO's
                     // check of every reply's headers cost about a twentieth of a request.
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withErrorHandling: false, withOutboundHeaderValidation: false)
-                    try channel.pipeline.syncOperations.addHandler(RequestHandler(server: context))
+                    let handler = RequestHandler(server: context, deadline: deadline)
+                    deadline.owner = handler
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
         let ch: Channel
@@ -91,6 +126,14 @@ public final class IngestServer: @unchecked Sendable {
         return "reloaded \(tokens.count) tokens from \(tokens.path)"
     }
 
+    /// Re-reads the TLS certificate and key (SIGHUP); returns a message for the operator, or nil
+    /// without TLS.
+    public func reloadCertificate() -> String? {
+        guard let certificate else { return nil }
+        if let problem = certificate.reload() { return "certificate not reloaded, the previous one stays: \(problem)" }
+        return "reloaded the certificate \(certificate.certificatePath) for new connections"
+    }
+
     /// Stops accepting connections, lets requests under way finish (up to `grace`), writes and
     /// fsyncs everything acknowledged or queued, and closes the log.
     public func shutdown(grace: TimeAmount = .seconds(10)) {
@@ -104,11 +147,13 @@ public final class IngestServer: @unchecked Sendable {
 
     private func inFlightRequests() -> Int { serverContext.inFlight.value }
 
-    /// Runs until SIGTERM or SIGINT; SIGHUP reloads the tokens. Prints the address bound.
+    /// Runs until SIGTERM or SIGINT; SIGHUP reloads the tokens and the certificate. Prints the
+    /// address bound.
     public func runUntilSignalled(announce: @escaping @Sendable (String) -> Void) throws {
         let address = try start()
         let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
-        announce("callstats serve: listening on http://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
+        let scheme = certificate == nil ? "http" : "https"
+        announce("callstats serve: listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
         let queue = DispatchQueue(label: "callstats-serve-signals")
         let stop = DispatchSemaphore(value: 0)
@@ -120,7 +165,10 @@ public final class IngestServer: @unchecked Sendable {
             sources.append(source)
         }
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        hup.setEventHandler { [self] in announce("callstats serve: " + reloadTokens()) }
+        hup.setEventHandler { [self] in
+            if tokens != nil || certificate == nil { announce("callstats serve: " + reloadTokens()) }
+            if let line = reloadCertificate() { announce("callstats serve: " + line) }
+        }
         hup.resume()
         sources.append(hup)
         stop.wait()

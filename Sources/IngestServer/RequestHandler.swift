@@ -51,7 +51,7 @@ final class RequestNumbers: @unchecked Sendable {
 /// A request's body is collected (up to `maxBodyBytes`) and handled at its end; the reply to a
 /// POST waits for the writer's fsync. Requests on one connection are answered in order (NIO's
 /// pipelining handler holds the next until the previous reply is written).
-final class RequestHandler: ChannelInboundHandler {
+final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -71,12 +71,19 @@ final class RequestHandler: ChannelInboundHandler {
     /// A reply is owed (the request reached its end and is being processed).
     private var awaitingReply = false
     private var closeAfterReply = false
-    private var requestTimer: Scheduled<Void>?
     private var remoteAddress = ""
+    /// The whole-request deadline, kept by a handler before the HTTP parser (it sees the head's
+    /// bytes); told here when each request's head is parsed and when it ends.
+    private let deadline: RequestDeadlineHandler
+    private var context: ChannelHandlerContext?
 
-    init(server: ServerContext) {
+    init(server: ServerContext, deadline: RequestDeadlineHandler) {
         self.server = server
+        self.deadline = deadline
     }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func channelActive(context: ChannelHandlerContext) {
         remoteAddress = context.remoteAddress?.ipAddress ?? ""
@@ -86,7 +93,6 @@ final class RequestHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if request != nil { server.inFlight.add(-1) }
         request = nil
-        requestTimer?.cancel()
         context.fireChannelInactive()
     }
 
@@ -97,14 +103,8 @@ final class RequestHandler: ChannelInboundHandler {
         case .head(let head):
             discarding = false
             let id = server.requestNumbers.take()
-            request = Request(head: head, id: id, startedAt: .now())
+            request = Request(head: head, id: id, startedAt: deadline.requestStart)
             server.inFlight.add(1)
-            let timeout = TimeAmount.milliseconds(config.requestTimeoutMs)
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            requestTimer = context.eventLoop.scheduleTask(in: timeout) {
-                let (handler, context) = bound.value
-                handler.requestTimedOut(context: context)
-            }
             headReceived(context: context, head: head, id: id)
         case .body(let buffer):
             guard !discarding, request != nil else { return }
@@ -115,7 +115,7 @@ final class RequestHandler: ChannelInboundHandler {
             }
             buffer.withUnsafeReadableBytes { request!.body.append(contentsOf: $0) }
         case .end:
-            requestTimer?.cancel()
+            deadline.requestEnded()
             guard !discarding, let r = request else {
                 discarding = false
                 return
@@ -400,11 +400,24 @@ final class RequestHandler: ChannelInboundHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    private func requestTimedOut(context: ChannelHandlerContext) {
-        guard request != nil, !awaitingReply, !discarding else { return }
+    func requestDeadlinePassed() -> Bool {
+        if awaitingReply {
+            // The request arrived; the deadline that passed is the next one's, pipelined behind
+            // this reply: the connection closes once the reply is written.
+            closeAfterReply = true
+            return true
+        }
+        guard let context else { return false }
+        if discarding {
+            // Answered already; the rest of it is still arriving.
+            context.close(promise: nil)
+            return true
+        }
+        guard request != nil else { return false }
         fail(
             context: context, status: .requestTimeout,
-            "the request did not arrive whole within \(config.requestTimeoutMs / 1000) s", close: true)
+            "the request did not arrive whole within \(config.requestTimeoutMs / 1000) s of its first byte", close: true)
+        return true
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -453,7 +466,6 @@ final class RequestHandler: ChannelInboundHandler {
         extraHeaders: [(String, String)] = [], close: Bool = false, countRequest: Bool = true
     ) {
         guard let r = request else { return }
-        requestTimer?.cancel()
         var headers = HTTPHeaders()
         if let contentType { headers.add(name: "Content-Type", value: contentType) }
         headers.add(name: "Content-Length", value: String(body.count))

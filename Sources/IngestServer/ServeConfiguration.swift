@@ -23,7 +23,8 @@ public struct ServeConfiguration: Sendable {
     public var maxQueueBytes = 64 << 20
     /// A connection that sends nothing for this long is closed (408 if a request was under way).
     public var readTimeoutMs: Int64 = 10_000
-    /// A request must arrive whole within this time from its first line.
+    /// A request must arrive whole within this time from its first byte (head included; for a
+    /// connection's first request, from the connection's opening).
     public var requestTimeoutMs: Int64 = 30_000
     public var recordClientAddress = false
     public var privacy: RecordPrivacy?
@@ -32,6 +33,12 @@ public struct ServeConfiguration: Sendable {
     public var compressionLevel: Int32 = 9
     /// Connections open at once; past it a new one is answered 503 and closed.
     public var maxConnections = ConnectionLimit.defaultLimit
+    /// Connections open at once from one client address (IPv6: one /64); past it a new one from
+    /// that address is answered 503 and closed. nil: a quarter of `maxConnections`, between 8 and 256.
+    public var maxConnectionsPerAddress: Int?
+    /// PEM files of the certificate (chain) and its private key: the server speaks HTTPS.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
     public var eventLoopThreads = 2
     /// Writer threads, each with its own files; a call's records always go to the same one.
     public var writerThreads = 2

@@ -115,6 +115,9 @@ public final class ServerMetrics: @unchecked Sendable {
             out += "# HELP callstats_serve_connections_refused_total Connections answered 503 and closed: the limit was reached.\n"
             out += "# TYPE callstats_serve_connections_refused_total counter\n"
             out += "callstats_serve_connections_refused_total \(connections.refusedCount)\n"
+            out += "# HELP callstats_serve_connections_refused_address_total Connections refused: the bound per client address was reached.\n"
+            out += "# TYPE callstats_serve_connections_refused_address_total counter\n"
+            out += "callstats_serve_connections_refused_address_total \(connections.refusedForAddressCount)\n"
         }
         flushLatency.render("callstats_serve_flush_seconds", help: "One group commit: append, flush and fsync.", into: &out)
         requestLatency.render("callstats_serve_request_seconds", help: "POST /v1/records from its last body byte to its reply.", into: &out)

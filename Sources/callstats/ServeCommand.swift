@@ -17,11 +17,21 @@ struct ServeCommand: ParsableCommand {
             GET /healthz and GET /metrics (Prometheus) report on the server. Data/INGEST.md \
             describes requests, replies and limits.
 
-            Without --tokens the server listens only on a loopback address. SIGHUP reloads the \
-            tokens; SIGTERM or SIGINT stops it after writing everything acknowledged or queued.
+            Without --tokens the server listens only on a loopback address. With --tls-cert and \
+            --tls-key it speaks HTTPS (a browser page on https cannot post to http). SIGHUP reloads \
+            the tokens and the certificate (new connections get the new one); SIGTERM or SIGINT \
+            stops it after writing everything acknowledged or queued.
 
-            Example:
+            A request must arrive whole within --request-timeout of its first byte, its head \
+            included, and one client address holds at most --max-connections-per-address \
+            connections: slow or greedy clients are cut off or refused (408, 503) while others \
+            are served.
+
+            Examples:
               callstats serve --listen 127.0.0.1:8471 --out logs/ --allow-origin https://app.example
+              callstats serve --listen 0.0.0.0:8471 --out logs/ --tokens tokens.txt \\
+                --tls-cert fullchain.pem --tls-key privkey.pem \\
+                --allow-origin https://app.example
             """
     )
 
@@ -67,8 +77,28 @@ struct ServeCommand: ParsableCommand {
             valueName: "n"))
     var maxConnections: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once from one client address (IPv6: one /64); past it that address's new ones get 503 and are closed (default: a quarter of --max-connections, between 8 and 256).",
+            valueName: "n"))
+    var maxConnectionsPerAddress: Int?
+
     @Option(help: ArgumentHelp("Seconds a connection may send nothing in the middle of a request.", valueName: "s"))
     var readTimeout = 10
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a request may take to arrive whole, from its first byte (head included); then 408 and the connection is closed.",
+            valueName: "s"))
+    var requestTimeout = 30
+
+    @Option(
+        help: ArgumentHelp(
+            "Certificate (chain) to serve HTTPS with, PEM; reloaded on SIGHUP. Needs --tls-key.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("Private key of --tls-cert, PEM; reloaded on SIGHUP.", valueName: "file"))
+    var tlsKey: String?
 
     @Option(
         help: ArgumentHelp(
@@ -117,7 +147,12 @@ struct ServeCommand: ParsableCommand {
         }
         try OptionRange.check("--max-calls-per-client", maxCallsPerClient, 1...10_000_000)
         if let maxConnections { try OptionRange.check("--max-connections", maxConnections, 1...1_000_000) }
+        if let maxConnectionsPerAddress {
+            try OptionRange.check("--max-connections-per-address", maxConnectionsPerAddress, 1...1_000_000)
+        }
         try OptionRange.check("--read-timeout", readTimeout, 1...86_400)
+        try OptionRange.check("--request-timeout", requestTimeout, 1...86_400)
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together: give both or neither") }
         try OptionRange.check("--file-bytes", fileBytes, 1...(1 << 40))
         try OptionRange.check("--file-age", fileAge, 1...(30 * 86_400))
         try OptionRange.check("--threads", threads, OptionRange.threads)
@@ -136,7 +171,11 @@ struct ServeCommand: ParsableCommand {
         c.maxCallsPerClient = maxCallsPerClient
         c.maxQueueBytes = maxQueue
         if let maxConnections { c.maxConnections = maxConnections }
+        c.maxConnectionsPerAddress = maxConnectionsPerAddress
         c.readTimeoutMs = Int64(readTimeout) * 1000
+        c.requestTimeoutMs = Int64(requestTimeout) * 1000
+        c.tlsCertificatePath = tlsCert
+        c.tlsKeyPath = tlsKey
         c.recordClientAddress = recordClientAddress
         c.fileBytes = fileBytes
         c.fileAgeMs = Int64(fileAge) * 1000

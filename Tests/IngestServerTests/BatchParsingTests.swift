@@ -2,6 +2,7 @@ import Analysis
 import MaterialScanning
 import CallLog
 @testable import IngestServer
+import NIOCore
 import XCTest
 
 /// The pieces a request passes through before the writer: body decoding, line splitting and
@@ -80,5 +81,23 @@ final class BatchParsingTests: XCTestCase {
         XCTAssertTrue(ServeConfiguration.isLoopback("localhost"))
         XCTAssertFalse(ServeConfiguration.isLoopback("0.0.0.0"))
         XCTAssertFalse(ServeConfiguration.isLoopback("192.0.2.1"))
+    }
+
+    /// A client is counted by its IPv4 address, or by its IPv6 /64 (one host is given a whole
+    /// /64 and could otherwise take a fresh address for every connection).
+    func testClientsAreCountedByAddressAndIPv6ByItsSlash64() throws {
+        func key(_ ip: String) throws -> String { ConnectionLimit.addressKey(try SocketAddress(ipAddress: ip, port: 443)) }
+        XCTAssertEqual(try key("192.0.2.7"), "192.0.2.7")
+        XCTAssertNotEqual(try key("192.0.2.7"), try key("192.0.2.8"))
+        XCTAssertEqual(try key("::ffff:192.0.2.7"), "192.0.2.7", "IPv4-mapped: the IPv4 address")
+        XCTAssertEqual(try key("2001:db8:1:2::1"), try key("2001:db8:1:2:ffff:ffff:ffff:fffe"))
+        XCTAssertNotEqual(try key("2001:db8:1:2::1"), try key("2001:db8:1:3::1"))
+        XCTAssertNotEqual(try key("::1"), try key("::ffff:0.0.0.1"))
+
+        XCTAssertEqual(ConnectionLimit.defaultPerAddressLimit(limit: 3), 3, "never above the limit")
+        XCTAssertEqual(ConnectionLimit.defaultPerAddressLimit(limit: 20), 8)
+        XCTAssertEqual(ConnectionLimit.defaultPerAddressLimit(limit: 400), 100)
+        XCTAssertEqual(ConnectionLimit.defaultPerAddressLimit(limit: 10_000), 256)
+        XCTAssertEqual(ConnectionLimit(limit: 10, perAddressLimit: 50).perAddressLimit, 10)
     }
 }

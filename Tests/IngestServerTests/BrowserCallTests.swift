@@ -15,11 +15,12 @@ final class BrowserCallTests: XCTestCase {
     override func setUp() { dir = TestPaths.temporaryDirectory("serve-browser") }
     override func tearDown() { try? FileManager.default.removeItem(at: dir) }
 
-    static func page(port: Int) -> String {
+    /// The call page; `collector` is where agent.js is loaded from and posts to.
+    static func page(collector: String, seconds: Int = callSeconds) -> String {
         """
         <!doctype html>
         <html><head><title>call</title>
-        <script src="http://127.0.0.1:\(port)/agent.js"></script>
+        <script src="\(collector)/agent.js"></script>
         </head><body>
         <script>
         const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -42,14 +43,14 @@ final class BrowserCallTests: XCTestCase {
             await b.setLocalDescription(answer);
             await a.setRemoteDescription(answer);
             say("connecting");
-            await sleep(\(callSeconds * 1000));
+            await sleep(\(seconds * 1000));
             ma.event("callState", "hold");
             await Promise.all([ma.end("terminatedLocally"), mb.end("terminatedRemotely")]);
             a.close(); b.close();
             say("ended");
           } catch (e) {
             say("error " + e);
-            fetch("http://127.0.0.1:\(port)/v1/records", {method: "POST", body: JSON.stringify({v: 1, kind: "event", call: "page-error", ts: Date.now(), action: "error", type: String(e)})});
+            fetch("\(collector)/v1/records", {method: "POST", body: JSON.stringify({v: 1, kind: "event", call: "page-error", ts: Date.now(), action: "error", type: String(e)})});
           }
         })();
         </script></body></html>
@@ -63,7 +64,7 @@ final class BrowserCallTests: XCTestCase {
         let logs = dir.appendingPathComponent("logs")
         let server = try ServeProcess(directory: logs, arguments: ["--allow-origin", "*"])
         let html = dir.appendingPathComponent("call.html")
-        try BrowserCallTests.page(port: server.port).write(to: html, atomically: true, encoding: .utf8)
+        try BrowserCallTests.page(collector: "http://127.0.0.1:\(server.port)").write(to: html, atomically: true, encoding: .utf8)
 
         let browser = Process()
         browser.executableURL = URL(fileURLWithPath: chromium)

@@ -93,7 +93,7 @@ final class ServeProcess: @unchecked Sendable {
 
 /// A minimal HTTP/1.1 client over a blocking socket, so tests control every byte sent (bodies
 /// cut short, slow senders, half-closed connections).
-final class RawHTTP {
+final class RawHTTP: Sendable {
     struct Response {
         var status: Int
         var headers: [String: String]
@@ -105,8 +105,15 @@ final class RawHTTP {
 
     let fd: Int32
 
-    init(port: Int, receiveTimeout: Int = 30) throws {
+    /// `source`: the loopback address to connect from (any of 127.0.0.0/8 reaches a server
+    /// on 127.0.0.1), so that one test can be several clients' addresses.
+    init(port: Int, receiveTimeout: Int = 30, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source, !RawHTTP.bind(fd, to: source) {
+            let e = errno
+            close(fd)
+            throw Failure.connect(e)
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -124,6 +131,16 @@ final class RawHTTP {
     }
 
     deinit { close(fd) }
+
+    /// Binds `fd` to `address` (port chosen by the kernel) before it connects.
+    static func bind(_ fd: Int32, to address: String) -> Bool {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(address)
+        return withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
 
     func send(_ bytes: [UInt8]) {
         var off = 0
@@ -172,9 +189,9 @@ final class RawHTTP {
     /// One request on a new connection.
     static func request(
         port: Int, method: String = "POST", path: String = "/v1/records", headers: [String: String] = [:],
-        body: [UInt8] = []
+        body: [UInt8] = [], from source: String? = nil
     ) throws -> Response {
-        let c = try RawHTTP(port: port)
+        let c = try RawHTTP(port: port, from: source)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
         for (k, v) in headers { text += "\(k): \(v)\r\n" }
         text += "\r\n"
@@ -182,8 +199,8 @@ final class RawHTTP {
         return try c.receive()
     }
 
-    static func post(port: Int, _ body: String, headers: [String: String] = [:]) throws -> Response {
-        try request(port: port, headers: headers, body: Array(body.utf8))
+    static func post(port: Int, _ body: String, headers: [String: String] = [:], from source: String? = nil) throws -> Response {
+        try request(port: port, headers: headers, body: Array(body.utf8), from: source)
     }
 }
 
