@@ -144,8 +144,10 @@ public enum CallAnalyzer {
         Summary.apply(streams: streams, intervals: intervals, ranges: ranges, worst: worst, material: m, config: config, to: &call)
         let pcs = PeerConnections.build(m, streams: streams, streamPCs: streamPCs)
         findings += PeerConnections.apply(pcs, to: &call)
+        let servers = Set(pcs.pcs.filter { $0.role == "media_server" }.map(\.pcID))
         findings += Findings.forCall(
-            call, streams: streams, intervals: intervals, ranges: ranges, silent: silent, material: m, config: config)
+            call, streams: streams, intervals: intervals, ranges: ranges, silent: silent,
+            fromMediaServer: streamPCs.map { $0.map(servers.contains) ?? false }, material: m, config: config)
         findings.sort { ($0.startTs, $0.code) < ($1.startTs, $1.code) }
         Summary.grade(&call, findings: findings, streams: streams, measuredIntervals: intervals.count, config: config)
         call.findingCount = findings.count

@@ -212,9 +212,11 @@ enum Findings {
 
     /// `ranges`: each stream's intervals in `intervals`; `silent`: per interval, whether its
     /// audio was silence (`Intervals.silent`).
+    /// `fromMediaServer`: per stream, whether its peer connection is to a media server (as the
+    /// dump says: `PeerConnectionSummary.role`).
     static func forCall(
         _ c: CallSummary, streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], silent: [Bool],
-        material m: CallMaterial, config: AnalysisConfig
+        fromMediaServer: [Bool] = [], material m: CallMaterial, config: AnalysisConfig
     ) -> [Finding] {
         var out: [Finding] = []
         func add(_ code: String, _ severity: Severity, _ start: Int64, _ duration: Int64, _ value: Double?, _ detail: String) {
@@ -277,7 +279,8 @@ enum Findings {
                 let expectedReceived = Double(o.end - o.start) / 1000 * 10  // > 10 packets/s of speech
                 return (o.packets > 0 && Double(packets) < expectedReceived * 0.05, true, nil)
             }
-            let farEndQuiet = FarEndQuiet(streams: streams, intervals: intervals, ranges: ranges, material: m)
+            let farEndQuiet = FarEndQuiet(
+                streams: streams, intervals: intervals, ranges: ranges, fromMediaServer: fromMediaServer, material: m)
             for e in episodes(flags, config: config, span: { (sent[$0].start, sent[$0].end) })
             where inboundPackets > 0 || !received.isEmpty {
                 if let why = farEndQuiet.reason(from: e.start, to: e.end) {
@@ -370,10 +373,18 @@ struct FarEndQuiet {
     private var heardAudio: [(start: Int64, end: Int64)] = []
     /// Spans the far end said it held the call (`callState` `remoteHold` to `remoteUnhold`).
     private var announced: [(start: Int64, end: Int64)] = []
+    /// Spans of received audio slots from a media server that never carried a packet.
+    private var idleServerSlots: [(start: Int64, end: Int64)] = []
 
-    init(streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], material m: CallMaterial) {
-        for (s, range) in zip(streams, ranges) where s.direction == .inbound {
+    init(
+        streams: [StreamSummary], intervals: [IntervalMetrics], ranges: [Range<Int>], fromMediaServer: [Bool] = [],
+        material m: CallMaterial
+    ) {
+        for (k, (s, range)) in zip(streams, ranges).enumerated() where s.direction == .inbound {
             if s.kind == .audio, s.packets > 0 { heardAudio.append((s.startTs, s.endTs)) }
+            if s.kind == .audio, s.packets == 0, k < fromMediaServer.count, fromMediaServer[k] {
+                idleServerSlots.append((s.startTs, s.endTs))
+            }
             guard s.kind == .video else { continue }
             for i in range where (intervals[i].bitrateKbps ?? 0) > 0 && (intervals[i].packets ?? 0) > 0 {
                 video.append((intervals[i].startTs, intervals[i].endTs))
@@ -394,15 +405,21 @@ struct FarEndQuiet {
 
     /// Why the far end is taken as muted over `start..<end`, or nil: an announcement covering
     /// at least half of it; or no received audio stream that ever carried a packet overlaps it
-    /// while video arrives over at least half of it.
+    /// while video arrives over at least half of it, or while a media server's audio slots
+    /// overlap it that never carried one (a server forwards audio only from participants who
+    /// send it: each silent slot is a participant muted or gone, not a path that fails one way).
     func reason(from start: Int64, to end: Int64) -> String? {
         let span = Double(max(1, end - start))
         func covered(_ spans: [(start: Int64, end: Int64)]) -> Double {
             spans.reduce(0.0) { $0 + Double(max(0, min(end, $1.end) - max(start, $1.start))) } / span
         }
         if covered(announced) >= 0.5 { return "the far end holds the call" }
-        let audioEverHeard = heardAudio.contains { $0.start <= end && $0.end >= start }
+        // Spans that only touch the episode do not overlap it (a pc closed as it began).
+        let audioEverHeard = heardAudio.contains { $0.start < end && $0.end > start }
         if !audioEverHeard && covered(video) >= 0.5 { return "its video arrives and its audio never did" }
+        if !audioEverHeard && idleServerSlots.contains(where: { $0.start <= end && $0.end >= start }) {
+            return "the media server forwards audio on none of its slots"
+        }
         return nil
     }
 }

@@ -267,6 +267,38 @@ final class ScoringWhatWasThereTests: XCTestCase {
             "no audio received while the far end holds the call: the far end sends none (muted)")
     }
 
+    /// A media server's audio slots that never carry a packet while this end's audio flows: the
+    /// server forwards audio only from participants who send it, so they are muted or gone, not
+    /// a path failing one way. The same slots on a pc the dump does not name as a media
+    /// server's stay one-way audio.
+    func testIdleAudioSlotsOfAMediaServerAreMutedParticipants() throws {
+        // A participant heard for the first 10 s, who then leaves; two slots that never carry audio.
+        func slots(_ id: String) -> [LogRecord] {
+            call(id) { k, t in
+                let s = Double(k * 10)
+                let left = k <= 1 ? [Self.inboundAudio("IA0", ssrc: 1110, t, packets: s * 50, bytes: s * 4_000, level: 0.1, energy: s * 0.01)] : []
+                return left + [
+                    Self.inboundAudio("IA1", ssrc: 1111, t, packets: 0, bytes: 0, level: nil, energy: nil),
+                    Self.inboundAudio("IA2", ssrc: 1112, t, packets: 0, bytes: 0, level: nil, energy: nil),
+                ] + Self.outboundAudio(t, packets: s * 50, remoteLost: 0)
+            }
+        }
+        var server = slots("server-slots")
+        let role: JSONObject = ["pc": "pc0", "value": ["optional": [["rtcStatsSFUP2P": false]]]]
+        server.insert(.event(call: "server-slots", ts: t0 - 1_000, action: "webrtc", type: "constraints", detail: role), at: 0)
+        let muted = try Harness.analyze(server)
+        XCTAssertEqual(muted.peerConnections.map(\.role), ["media_server"])
+        XCTAssertFalse(muted.findings.contains { $0.code == "one_way_audio" })
+        XCTAssertEqual(
+            muted.findings.first { $0.code == "remote_muted" }?.detail,
+            "no audio received while the media server forwards audio on none of its slots: the far end sends none (muted)")
+        XCTAssertNotEqual(muted.call.grade, .poor, muted.call.gradeReason)
+
+        let unknown = try Harness.analyze(slots("unknown-slots"))
+        XCTAssertTrue(unknown.findings.contains { $0.code == "one_way_audio" })
+        XCTAssertEqual(unknown.call.grade, .poor)
+    }
+
     /// This end muted: its media source's level is 0 and its energy flat while packets (of
     /// silence) are sent. An info finding on the sent stream; the grade does not change.
     func testALocalMuteIsNamedFromTheMediaSource() throws {
