@@ -231,6 +231,15 @@ struct RTCStatsImporter {
                 } else {
                     base[pc]!.replace(report)
                 }
+                let leftOut = base[pc]!.takeLeftOut()
+                if leftOut > 0 {
+                    outcome.skipped.append(
+                        DumpError(
+                            file: path, line: lineNumber,
+                            message:
+                                "\(leftOut) new statistics objects of connection \(pc) left out: a peer connection holds at most "
+                                + "\(StatsChainBounds.maximumObjects) (the line's other objects are used)"))
+                }
                 let (format, objects) = base[pc]!.report()
                 guard !objects.isEmpty else { continue }
                 try write(.stats(call: callID, ts: ts, format: format, report: objects, peerConnection: pc))
@@ -283,6 +292,26 @@ extension RTCStatsImporter {
 struct StatsState {
     private var ids: [String] = []
     private var objects: [String: JSONObject] = [:]
+    /// New objects left out because the connection held the most a chain may
+    /// (`StatsChainBounds`): every snapshot is written whole, so a connection whose deltas keep
+    /// adding objects would cost time and output growing with the square of its lines.
+    private(set) var leftOut = 0
+    let limit = StatsChainBounds.maximumObjects
+
+    /// Whether a new object may be added, counting it in `leftOut` when not.
+    private mutating func admits() -> Bool {
+        guard ids.count < limit else {
+            leftOut += 1
+            return false
+        }
+        return true
+    }
+
+    /// `leftOut`, counted afresh from now.
+    mutating func takeLeftOut() -> Int {
+        defer { leftOut = 0 }
+        return leftOut
+    }
 
     /// Applies an rtcstats.js delta (see `RTCStatsImporter`); `missing` says what an object
     /// the delta leaves out means.
@@ -303,7 +332,7 @@ struct StatsState {
             if var old = objects[e.key] {
                 for c in changes.entries { old[c.key] = c.value }
                 objects[e.key] = old
-            } else {
+            } else if admits() {
                 ids.append(e.key)
                 objects[e.key] = changes
             }
@@ -334,7 +363,10 @@ struct StatsState {
             }
             guard case .object(let raw) = e.value else { continue }
             var object = objects[e.key] ?? JSONObject()
-            if objects[e.key] == nil { ids.append(e.key) }
+            if objects[e.key] == nil {
+                guard admits() else { continue }
+                ids.append(e.key)
+            }
             var ownTimestamp = false
             for m in raw.entries {
                 let name = RTCStatsTables.memberName(m.key)
@@ -360,7 +392,7 @@ struct StatsState {
         ids = []
         objects = [:]
         for e in report.entries where e.key != "timestamp" {
-            guard case .object(let o) = e.value else { continue }
+            guard case .object(let o) = e.value, admits() else { continue }
             ids.append(e.key)
             objects[e.key] = o
         }

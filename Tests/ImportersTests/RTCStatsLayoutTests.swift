@@ -61,6 +61,34 @@ final class RTCStatsLayoutTests: XCTestCase {
         XCTAssertFalse(records.contains { $0["type"] == "connectionInfo" }, "metadata, not an event")
     }
 
+    /// A connection whose deltas keep adding objects holds at most the bound every reader
+    /// applies (`StatsChainBounds`): the objects past it are left out and said with the line,
+    /// the ones it holds go on, and each snapshot written stays within the bound.
+    func testObjectsPastTheBoundOfAConnectionAreLeftOutAndSaid() throws {
+        let bound = StatsChainBounds.maximumObjects
+        func objects(_ range: Range<Int>, packets: Int) -> String {
+            range.map { #""o\#($0)":{"type":"inbound-rtp","kind":"audio","ssrc":\#($0),"packetsReceived":\#(packets),"timestamp":0}"# }
+                .joined(separator: ",")
+        }
+        let path = try file(
+            "growing",
+            [
+                #"{"userAgent":"\#(Self.firefox)","clientProtocol":"2.0"}"#,
+                #"["getstats","PC_0",{\#(objects(0..<(bound - 1), packets: 1)),"timestamp":1000},1000]"#,
+                #"["getstats","PC_0",{\#(objects(0..<(bound + 2), packets: 2)),"timestamp":2000},2000]"#,
+                #"["getstats","PC_0",{"o0":{"packetsReceived":3,"timestamp":0},"timestamp":3000},3000]"#,
+            ])
+        let (result, records) = try importDump(path)
+        XCTAssertNil(result.failure)
+        XCTAssertEqual(
+            result.skipped.map(\.description),
+            ["\(path):3: 2 new statistics objects of connection PC_0 left out: a peer connection holds at most \(bound) (the line's other objects are used)"])
+        let sizes = records.filter { $0.kind == .stats }.map { $0["report"]?.arrayValue?.count ?? 0 }
+        XCTAssertEqual(sizes, [bound - 1, bound, bound])
+        let last = try XCTUnwrap(records.last { $0.kind == .stats }?["report"]?.arrayValue?.first)
+        XCTAssertEqual(last["packetsReceived"]?.doubleValue, 3, "the objects held go on")
+    }
+
     /// Before protocol 3 (`clientProtocol` "2.0", or a metadata object without one) a missing
     /// object is unchanged: the pair stays, with its last timestamp.
     func testOlderProtocolsKeepWhatADeltaLeavesOut() throws {
