@@ -100,7 +100,11 @@ final class WriterDamageTests: XCTestCase {
             if let m = reply.firstMatch(of: /"written":(\d+)/), let n = Int(m.1) { written += n }
             body.removeAll(keepingCapacity: true)
         }
-        for r in records {
+        for var r in records {
+            // Posted without the file's numbering: it restarts at every segment, which serve
+            // would take for a client's retries.
+            r.body["seq"] = nil
+            r.body["base"] = nil
             if !body.isEmpty { body.append(0x0A) }
             r.write(to: &body)
             if body.count >= 200_000 { try post() }
@@ -112,7 +116,7 @@ final class WriterDamageTests: XCTestCase {
         let files = Corpus.files(in: out)
         XCTAssertEqual(files.count, 1, "one writer, one file under serve's 64 MiB rotation")
         let file = try XCTUnwrap(files.first)
-        XCTAssertGreaterThan(written, records.count * 9 / 10)
+        XCTAssertEqual(written, records.count, "serve wrote every posted record")
         XCTAssertEqual(LogReader(path: file).readAll().records.count, written, "every record serve wrote is in its log")
         try sweep(file, writer: "serve", minimumSegments: 2)
     }
