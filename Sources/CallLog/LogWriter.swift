@@ -10,10 +10,18 @@ import Darwin
 /// Synchronous and single-threaded by design; the in-app collector runs it on its own queue
 /// and handles rotation, disk caps and back-pressure around it.
 ///
-/// Crash safety: records are durable at `flush()`. zstd output is one frame per segment with a
-/// `ZSTD_e_flush` at every flush, gzip output one member per flush, so a file cut anywhere still
-/// decodes up to its last flush. A segment ends after `segmentBytes` of text; each segment begins with full
-/// statistics snapshots, so damage inside one never spreads to the next.
+/// Crash safety: records are durable at `flush(sync: true)`. zstd output is one frame per segment
+/// with a `ZSTD_e_flush` at every flush point, gzip output one member per flush point, so a file
+/// cut anywhere still decodes up to its last flush point. A segment ends after `segmentBytes` of
+/// text; each segment begins with full statistics snapshots, so damage inside one never spreads
+/// to the next.
+///
+/// Damage is bounded by the writer, whatever its caller does: besides the caller's `flush()`, a
+/// flush point is written after every `end` record and once `flushTextBytes` of text are
+/// unflushed, and segments are `segmentBytes` long. One damaged byte then costs the text from
+/// the flush point before it to the end of its segment, at most about `segmentBytes`; a cut costs
+/// at most the text since the last flush point. Such flush points only write (no fsync): what
+/// the caller makes durable, and when, is still its own `flush(sync: true)`.
 ///
 /// Integrity: every flush, segment end and close first writes a checkpoint line
 /// (`LogCheckpoint`) holding the length and XXH64 of the text written since the previous one,
@@ -26,8 +34,18 @@ public final class LogWriter {
         public var compressionLevel: Int32 = 9
         /// Write statistics as deltas against the previous snapshot of the same chain.
         public var deltaStats = true
-        /// Uncompressed bytes per zstd frame (segment).
-        public var segmentBytes = 8 << 20
+        /// Uncompressed bytes per zstd frame (segment): the most one damaged byte can cost, as
+        /// a reader resumes only at the next frame. Against 8 MiB, 1 MiB costs 2-3 % in size
+        /// where few calls are live at once, 12 % in a `serve` log with 23 live and 41 % with 67
+        /// (each segment restates its live chains in full): DECISIONS.md ("The log format").
+        public var segmentBytes = 1 << 20
+        /// A flush point (checkpoint and `ZSTD_e_flush`) once this much text is unflushed, so a
+        /// cut or a damaged byte never costs more than this much before it, even from a writer
+        /// that never calls `flush()` (the simulator, the importers).
+        public var flushTextBytes = 1 << 20
+        /// A flush point after every `end` record: a finished call is readable whatever
+        /// happens to the file afterwards.
+        public var flushAtCallEnd = true
         /// One independent frame per flush instead of flushing inside a long frame
         /// (larger files; kept for measurement and for readers that cannot stream).
         public var framePerFlush = false
@@ -43,6 +61,8 @@ public final class LogWriter {
     private var text: [UInt8] = []
     private var compressed: [UInt8] = []
     private var segmentText = 0
+    /// Text appended since the last flush point (checkpoint lines included).
+    private var unflushedText = 0
     /// The text since the last checkpoint: hashed up to `hashedUpTo` in `text`, the rest not yet.
     private var sinceCheckpoint = XXH64()
     private var hashedUpTo = 0
@@ -98,16 +118,27 @@ public final class LogWriter {
         toWrite.write(to: &text)
         text.append(0x0A)
         segmentText += text.count - before
+        unflushedText += text.count - before
         records += 1
-        if text.count >= 1 << 20 { try drain(.continue) }
-        if segmentText >= options.segmentBytes { try endSegment() }
+        if segmentText >= options.segmentBytes {
+            try endSegment()
+        } else if unflushedText >= options.flushTextBytes || (options.flushAtCallEnd && record.kind == .end) {
+            try flush()
+        } else if text.count >= 1 << 20 {
+            try drain(.continue)
+        }
     }
 
     /// Makes everything appended so far decodable from the file; `sync` also fsyncs it.
+    /// Nothing is written when nothing was appended since the last flush point (the writer's
+    /// own, after an `end` record, leaves the caller's next one nothing to do).
     public func flush(sync: Bool = false) throws {
-        writeCheckpoint()
-        try drain(options.framePerFlush ? .end : .flush)
-        if options.framePerFlush { startSegment() }
+        if unflushedText > 0 {
+            writeCheckpoint()
+            try drain(options.framePerFlush ? .end : .flush)
+            if options.framePerFlush { startSegment() }
+            unflushedText = 0
+        }
         if sync { fsync(fd) }
     }
 
@@ -116,6 +147,7 @@ public final class LogWriter {
         writeCheckpoint()
         try drain(.end)
         startSegment()
+        unflushedText = 0
     }
 
     private func startSegment() {

@@ -110,9 +110,11 @@ final class RotatingLogWriter {
             }
             if item.endsCall { needSync = true }
             // LogWriter compresses in memory until a flush: flushing every 128 KiB of text
-            // keeps a file's size (and so rotation) within a few dozen KiB of the limit.
+            // keeps a file's size (and so rotation) within a few dozen KiB of the limit. A call's
+            // end is a flush point of LogWriter's own; flushing here too (which then writes
+            // nothing) counts its records as written, so a later failure never counts them lost.
             unflushedBytes += item.bytes
-            guard unflushedBytes >= 128 << 10 else { continue }
+            guard unflushedBytes >= 128 << 10 || item.endsCall else { continue }
             guard flush(sync: false) else {
                 countDropped(items[(i + 1)...], failure?.reason ?? .writeError)
                 return

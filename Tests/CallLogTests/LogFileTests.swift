@@ -109,6 +109,45 @@ final class LogFileTests: XCTestCase {
         }
     }
 
+    /// A caller that never flushes (the simulator, the importers) still gets flush points: after
+    /// each `end` record, the call is readable from the file as it is, and after each
+    /// `flushTextBytes` of text; segments end every `segmentBytes`. A caller's flush right after
+    /// the writer's own writes nothing more.
+    func testTheWriterFlushesOnItsOwnAtCallEndsAndEveryFlushTextBytes() throws {
+        let path = dir.appendingPathComponent("own.ndjson.zst").path
+        var o = LogWriter.Options()
+        o.flushTextBytes = 8 << 10
+        o.segmentBytes = 32 << 10
+        let w = try LogWriter(path: path, options: o)
+        let first = sampleRecords(call: "first", snapshots: 5)
+        for r in first { try w.append(r) }
+        let afterEnd = w.bytesWritten
+        XCTAssertGreaterThan(afterEnd, 0, "the end record was flushed without a flush()")
+        try w.flush()
+        XCTAssertEqual(w.bytesWritten, afterEnd, "nothing appended since the writer's flush point: nothing written")
+        // The file as it is while the writer is open: the finished call is there in full.
+        let (read, _) = LogReader(path: path).readAll()
+        Self.assertSameRecords(read, first)
+
+        // A long call, never flushed: about 200 KiB of text in flush points of 8 KiB.
+        let long = sampleRecords(call: "long", snapshots: 1_500).filter { $0.kind != .end }
+        for r in long { try w.append(r) }
+        let text = String(decoding: ZstdDecoder.decompressAll([UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))).output, as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        let isCheckpoint = { (l: Substring) in l.contains(#""event":"checkpoint""#) }
+        XCTAssertGreaterThan(w.textBytes, 150 << 10)
+        // A checkpoint per 8 KiB (the segment ends' among them), give or take a line each.
+        XCTAssertEqual(Double(lines.filter(isCheckpoint).count), Double(w.textBytes) / Double(8 << 10), accuracy: Double(w.textBytes) / Double(80 << 10))
+        // The reader keeps exactly the records before the last checkpoint on disk.
+        let vouched = lines[..<(lines.lastIndex(where: isCheckpoint) ?? 0)].filter { !isCheckpoint($0) }.count
+        XCTAssertEqual(LogReader(path: path).readAll().records.count, vouched)
+        XCTAssertGreaterThan(vouched, first.count + long.count - 100, "at most 8 KiB of records unflushed")
+        try w.close()
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let frames = 1 + (1..<(bytes.count - 3)).filter { bytes[$0] == 0x28 && bytes[$0 + 1] == 0xB5 && bytes[$0 + 2] == 0x2F && bytes[$0 + 3] == 0xFD }.count
+        XCTAssertEqual(Double(frames), Double(w.textBytes) / Double(32 << 10), accuracy: 1, "a frame per 32 KiB segment")
+    }
+
     /// Damage inside one segment loses at most that segment; the others are read in full.
     func testCorruptSegmentIsSkippedAndTheRestRead() throws {
         let path = dir.appendingPathComponent("c.ndjson.zst").path

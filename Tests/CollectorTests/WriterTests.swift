@@ -1,6 +1,7 @@
 import CallLog
 @testable import Collector
 import Foundation
+import TestSupport
 import XCTest
 
 /// Files: rotation by size and age, the disk cap, and what happens when the disk cannot be
@@ -220,6 +221,38 @@ final class WriterTests: XCTestCase {
         XCTAssertEqual(records.map(\.kind), [.stats, .stats, .end], "the sample at 30 s, the last one, the end")
         XCTAssertEqual(agent.counters.droppedTotal, 0)
         agent.shutdown()
+    }
+
+    /// A collector's file, flipped and cut at sampled offsets: a flip loses at most one
+    /// segment's text, a cut at most one flush's beyond what zstd still decodes, and nothing
+    /// altered is read (`DamageSweep`; the other writers' files in `FaultTests.WriterDamageTests`).
+    func testOneDamagedByteCostsAtMostOneSegment() throws {
+        let dir = Logs.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let clock = ManualClock()
+        var config = Logs.configuration(dir)
+        config.interval = 1
+        config.fileBytes = 32 << 20
+        config.diskCap = 128 << 20
+        let agent = CallStatsAgent(configuration: config, clock: clock, storage: FileStorage())
+        let n = Counter()
+        let r = agent.attach(callID: "long", info: Self.info, call: FakeCall { Self.noisySnapshot(n.next()) })
+        for _ in 0..<150 {
+            clock.advance(by: 5_000)
+            agent.flush()
+        }
+        r.end(CallEnd(reason: .terminatedLocally))
+        agent.shutdown()
+        let files = Logs.files(dir)
+        XCTAssertEqual(files.count, 1)
+        let file = try XCTUnwrap(files.first)
+        let sweep = try DamageSweep(path: file)
+        XCTAssertEqual(sweep.records.filter { $0.kind == .stats }.count, 751, "a snapshot a second for 750 s, and the first")
+        let report = try sweep.sweep(
+            flips: 24, cuts: 8, options: LogWriter.Options(), scratch: URL(fileURLWithPath: dir).appendingPathComponent("scratch"))
+        XCTAssertGreaterThanOrEqual(report.frames, 3, "\(sweep.textBytes) bytes of text in 1 MiB segments")
+        XCTAssertEqual(report.failures, [])
+        XCTAssertGreaterThan(report.worstFlipText, 0, "some flip costs a part of a segment")
     }
 }
 

@@ -337,9 +337,17 @@ struct LogSizeBench: ParsableCommand {
     @Option(help: "Keep every Nth snapshot per peer connection (repeatable).")
     var every: [Int] = [5, 10]
 
+    @Flag(help: "Only the table of segment sizes and flush points (for any log: a simulation, a serve log).")
+    var segmentsOnly = false
+
+    @Option(help: "zstd level of the segment table (9: the collector and serve; 3: the simulator and capture).")
+    var level: Int32 = 9
+
     func run() throws {
         let (records, issues) = LogReader(path: file).readAll()
         if let first = issues.first { throw ValidationError("\(file) has damage: \(first)") }
+        defer { printSegmentTable(records) }
+        if segmentsOnly { return }
         var table = Table(
             header: ["polling", "encoding", "frames", "zstd", "bytes", "KiB / pc-minute", "after 1st snapshot"],
             textColumns: [1, 2])
@@ -412,6 +420,36 @@ struct LogSizeBench: ParsableCommand {
         print("prediction, by position, and changed non-numbers: no names, ids or structure (a measurement, not a format).")
         print("rtcstats v3 method: changed members only, certificates and obsolete members dropped, numbered ids and names;")
         print("for comparison on the same data (it cannot restore the snapshots exactly).")
+    }
+}
+
+extension LogSizeBench {
+    /// The file's records as they come, written again at `level` with each
+    /// segment size, with the writer's own flush points only (as the simulator and the importers
+    /// write) and with a flush after every record as well (as the collector and `serve` write at
+    /// low rates), each against 8 MiB segments with no flush points of the writer's own.
+    func printSegmentTable(_ records: [LogRecord]) {
+        var table = Table(
+            header: ["segment", "writer flush points", "caller flushes", "bytes", "vs 8 MiB, none"], textColumns: [1, 2])
+        let mib = 1 << 20
+        for callerFlushes in [false, true] {
+            let base = try? LogSizeMeasure.writeAll(records, segmentBytes: 8 * mib, writerFlushes: false, callerFlushes: callerFlushes, level: level)
+            for (segment, writerFlushes) in [(8 * mib, false), (8 * mib, true), (4 * mib, true), (2 * mib, true), (mib, true), (mib / 2, true)] {
+                guard let base,
+                    let bytes = try? LogSizeMeasure.writeAll(
+                        records, segmentBytes: segment, writerFlushes: writerFlushes, callerFlushes: callerFlushes, level: level)
+                else { continue }
+                table.rows.append(
+                    [
+                        segment >= mib ? "\(segment / mib) MiB" : "\(segment >> 10) KiB",
+                        writerFlushes ? "end, 1 MiB" : "none", callerFlushes ? "every record" : "none", "\(bytes)",
+                        String(format: "%+.1f %%", (Double(bytes) / Double(base) - 1) * 100),
+                    ])
+            }
+        }
+        print(table.render())
+        print("segment: text per zstd frame, the most one damaged byte costs; each segment restates its chains in full.")
+        print("writer flush points: after each end record and each 1 MiB of unflushed text (LogWriter.Options).")
     }
 }
 
@@ -646,6 +684,27 @@ enum LogSizeMeasure {
             span[k] = (min(s.0, r.ts), max(s.1, r.ts))
         }
         return span.values.reduce(0) { $0 + (Double($1.1 - $1.0) + period) / 60_000 }
+    }
+
+    /// Every record of `records`, in order, delta-encoded at `level`.
+    static func writeAll(_ records: [LogRecord], segmentBytes: Int, writerFlushes: Bool, callerFlushes: Bool, level: Int32) throws -> Int {
+        let path = NSTemporaryDirectory() + "callstats-logsize-\(getpid()).ndjson.zst"
+        try? FileManager.default.removeItem(atPath: path)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var o = LogWriter.Options()
+        o.segmentBytes = segmentBytes
+        o.compressionLevel = level
+        if !writerFlushes {
+            o.flushTextBytes = .max
+            o.flushAtCallEnd = false
+        }
+        let w = try LogWriter(path: path, options: o)
+        for r in records {
+            try w.append(r)
+            if callerFlushes { try w.flush() }
+        }
+        try w.close()
+        return w.bytesWritten
     }
 
     static func write(_ records: [LogRecord], delta: Bool, framePerFlush: Bool, level: Int32) throws -> Int {
