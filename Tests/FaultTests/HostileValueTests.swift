@@ -77,7 +77,8 @@ final class HostileValueTests: XCTestCase {
         XCTAssertEqual(
             tables,
             [
-                "call_conversations", "call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta", "rollup_pending",
+                "call_conversations", "call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta",
+                "peer_connections", "rollup_pending",
                 "rollups", "streams",
             ])
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1)
