@@ -25,6 +25,8 @@ BENCH=$PWD/Benchmarks/.build/release/callstats-bench
 rm -rf "$WORK" && mkdir -p "$WORK"
 "$BENCH" workload corpus --calls 100 "$WORK/corpus" >/dev/null
 "$BENCH" workload capture-pcap --packets 200000 --streams 100 "$WORK/g711.pcap"
+"$BENCH" workload growing-chain --records 13 "$WORK/chain-13" >/dev/null
+"$BENCH" workload growing-chain --records 26 "$WORK/chain-26" >/dev/null
 
 # Runs one workload under callgrind in a fixed environment and prints its instruction count.
 instructions() {
@@ -40,7 +42,9 @@ measured[analyze]=$(instructions "$BENCH" workload analyze "$WORK/corpus" --db "
 measured[capture]=$(instructions "$BENCH" workload capture "$WORK/g711.pcap")
 measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/writer.ndjson.zst" --snapshots 1000)
 measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
-workloads="scanner analyze capture collector-writer serve-writer"
+measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
+measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
+workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26"
 
 if $update; then
     {
@@ -64,4 +68,12 @@ for w in $workloads; do
     elif awk -v d="$delta" -v a="$allowed" 'BEGIN { exit !(d < -a) }'; then verdict="faster: lower the threshold (--update)"; fi
     printf '%-18s %16s %16s %8s%%  %s\n' "$w" "$m" "$expected" "$delta" "$verdict"
 done
+# A chain twice as long must cost about twice as much (a cost growing with the square of its
+# records, as before the per-chain bound, gives about 4 between these lengths).
+ratio=$(awk -v a="${measured[growing-chain-26]}" -v b="${measured[growing-chain-13]}" 'BEGIN { printf "%.2f", a / b }')
+if awk -v r="$ratio" 'BEGIN { exit !(r > 2.3) }'; then
+    echo "growing chain: 26 records cost ${ratio}x 13 records': more than linear (at most 2.3x)"; status=1
+else
+    echo "growing chain: 26 records cost ${ratio}x 13 records' (linear: at most 2.3x)"
+fi
 exit $status

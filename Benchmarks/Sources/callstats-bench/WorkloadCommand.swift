@@ -18,7 +18,7 @@ struct WorkloadCommand: ParsableCommand {
         commandName: "workload",
         abstract: "Fixed workloads for the instruction-count checks (check-performance.sh).",
         subcommands: [
-            CorpusWorkload.self, CapturePcapWorkload.self,
+            CorpusWorkload.self, CapturePcapWorkload.self, GrowingChainWorkload.self,
             ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self,
             ServeWriterWorkload.self,
         ])
@@ -40,6 +40,42 @@ struct CorpusWorkload: ParsableCommand {
         config.workers = 1
         let summary = try Simulator(config).write(to: folder)
         print("\(summary.calls) calls, \(summary.records) records in \(folder)")
+    }
+}
+
+/// Writes a log of one call whose one statistics chain grows: a full report of `objects` inbound
+/// streams, then deltas that each put `objects` new ones (not measured; `analyze` of its folder
+/// is). Past the bound a chain holds (`StatsChainBounds`), reading it must cost in proportion to
+/// its records: the check compares the counts of two lengths.
+struct GrowingChainWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "growing-chain", abstract: "Write a log whose one chain keeps adding objects.")
+
+    @Option(help: "Statistics records of the chain.")
+    var records = 26
+
+    @Option(help: "New objects each record puts.")
+    var objects = 2_000
+
+    @Argument(help: "The folder to write (growing.ndjson in it).")
+    var folder: String
+
+    func run() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let t0: Int64 = 1_795_349_932_000
+        var text = #"{"v":1,"kind":"call","call":"grow","ts":\#(t0),"direction":"outgoing","media":["audio"]}"# + "\n"
+        var next = 0
+        for k in 0..<records {
+            let ts = t0 + Int64(k) * 1_000
+            let made = (next..<(next + objects)).map { i in
+                #"{"id":"IT\#(i)","timestamp":\#(ts),"type":"inbound-rtp","kind":"audio","ssrc":\#(1_000 + i),"packetsReceived":\#(50 * k),"packetsLost":0,"jitter":0.003}"#
+            }.joined(separator: ",")
+            next += objects
+            let body = k == 0 ? #""seq":0,"report":[\#(made)]"# : #""seq":\#(k),"base":\#(k - 1),"delta":{"put":[\#(made)]}"#
+            text += #"{"v":1,"kind":"stats","call":"grow","ts":\#(ts),"format":"w3c","pc":"a",\#(body)}"# + "\n"
+        }
+        text += #"{"v":1,"kind":"end","call":"grow","ts":\#(t0 + Int64(records) * 1_000),"reason":"terminatedLocally"}"# + "\n"
+        try text.write(toFile: folder + "/growing.ndjson", atomically: true, encoding: .utf8)
+        print("\(records) records of \(objects) new objects in \(folder)/growing.ndjson")
     }
 }
 
