@@ -59,7 +59,8 @@ fi
 status=0
 printf '%-18s %16s %16s %9s\n' workload measured threshold delta
 for w in $workloads; do
-    read -r expected allowed < <(awk -v w="$w" '$1 == w { print $2, $3 }' "$THRESHOLDS")
+    expected="" allowed=""
+    read -r expected allowed < <(awk -v w="$w" '$1 == w { print $2, $3 }' "$THRESHOLDS") || true
     if [ -z "${expected:-}" ]; then echo "$w: no threshold in $THRESHOLDS (run with --update)"; status=1; continue; fi
     m=${measured[$w]}
     delta=$(awk -v m="$m" -v e="$expected" 'BEGIN { printf "%+.2f", (m - e) * 100 / e }')
