@@ -38,10 +38,12 @@ let package = Package(
         .library(name: "Collector", targets: ["Collector"]),
         // Every module, for the benchmarks package beside this one (Benchmarks/): it measures
         // them through their public API.
-        .library(name: "CallstatsModules", targets: [
-            "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
-            "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
-        ]),
+        .library(
+            name: "CallstatsModules",
+            targets: [
+                "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
+                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
+            ]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -73,19 +75,23 @@ let package = Package(
         .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
-        .target(name: "IngestServer", dependencies: [
-            "CallLog", "CZstd", "CZlib",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-        ], resources: [.embedInCode("Resources/agent.js")]),
+        .target(
+            name: "IngestServer",
+            dependencies: [
+                "CallLog", "CZstd", "CZlib",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ], resources: [.embedInCode("Resources/agent.js")]),
         .target(name: "ConsoleOutput"),
-        .executableTarget(name: "callstats", dependencies: [
-            "ConsoleOutput", "CallLog", "Importers", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec",
-            "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report", "IngestServer",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "callstats",
+            dependencies: [
+                "ConsoleOutput", "CallLog", "Importers", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec",
+                "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report", "IngestServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
         // Hand-built W3C reports and log files read into call material, for the tests of the
@@ -95,37 +101,49 @@ let package = Package(
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "TestSupport"]),
         // Fixtures/: third-party dumps the tests read from the source tree (`#filePath`).
         .testTarget(
-            name: "ImportersTests", dependencies: ["Importers", "CallLog", "MaterialScanning", "Analysis", "TestSupport"],
+            name: "ImportersTests", dependencies: ["Importers", "CallLog", "MaterialScanning", "MaterialTestSupport", "Analysis", "TestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
         .testTarget(name: "QualityTests", dependencies: ["Quality"]),
         .testTarget(name: "MaterialScanningTests", dependencies: ["MaterialScanning", "Simulator", "TestSupport"]),
-        .testTarget(name: "MaterialCodecTests", dependencies: [
-            "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
-        ]),
-        .testTarget(name: "AnalysisTests", dependencies: [
-            "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "Capture", "TestSupport", "Quality",
-        ]),
-        .testTarget(name: "StoreTests", dependencies: [
-            "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
-        ]),
-        .testTarget(name: "IngestTests", dependencies: [
-            "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
-            "Importers", "TestSupport", "MaterialTestSupport",
-        ]),
+        .testTarget(
+            name: "MaterialCodecTests",
+            dependencies: [
+                "MaterialCodec", "MaterialScanning", "Analysis", "MaterialTestSupport", "Simulator",
+            ]),
+        .testTarget(
+            name: "AnalysisTests",
+            dependencies: [
+                "Analysis", "MaterialScanning", "MaterialTestSupport", "Simulator", "Importers", "Capture", "TestSupport", "Quality",
+            ]),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: [
+                "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
+            ]),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: [
+                "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
+                "Importers", "TestSupport", "MaterialTestSupport",
+            ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "TestSupport"]),
-        .testTarget(name: "IngestServerTests", dependencies: [
-            "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
-        ]),
+        .testTarget(
+            name: "IngestServerTests",
+            dependencies: [
+                "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
+            ]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // The PostgreSQL store against a real server (`PostgresServer`), through the binary.
         .testTarget(name: "PostgresTests", dependencies: ["callstats", "Store", "SQLiteDatabase", "CallLog", "Importers", "TestSupport"]),
         // Faults, bad input and load: real processes killed, a corpus of damaged input, hostile
         // values, concurrent runs, fuzz-found inputs replayed. `make soak` runs them longer.
-        .testTarget(name: "FaultTests", dependencies: [
-            "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "MaterialScanning", "MaterialCodec", "Analysis",
-            "Simulator", "Capture", "TestSupport",
-        ]),
+        .testTarget(
+            name: "FaultTests",
+            dependencies: [
+                "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "MaterialScanning", "MaterialCodec", "Analysis",
+                "Simulator", "Capture", "TestSupport",
+            ]),
     ]
 )

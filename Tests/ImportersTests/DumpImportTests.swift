@@ -2,6 +2,7 @@ import Analysis
 import CallLog
 import Foundation
 import MaterialScanning
+import MaterialTestSupport
 import TestSupport
 import XCTest
 
@@ -48,17 +49,7 @@ final class DumpImportTests: XCTestCase {
 
     /// The analysis of a log file as `callstats analyze` reads it.
     func analyze(_ path: String) throws -> CallAnalysis {
-        var ingestor = RecordIngestor()
-        var failures: [String] = []
-        LogLineReader(path: path).forEachLine(
-            { line, n in
-                if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
-            }, issue: { failures.append($0.description) })
-        XCTAssertEqual(failures, [])
-        var all = ingestor.takeAll()
-        var m = try XCTUnwrap(all.popLast())
-        for other in all { m.merge(other) }
-        return CallAnalyzer.analyze(m, config: AnalysisConfig())
+        CallAnalyzer.analyze(try Harness.material(ofLog: path), config: AnalysisConfig())
     }
 
     func direct() throws -> CallAnalysis {

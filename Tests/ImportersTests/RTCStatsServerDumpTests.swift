@@ -2,6 +2,7 @@ import Analysis
 import CallLog
 import Foundation
 import MaterialScanning
+import MaterialTestSupport
 import TestSupport
 import XCTest
 
@@ -59,17 +60,7 @@ final class RTCStatsServerDumpTests: XCTestCase {
 
     /// The analysis of a log file as `callstats analyze` reads it.
     func analyze(_ path: String) throws -> CallAnalysis {
-        var ingestor = RecordIngestor()
-        var failures: [String] = []
-        LogLineReader(path: path).forEachLine(
-            { line, n in
-                if case .skipped(_, let message) = ingestor.ingest(line) { failures.append("line \(n): \(message)") }
-            }, issue: { failures.append($0.description) })
-        XCTAssertEqual(failures, [], path)
-        var all = ingestor.takeAll()
-        var m = try XCTUnwrap(all.popLast())
-        for other in all { m.merge(other) }
-        return CallAnalyzer.analyze(m, config: AnalysisConfig())
+        CallAnalyzer.analyze(try Harness.material(ofLog: path), config: AnalysisConfig())
     }
 
     // MARK: - Importing as stored

@@ -69,6 +69,12 @@ public enum Harness {
                 .filter { !$0.contains(#""event":"checkpoint""#) }
             try (editLines(lines).joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         }
+        return try material(ofLog: path)
+    }
+
+    /// The material of the one call a log file holds (its parts merged), read as `analyze`'s
+    /// readers read it; the first line or damage the reader skips is thrown.
+    public static func material(ofLog path: String) throws -> CallMaterial {
         var ingestor = RecordIngestor()
         var failures: [String] = []
         LogLineReader(path: path).forEachLine(
