@@ -57,6 +57,37 @@ final class BrowserCallTests: XCTestCase {
         """
     }
 
+    /// Opens `page` in headless Chromium (fake camera and microphone) and waits until both of
+    /// its calls' `end` records reached `logs` (the page hangs up after `seconds`), or the
+    /// page's error did, or a minute more passed; returns the logs' lines as `callstats cat`
+    /// prints them.
+    static func runCall(
+        chromium: String, page: String, profile: URL, logs: URL, seconds: Int = callSeconds, arguments: [String] = [],
+        browserLog: URL? = nil
+    ) throws -> [String] {
+        let browser = Process()
+        browser.executableURL = URL(fileURLWithPath: chromium)
+        browser.arguments =
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile.path,
+                "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+                "--autoplay-policy=no-user-gesture-required", "--no-first-run", "--mute-audio",
+            ] + arguments + [page]
+        browser.standardOutput = FileHandle.nullDevice
+        browser.standardError = try browserLog.map { try FileHandle(forWritingTo: $0) } ?? FileHandle.nullDevice
+        try browser.run()
+        defer { if browser.isRunning { browser.terminate(); browser.waitUntilExit() } }
+        let deadline = Date().addingTimeInterval(Double(seconds) + 60)
+        var lines: [String] = []
+        while Date() < deadline {
+            sleep(2)
+            lines = try Binary.cat(logs)
+            let ends = lines.filter { $0.contains(#""kind":"end""#) }.count
+            if ends >= 2 || lines.contains(where: { $0.contains("page-error") }) { break }
+        }
+        return lines
+    }
+
     func testBrowserCallIsRecordedAndAnalysed() throws {
         guard let chromium = BrowserCallTests.chromium else {
             throw XCTSkip("chromium is not installed (apt-get install chromium): the browser call is not checked")
@@ -66,30 +97,8 @@ final class BrowserCallTests: XCTestCase {
         let html = dir.appendingPathComponent("call.html")
         try BrowserCallTests.page(collector: "http://127.0.0.1:\(server.port)").write(to: html, atomically: true, encoding: .utf8)
 
-        let browser = Process()
-        browser.executableURL = URL(fileURLWithPath: chromium)
-        browser.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + dir.appendingPathComponent("profile").path,
-            "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-            "--autoplay-policy=no-user-gesture-required", "--no-first-run", "--mute-audio",
-            "file://" + html.path,
-        ]
-        browser.standardOutput = FileHandle.nullDevice
-        browser.standardError = FileHandle.nullDevice
-        try browser.run()
-        defer { if browser.isRunning { browser.terminate(); browser.waitUntilExit() } }
-
-        // Both calls' `end` records come once the page hangs up (or the page's error does).
-        let deadline = Date().addingTimeInterval(Double(BrowserCallTests.callSeconds) + 60)
-        var lines: [String] = []
-        while Date() < deadline {
-            sleep(2)
-            lines = try Binary.cat(logs)
-            let ends = lines.filter { $0.contains(#""kind":"end""#) }.count
-            if ends >= 2 || lines.contains(where: { $0.contains("page-error") }) { break }
-        }
-        browser.terminate()
-        browser.waitUntilExit()
+        let lines = try Self.runCall(
+            chromium: chromium, page: "file://" + html.path, profile: dir.appendingPathComponent("profile"), logs: logs)
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0)
         XCTAssertFalse(lines.contains { $0.contains("page-error") }, lines.filter { $0.contains("page-error") }.joined())

@@ -70,31 +70,14 @@ final class BrowserTLSCallTests: XCTestCase {
 
         let browserLog = dir.appendingPathComponent("chromium.log")
         _ = FileManager.default.createFile(atPath: browserLog.path, contents: nil)
-        let browser = Process()
-        browser.executableURL = URL(fileURLWithPath: chromium)
-        browser.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + dir.appendingPathComponent("profile").path,
-            "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-            "--autoplay-policy=no-user-gesture-required", "--no-first-run", "--mute-audio",
-            "--host-resolver-rules=MAP app.example 127.0.0.1, MAP collector.example 127.0.0.1",
-            "--ignore-certificate-errors-spki-list=" + spki,
-            pageOrigin + "/call.html",
-        ]
-        browser.standardOutput = FileHandle.nullDevice
-        browser.standardError = try FileHandle(forWritingTo: browserLog)
-        try browser.run()
-        defer { if browser.isRunning { browser.terminate(); browser.waitUntilExit() } }
-
-        let deadline = Date().addingTimeInterval(Double(BrowserTLSCallTests.callSeconds) + 60)
-        var lines: [String] = []
-        while Date() < deadline {
-            sleep(2)
-            lines = try Binary.cat(logs)
-            let ends = lines.filter { $0.contains(#""kind":"end""#) }.count
-            if ends >= 2 || lines.contains(where: { $0.contains("page-error") }) { break }
-        }
-        browser.terminate()
-        browser.waitUntilExit()
+        let lines = try BrowserCallTests.runCall(
+            chromium: chromium, page: pageOrigin + "/call.html", profile: dir.appendingPathComponent("profile"), logs: logs,
+            seconds: BrowserTLSCallTests.callSeconds,
+            arguments: [
+                "--host-resolver-rules=MAP app.example 127.0.0.1, MAP collector.example 127.0.0.1",
+                "--ignore-certificate-errors-spki-list=" + spki,
+            ],
+            browserLog: browserLog)
         serve.signal(SIGTERM)
         XCTAssertEqual(serve.wait(), 0)
         let chromiumSaid = (try? String(contentsOf: browserLog, encoding: .utf8)) ?? ""
