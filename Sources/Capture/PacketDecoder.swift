@@ -49,6 +49,13 @@ package struct PacketDecoder {
         }
     }
 
+    /// Whether a frame cut short by the snapshot length lacks part of the headers a measurement
+    /// needs: link, IP, UDP and RTP's fixed 12 bytes. Such frames are counted, not guessed at.
+    static func cutInHeaders(linkType: LinkType, frame: UnsafeRawBufferPointer) -> Bool {
+        guard let (etherType, offset) = networkLayer(linkType: linkType, frame: frame) else { return true }
+        return frame.count < offset + (etherType == 0x86DD ? 40 : 20) + 8 + 12
+    }
+
     /// Finds the network-layer protocol (as an EtherType) and where its header starts.
     static func networkLayer(linkType: LinkType, frame: UnsafeRawBufferPointer) -> (UInt16, Int)? {
         switch linkType.rawValue {

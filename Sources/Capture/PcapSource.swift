@@ -11,6 +11,25 @@ public struct PcapError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
+/// A stretch of a capture file that could not be read: a record cut by the end of the file,
+/// a record header with an impossible length, a pcapng packet block naming an interface that
+/// has no description block.
+public struct PcapDamage: Equatable, Sendable, CustomStringConvertible {
+    /// The 1-based number of the unreadable record, counting every record before it.
+    public var record: Int
+    /// Where that record starts in the file.
+    public var byteOffset: Int
+    /// libpcap's words.
+    public var message: String
+    /// True when reading went on after it (the format says where the next record starts).
+    public var resumed: Bool
+
+    public var description: String {
+        "record \(record) at byte \(byteOffset): \(message); "
+            + (resumed ? "skipped, reading went on" : "the rest of the file was not read")
+    }
+}
+
 /// Kernel and libpcap counters of a live capture (`pcap_stats`).
 public struct PcapStatistics: Equatable, Sendable {
     public var received: UInt32
@@ -138,6 +157,25 @@ public final class PcapSource: @unchecked Sendable {
         case timeout
         case frameLimit
         case stopped
+        /// A file's record could not be read and the next one cannot be found: the frames
+        /// before it were delivered, `damage` says where reading stopped.
+        case damaged
+    }
+
+    /// Records of a file that could not be read, in file order.
+    public private(set) var damage: [PcapDamage] = []
+    /// Records read from a file so far, readable or not.
+    public private(set) var recordsRead = 0
+    /// The snapshot length the file (or its first interface) declares, or the live one.
+    public var snapLength: Int { Int(pcap_snapshot(handle)) }
+
+    /// A pcapng block that libpcap read whole but refused (an interface without a description
+    /// block) leaves the file at the next block: reading may go on. After any other error the
+    /// file position is inside a record (a pcap header whose length is impossible, a block cut
+    /// short), and what follows would be read as garbage headers, so reading stops. The bound
+    /// keeps a file made only of such blocks from filling `damage`.
+    static func resumable(_ message: String, damaged: Int) -> Bool {
+        message.contains("Interface Description Block") && damaged < 1_000
     }
 
     /// Delivers frames to `body` until end of file, `breakLoop()`, `maxFrames`, or (for live
@@ -175,10 +213,16 @@ public final class PcapSource: @unchecked Sendable {
             }
             return .frameLimit
         }
+        // A file stays stopped where its damage stopped it: the bytes after are not records.
+        if damage.last?.resumed == false { return .damaged }
+        let file = isLive ? nil : pcap_file(handle)
         while delivered < maxFrames {
+            // Where the next record starts, to say where damage is (libpcap reads with stdio).
+            let offset = file.map { ftell($0) } ?? -1
             let r = pcap_next_ex(handle, &header, &data)
             switch r {
             case 1:
+                recordsRead += 1
                 guard let h = header?.pointee, let data else { continue }
                 let nanos = Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec)
                 body(nanos, UnsafeRawBufferPointer(start: data, count: Int(h.caplen)), Int(h.len))
@@ -188,7 +232,12 @@ public final class PcapSource: @unchecked Sendable {
             case -2:
                 return isLive ? .stopped : .endOfFile
             default:
-                throw PcapError(message: String(cString: pcap_geterr(handle)))
+                let message = String(cString: pcap_geterr(handle))
+                guard !isLive else { throw PcapError(message: message) }
+                recordsRead += 1
+                let resumed = PcapSource.resumable(message, damaged: damage.count)
+                damage.append(PcapDamage(record: recordsRead, byteOffset: offset, message: message, resumed: resumed))
+                if !resumed { return .damaged }
             }
         }
         return .frameLimit
@@ -200,7 +249,10 @@ public final class PcapSource: @unchecked Sendable {
     public func feed(_ session: inout CaptureSession, maxFrames: Int = .max, returnOnTimeout: Bool = false) throws(PcapError) -> Stop {
         let link = linkType
         var sinceStats = 0
-        let stop = try run(maxFrames: maxFrames, returnOnTimeout: returnOnTimeout) { ts, frame, _ in
+        let stop = try run(maxFrames: maxFrames, returnOnTimeout: returnOnTimeout) { ts, frame, originalLength in
+            if frame.count < originalLength && PacketDecoder.cutInHeaders(linkType: link, frame: frame) {
+                session.counters.framesCutInHeaders += 1
+            }
             session.process(frame: frame, linkType: link, timestampNanos: ts)
             sinceStats += 1
             if isLive && sinceStats >= 10_000 {

@@ -60,9 +60,10 @@ struct CaptureCommand: ParsableCommand {
     }
 
     func run() throws {
-        // A file or interface that cannot be opened (unreadable, not a capture, cut short) is a
-        // run-time failure, not a usage error: its error (naming it) ends the run with status 1,
-        // before an output file is created.
+        // A file or interface that cannot be opened (unreadable, not a capture, its file header
+        // cut short) is a run-time failure, not a usage error: its error (naming it) ends the run
+        // with status 1, before an output file is created. Damage after the file header does not
+        // end the run: every whole packet before it is measured (see below).
         let source: PcapSource
         if let file {
             source = try PcapSource.open(file: file)
@@ -115,6 +116,8 @@ struct CaptureCommand: ParsableCommand {
         } else {
             // A large file takes minutes: the status line moves every batch of frames.
             let size = (try? FileManager.default.attributesOfItem(atPath: file!)[.size] as? Int) ?? 0
+            // Reading stops at a record it cannot read past (a cut last record, an impossible
+            // length); `source.damage` says which. The streams are closed all the same below.
             while try source.feed(&session, maxFrames: 262_144) == .frameLimit {
                 Terminal.status(
                     "packets \(session.counters.frames)  RTP \(session.counters.rtpPackets)  streams \(session.activeStreamCount)"
@@ -128,8 +131,26 @@ struct CaptureCommand: ParsableCommand {
         if let writeError { throw writeError }
 
         let c = session.counters
+        // Everything that was not measured as captured is said once, with where it is; the
+        // summary follows in every case and the status is then 3, as for `analyze`'s skipped
+        // input: the log holds every whole packet, but not all of the file.
+        for d in source.damage { Terminal.error("warning: " + Printable.escaped("\(file ?? interface!): \(d)")) }
+        if let (frame, nanos) = session.firstImplausibleTimestamp {
+            Terminal.error(
+                "warning: \(c.implausibleTimestamps) packet(s) stamped decades away from the capture's other times "
+                    + "(the first: packet \(frame), \(nanos / 1_000_000_000) s since 1970) were measured at the latest good time")
+        }
+        // A snapshot length that cuts headers loses every stream on the wire while the capture
+        // looks empty, so it is skipped input (status 3); a snapshot length that keeps the
+        // headers and cuts payloads is ordinary and says nothing.
+        if c.framesCutInHeaders > 0 {
+            Terminal.error(
+                "warning: \(c.framesCutInHeaders) of \(c.frames) packets were cut inside their headers by the capture's "
+                    + "snapshot length of \(source.snapLength) bytes and were not measured")
+        }
+        let skipped = !source.damage.isEmpty || c.implausibleTimestamps > 0 || c.framesCutInHeaders > 0
         if json {
-            return JSONSummary.print(
+            JSONSummary.print(
                 JSONObject([
                     ("command", .string("capture")), ("log", .string(path)),
                     ("packets", JSONSummary.number(c.frames)), ("udp_datagrams", JSONSummary.number(c.udpDatagrams)),
@@ -137,7 +158,12 @@ struct CaptureCommand: ParsableCommand {
                     ("stun_messages", JSONSummary.number(c.stunMessages)), ("streams", JSONSummary.number(c.streamsOpened)),
                     ("kernel_drops", source.isLive ? JSONSummary.number(Int(session.kernelDrops)) : .null),
                     ("records", JSONSummary.number(c.records)), ("seconds", JSONSummary.seconds(Date().timeIntervalSince(started))),
+                    ("unreadable_records", JSONSummary.number(source.damage.count)),
+                    ("implausible_timestamps", JSONSummary.number(c.implausibleTimestamps)),
+                    ("packets_cut_in_headers", JSONSummary.number(c.framesCutInHeaders)),
                 ]))
+            if skipped { throw ExitCode(ExitStatus.skippedInput) }
+            return
         }
         let rows: [(String, String)] = [
             ("packets", "\(c.frames) (\(c.udpDatagrams) UDP)"),
@@ -148,5 +174,6 @@ struct CaptureCommand: ParsableCommand {
             ("time", String(format: "%.2f s", Date().timeIntervalSince(started))),
         ]
         for line in AlignedRows.render(rows) { print(line) }
+        if skipped { throw ExitCode(ExitStatus.skippedInput) }
     }
 }

@@ -192,3 +192,57 @@ final class OddInputTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: out.path))
     }
 }
+
+extension OddInputTests {
+    /// A capture cut inside its last record (tcpdump killed, disk full): a warning naming the
+    /// record and its byte offset, the summary, the final `rtp`, `ice` and `end` records, and
+    /// status 3 (input skipped), as `analyze` ends for input it skipped.
+    func testACaptureCutInItsLastRecordKeepsItsFinalRecords() throws {
+        let teams = TestPaths.shared.appendingPathComponent("pcaps/ndpi/teams.pcap")
+        guard FileManager.default.fileExists(atPath: teams.path) else { throw XCTSkip("../shared/pcaps is absent") }
+        let whole = try Data(contentsOf: teams)
+        let cut = dir.appendingPathComponent("teams-cut.pcap")
+        try whole.dropLast(7).write(to: cut)
+        let out = dir.appendingPathComponent("out")
+        let c = try callstats(["capture", "-r", cut.path, "-o", out.path])
+        XCTAssertEqual(c.status, 3, c.err)
+        let warnings = c.err.split(separator: "\n").filter { $0.hasPrefix("warning: ") }
+        XCTAssertEqual(warnings.count, 1, c.err)
+        XCTAssertTrue(warnings.first?.contains("\(cut.path): record ") == true, c.err)
+        XCTAssertTrue(c.err.contains("the rest of the file was not read"), c.err)
+        XCTAssertTrue(c.out.contains("RTP / RTCP / STUN") && c.out.contains("records"), c.out)
+        let records = try callstats(["cat", out.path]).out.split(separator: "\n")
+        for kind in ["rtp", "ice", "end"] {
+            XCTAssertTrue(records.contains { $0.contains("\"kind\":\"\(kind)\"") }, "no \(kind) record in \(records.count)")
+        }
+        let full = dir.appendingPathComponent("full")
+        XCTAssertEqual(try callstats(["capture", "-r", teams.path, "-o", full.path]).status, 0)
+        XCTAssertEqual(try callstats(["cat", full.path]).out.split(separator: "\n").count, records.count)
+    }
+
+    /// Snaplen 30 cuts every packet inside its IP header: said once, with the snapshot length,
+    /// and status 3, since nothing on the wire could be measured though the run looks empty.
+    func testASnaplenCuttingHeadersIsSaidOnce() throws {
+        var w = PcapWriter()
+        for i in 0..<20 {
+            w.addUDP(
+                from: "10.0.0.1", 4000, to: "10.0.0.2", 5000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 160), ssrc: 7),
+                timestampNanos: 1_700_000_000_000_000_000 + Int64(i) * 20_000_000)
+        }
+        var bytes = Array(w.bytes[0..<16]) + PcapBytes.le32(30) + Array(w.bytes[20..<24])
+        var at = 24
+        while at < w.bytes.count {
+            let caplen = Int(w.bytes[at + 8]) | Int(w.bytes[at + 9]) << 8
+            bytes += Array(w.bytes[at..<(at + 8)]) + PcapBytes.le32(30) + Array(w.bytes[(at + 12)..<(at + 16)])
+            bytes += Array(w.bytes[(at + 16)..<(at + 46)])
+            at += 16 + caplen
+        }
+        let file = dir.appendingPathComponent("snap30.pcap")
+        try Data(bytes).write(to: file)
+        let c = try callstats(["capture", "-r", file.path, "-o", dir.appendingPathComponent("out").path])
+        XCTAssertEqual(c.status, 3, c.err)
+        XCTAssertEqual(c.err.split(separator: "\n").filter { $0.hasPrefix("warning: ") }.count, 1, c.err)
+        XCTAssertTrue(c.err.contains("20 of 20 packets were cut inside their headers") && c.err.contains("length of 30 bytes"), c.err)
+        XCTAssertTrue(c.out.contains("streams"), c.out)
+    }
+}
