@@ -16,8 +16,8 @@ public struct CaptureCounters: Equatable, Sendable {
     public var streamsOpened = 0
     public var streamsEvicted = 0
     public var records = 0
-    /// Frames whose time jumped decades (a stamp of 0 or 2³²−1 seconds, or before the capture
-    /// began by more than `CaptureSession.backwardSlackNanos`): measured at the latest good time.
+    /// Frames stamped 0 or 2³²−1 seconds inside a capture of real times (see
+    /// `CaptureSession.isBrokenStamp`): measured at the latest good time.
     public var implausibleTimestamps = 0
     /// Frames the snapshot length cut inside their link, IP, UDP or RTP header.
     public var framesCutInHeaders = 0
@@ -125,28 +125,30 @@ public struct CaptureSession {
     /// Streams currently open, for live displays and tests.
     public var activeStreamCount: Int { streamIndex.count }
 
-    /// A frame later than the latest one by more than this is a broken stamp, not a pause:
-    /// a capture idle for 30 days is not one call, and a stamp of 2³²−1 seconds jumps decades.
-    public static let forwardJumpNanos: Int64 = 30 * 86_400 * 1_000_000_000
-    /// A frame earlier than the capture's first one by more than this (a stamp of 0, a clock
-    /// set back) is a broken stamp. Merged interfaces are a few milliseconds out of order.
-    public static let backwardSlackNanos: Int64 = 10 * 1_000_000_000
+    /// Times a broken stamp takes: 0 (or any time in 1970's first day) and 2³²−1 seconds
+    /// (which libpcap reads from a classic record as −1 s, and from pcapng as the year 2106).
+    /// Real captures jump years (files merged from several recordings), so only these
+    /// sentinels are refused, and only once the capture's first frame was stamped after them.
+    static let firstDayNanos: Int64 = 86_400 * 1_000_000_000
+    static let lastStampNanos: Int64 = Int64(UInt32.max) * 1_000_000_000
+
+    static func isBrokenStamp(_ nanos: Int64, origin: Int64) -> Bool {
+        nanos < 0 || (origin >= firstDayNanos && origin < lastStampNanos && (nanos < firstDayNanos || nanos >= lastStampNanos))
+    }
 
     /// The number (1-based) and time of the first frame whose time was not used, if any.
     public internal(set) var firstImplausibleTimestamp: (frame: Int, nanos: Int64)?
 
     /// Decodes one captured frame. `frame` need only stay valid for the duration of the call.
     ///
-    /// A time that jumps decades from the capture's own span is counted in
-    /// `counters.implausibleTimestamps` and replaced by the latest good time, so that one
-    /// broken stamp neither moves a call to 1970 nor stretches it over 54 years. (The first
-    /// frame sets the span, so a broken first stamp is not recognised.)
+    /// A broken stamp (`isBrokenStamp`) is counted in `counters.implausibleTimestamps` and
+    /// replaced by the latest good time, so that one such packet neither moves a call to 1970
+    /// nor stretches it over 54 years. (The first frame sets the reference, so a capture whose
+    /// first stamp is broken is read as stamped.)
     public mutating func process(frame: UnsafeRawBufferPointer, linkType: LinkType, timestampNanos: Int64) {
         counters.frames += 1
         var timestampNanos = timestampNanos
-        if let origin = originNanos,
-            timestampNanos > max(clockNanos, origin) + Self.forwardJumpNanos || timestampNanos < origin - Self.backwardSlackNanos
-        {
+        if let origin = originNanos, Self.isBrokenStamp(timestampNanos, origin: origin) {
             counters.implausibleTimestamps += 1
             if firstImplausibleTimestamp == nil { firstImplausibleTimestamp = (counters.frames, timestampNanos) }
             timestampNanos = max(clockNanos, origin)
