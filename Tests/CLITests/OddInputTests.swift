@@ -246,3 +246,33 @@ extension OddInputTests {
         XCTAssertTrue(c.out.contains("streams"), c.out)
     }
 }
+
+extension OddInputTests {
+    /// A record header claiming 2³¹ bytes after 300 good packets, one of them stamped 0: the
+    /// JSON summary counts both, the warnings name the record, its byte offset and the packet,
+    /// and the status is 3.
+    func testABadRecordHeaderAndAZeroStampAreCountedInTheJSONSummary() throws {
+        var w = PcapWriter()
+        let t0: Int64 = 1_700_000_000_000_000_000
+        for i in 0..<300 {
+            w.addUDP(
+                from: "10.0.0.1", 4000, to: "10.0.0.2", 5000, payload: PcapPayloads.rtp(seq: UInt16(i), timestamp: UInt32(i * 160), ssrc: 7),
+                timestampNanos: i == 150 ? 0 : t0 + Int64(i) * 20_000_000)
+        }
+        let offset = w.bytes.count
+        let bytes = w.bytes + PcapBytes.le32(1_700_000_010) + PcapBytes.le32(0) + PcapBytes.le32(1 << 31) + PcapBytes.le32(1 << 31)
+        let file = dir.appendingPathComponent("bad-header.pcap")
+        try Data(bytes).write(to: file)
+        let c = try callstats(["capture", "-r", file.path, "-o", dir.appendingPathComponent("out").path, "--json"])
+        XCTAssertEqual(c.status, 3, c.err)
+        XCTAssertTrue(c.err.contains("\(file.path): record 301 at byte \(offset): "), c.err)
+        XCTAssertTrue(c.err.contains("1 packet(s) stamped decades away") && c.err.contains("packet 151, 0 s since 1970"), c.err)
+        let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(c.out.utf8)) as? [String: Any])
+        XCTAssertEqual(summary["packets"] as? Int, 300)
+        XCTAssertEqual(summary["rtp_packets"] as? Int, 300)
+        XCTAssertEqual(summary["streams"] as? Int, 1)
+        XCTAssertEqual(summary["unreadable_records"] as? Int, 1)
+        XCTAssertEqual(summary["implausible_timestamps"] as? Int, 1)
+        XCTAssertEqual(summary["packets_cut_in_headers"] as? Int, 0)
+    }
+}
