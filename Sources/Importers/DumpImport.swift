@@ -10,6 +10,30 @@ public enum DumpFormat: String, Sendable, CaseIterable {
     case chromiumTestPage = "chromium-test-page"
 }
 
+/// What one dump can make `import` hold or write, alike for every layout and compression, so
+/// that no dump, however made (a few KB of zstd expand to gigabytes), takes memory or time
+/// without end. Each bound is far above what browsers write (a page keeps 1,000 samples a
+/// series; a day-long call at one snapshot a second is 86,400 records) and matches `analyze`'s
+/// (`RecordIngestor.Bounds`, `StatsChainBounds`); what a bound leaves out is said in the
+/// result's notes, naming the peer connection and series or trace:
+/// - `maximumRecordsPerCall` statistics and event records a browser dump (its call's `call`
+///   and `end` records are always written);
+/// - `maximumObjectsPerPeerConnection` statistics objects a peer connection;
+/// - `maximumSeriesValues` values a webrtc-internals series, `maximumSamplesPerPeerConnection`
+///   sample times a peer connection over all its objects;
+/// - `maximumTraceEntries` entries of a peer connection's `updateLog`, and `maximumHeldBytes`
+///   of its trace's text and of its series' text each;
+/// - nesting of `JSONValue.maximumDepth` levels (an error at its line and byte, not a crash),
+///   one value or rtcstats line of `maximumHeldBytes`.
+public enum ImportBounds {
+    public static let maximumRecordsPerCall = 100_000
+    public static let maximumObjectsPerPeerConnection = StatsChainBounds.maximumObjects
+    public static let maximumSeriesValues = 100_000
+    public static let maximumSamplesPerPeerConnection = 2_000_000
+    public static let maximumTraceEntries = 100_000
+    public static let maximumHeldBytes = 64 << 20
+}
+
 /// One dump file turned into log format v1: one call, its peer connections as `pc`.
 public struct DumpImport {
     public var path: String
@@ -126,7 +150,14 @@ public struct DumpImport {
         }
         result.format = format
         var count = 0
+        var leftOut = 0
         let counted: (LogRecord) throws(DumpError) -> Void = { r throws(DumpError) in
+            // Past the bound only the call's own `call` and `end` records are written. (A
+            // test-page recording may hold many calls; `analyze` bounds each of them.)
+            if format != .chromiumTestPage, count >= ImportBounds.maximumRecordsPerCall, r.kind != .call, r.kind != .end {
+                leftOut += 1
+                return
+            }
             do { try write(r) } catch let e as DumpError { throw e } catch {
                 throw DumpError(file: path, message: "cannot write: \(error)")
             }
@@ -160,6 +191,10 @@ public struct DumpImport {
             runBrowserDump(format, write: counted, result: &result)
         }
         result.records = count
+        if leftOut > 0 {
+            result.notes.append(
+                "the call has more than \(ImportBounds.maximumRecordsPerCall) records (the most one dump gives): \(leftOut) later ones left out")
+        }
         return result
     }
 
@@ -247,10 +282,25 @@ public struct DumpImport {
 }
 
 extension String {
+    /// Without leading spaces, tabs, carriage returns and byte order marks, and trailing
+    /// spaces, tabs and carriage returns. Works on the bytes: stepping back over characters
+    /// costs time growing with the text's length at each step, so a first line of a million
+    /// spaces took hours.
     var trimmingSpaces: String {
-        var s = Substring(self)
-        while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\u{FEFF}" { s = s.dropFirst() }
-        while let c = s.last, c == " " || c == "\t" || c == "\r" { s = s.dropLast() }
-        return String(s)
+        let bytes = Array(utf8)
+        var start = 0
+        var end = bytes.count
+        while start < end {
+            let c = bytes[start]
+            if c == 0x20 || c == 0x09 || c == 0x0D {
+                start += 1
+            } else if c == 0xEF, end - start >= 3, bytes[start + 1] == 0xBB, bytes[start + 2] == 0xBF {
+                start += 3
+            } else {
+                break
+            }
+        }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 || bytes[end - 1] == 0x0D { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 }

@@ -203,6 +203,9 @@ public final class DumpReader {
 
     public var path: String { source.path }
 
+    /// Bytes of the decompressed text consumed so far.
+    public var offset: Int { source.produced - (end - pos) }
+
     public func error(_ message: String) -> DumpError {
         DumpError(file: source.path, line: line, column: column, message: message)
     }

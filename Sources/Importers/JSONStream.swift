@@ -11,6 +11,8 @@ public protocol JSONByteInput: AnyObject {
     func stringRun(into out: inout [UInt8]) throws(DumpError) -> UInt8?
     /// Steps over spaces, tabs and line ends.
     func skipWhitespace() throws(DumpError)
+    /// Bytes consumed so far (of the decompressed text).
+    var offset: Int { get }
 }
 
 extension DumpReader: JSONByteInput {}
@@ -26,6 +28,8 @@ public final class MemoryJSONInput: JSONByteInput {
         self.bytes = bytes
         self.place = place
     }
+
+    public var offset: Int { pos }
 
     @inline(__always) public func peek() -> UInt8? { pos < bytes.count ? bytes[pos] : nil }
     @inline(__always) public func next() -> UInt8? {
@@ -136,11 +140,19 @@ public struct JSONStream<Input: JSONByteInput> {
         return nil
     }
 
-    /// Steps over the next value without keeping it.
-    public func skip() throws(DumpError) {
+    /// Steps over the next value without keeping it. Nesting is limited as in `value()`
+    /// (`JSONValue.maximumDepth`): each level takes stack, and a dump nested 20,000 deep would
+    /// overflow it; deeper text is an error at its place, never a crash.
+    public func skip() throws(DumpError) { try skip(depth: 0) }
+
+    private func skip(depth: Int) throws(DumpError) {
         switch try peekKind() {
-        case UInt8(ascii: "{"): try members { _ throws(DumpError) in try skip() }
-        case UInt8(ascii: "["): try elements { _ throws(DumpError) in try skip() }
+        case UInt8(ascii: "{"):
+            guard depth < JSONValue.maximumDepth else { throw tooDeep() }
+            try members { _ throws(DumpError) in try skip(depth: depth + 1) }
+        case UInt8(ascii: "["):
+            guard depth < JSONValue.maximumDepth else { throw tooDeep() }
+            try elements { _ throws(DumpError) in try skip(depth: depth + 1) }
         case UInt8(ascii: "\""): try skipString()
         default: _ = try scalar()
         }
@@ -149,8 +161,12 @@ public struct JSONStream<Input: JSONByteInput> {
     /// True when only white space is left.
     public func atEnd() throws(DumpError) -> Bool { try peekKind() == nil }
 
+    private func tooDeep() -> DumpError {
+        error("nesting deeper than \(JSONValue.maximumDepth) levels at byte \(input.offset + 1)")
+    }
+
     private func value(depth: Int, budget: inout Int) throws(DumpError) -> JSONValue {
-        guard depth < JSONValue.maximumDepth else { throw error("nesting deeper than \(JSONValue.maximumDepth)") }
+        guard depth < JSONValue.maximumDepth else { throw tooDeep() }
         budget -= 8
         guard budget > 0 else { throw error("a value larger than \(valueLimit >> 20) MiB") }
         switch try peekKind() {

@@ -110,16 +110,16 @@ struct RTCStatsImporter {
         // The first line: a `RTCStatsDump` marker, a metadata object, a `connectionInfo` line,
         // or (a headerless client stream) already an entry.
         var firstLine = reader.line
-        guard var first = try reader.nextLine() else { throw DumpError(file: path, message: "the file is empty") }
+        guard var first = try reader.nextLine(maximumBytes: ImportBounds.maximumHeldBytes) else { throw DumpError(file: path, message: "the file is empty") }
         while first.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
             firstLine = reader.line
-            guard let next = try reader.nextLine() else { throw DumpError(file: path, message: "the file is empty") }
+            guard let next = try reader.nextLine(maximumBytes: ImportBounds.maximumHeldBytes) else { throw DumpError(file: path, message: "the file is empty") }
             first = next
         }
         if String(decoding: first, as: UTF8.self).trimmingSpaces == "RTCStatsDump" {
             relativeTimes = true
             firstLine = reader.line
-            guard let meta = try reader.nextLine() else {
+            guard let meta = try reader.nextLine(maximumBytes: ImportBounds.maximumHeldBytes) else {
                 throw DumpError(file: path, line: firstLine, message: "the metadata line is missing")
             }
             first = meta
@@ -157,7 +157,7 @@ struct RTCStatsImporter {
                 pending = nil
             } else {
                 lineNumber = reader.line
-                guard let b = try reader.nextLine() else { break }
+                guard let b = try reader.nextLine(maximumBytes: ImportBounds.maximumHeldBytes) else { break }
                 bytes = b
             }
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }

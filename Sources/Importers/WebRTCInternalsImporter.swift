@@ -82,18 +82,37 @@ struct WebRTCInternalsImporter {
     private func readPeerConnection(_ pc: String, json: JSONStream<DumpReader>, outcome: inout Outcome) throws(DumpError) {
         var collector = SeriesCollector(path: path)
         var log: [JSONValue] = []
+        var logBytes = 0
+        var logLeftOut = 0
         var damage: DumpError?
         do {
             try json.members { (key: String) throws(DumpError) in
                 switch key {
                 case "stats":
                     try json.members { (seriesKey: String) throws(DumpError) in
+                        // Past `maximumHeldBytes` of series text the rest is stepped over.
+                        guard collector.heldBytes < ImportBounds.maximumHeldBytes else {
+                            collector.seriesLeftOut += 1
+                            try json.skip()
+                            return
+                        }
                         let line = json.input.line
                         let series = try json.value()
                         collector.add(key: seriesKey, series: series, line: line)
                     }
                 case "updateLog":
-                    try json.elements { _ throws(DumpError) in log.append(try json.value()) }
+                    // The trace is held until the pc ends (its times are placed by the
+                    // statistics): bounded in entries and text, the rest stepped over.
+                    try json.elements { _ throws(DumpError) in
+                        guard log.count < ImportBounds.maximumTraceEntries, logBytes < ImportBounds.maximumHeldBytes else {
+                            logLeftOut += 1
+                            try json.skip()
+                            return
+                        }
+                        let start = json.input.offset
+                        log.append(try json.value())
+                        logBytes += json.input.offset - start
+                    }
                 default:
                     try json.skip()
                 }
@@ -101,6 +120,11 @@ struct WebRTCInternalsImporter {
         } catch {
             // A cut or damaged dump: what was read whole of this peer connection is still used.
             damage = error
+        }
+        if logLeftOut > 0 {
+            outcome.notes.append(
+                "peer connection \(pc): its updateLog is longer than \(ImportBounds.maximumTraceEntries) entries or "
+                    + "\(ImportBounds.maximumHeldBytes >> 20) MiB (the most a dump's trace gives): \(logLeftOut) later entries left out")
         }
         let grid = try collector.finish(notes: &outcome.notes, pc: pc)
         var timeline = outcome.timeline
@@ -267,6 +291,13 @@ struct SeriesCollector {
     private var gridToSamples: [[(object: Int, sample: Int)]] = []
     var skippedComputed = 0
     var invalid: [String] = []
+    /// Text of the series held (`ImportBounds.maximumHeldBytes` at most, then one more series).
+    private(set) var heldBytes = 0
+    /// Series not read: past the held bytes, or of objects past the object bound.
+    var seriesLeftOut = 0
+    /// Series cut to `ImportBounds.maximumSeriesValues`, and samples past the pc's bound.
+    private var cut: [String] = []
+    private var samplesLeftOut = 0
 
     init(path: String) { self.path = path }
 
@@ -294,6 +325,10 @@ struct SeriesCollector {
         if let k = index[id] {
             i = k
         } else {
+            guard objects.count < ImportBounds.maximumObjectsPerPeerConnection else {
+                seriesLeftOut += 1
+                return
+            }
             i = objects.count
             index[id] = i
             objects.append(Object(id: id))
@@ -302,6 +337,7 @@ struct SeriesCollector {
         let member = Member(
             name: name, start: DumpTime.epochMs(o["startTime"]), end: DumpTime.epochMs(o["endTime"]),
             text: Array(values.utf8), line: line)
+        heldBytes += member.text.count
         if name == "timestamp" { objects[i].timestampSeries = member } else if name != "id" && name != "type" { objects[i].members.append(member) }
     }
 
@@ -313,12 +349,32 @@ struct SeriesCollector {
     mutating func finish(notes: inout [String], pc: String) throws(DumpError) -> [Double] {
         if skippedComputed > 0 { notes.append("peer connection \(pc): \(skippedComputed) series the page computes (rates, differences) left out") }
         for s in invalid { notes.append("peer connection \(pc): \(s), left out") }
+        if seriesLeftOut > 0 {
+            notes.append(
+                "peer connection \(pc): more than \(ImportBounds.maximumObjectsPerPeerConnection) statistics objects or "
+                    + "\(ImportBounds.maximumHeldBytes >> 20) MiB of series (the most a dump's peer connection gives): \(seriesLeftOut) series left out")
+        }
+        defer {
+            for name in cut.prefix(10) {
+                notes.append("peer connection \(pc): series \(name) has more than \(ImportBounds.maximumSeriesValues) values: the later ones left out")
+            }
+            if cut.count > 10 { notes.append("peer connection \(pc): \(cut.count - 10) more series cut the same way") }
+            if samplesLeftOut > 0 {
+                notes.append(
+                    "peer connection \(pc): more than \(ImportBounds.maximumSamplesPerPeerConnection) samples over its objects: \(samplesLeftOut) later ones left out"
+                )
+            }
+        }
         format = Self.isLegacy(objects) ? .goog : .w3c
+        var samples = 0
         for i in objects.indices {
             for m in objects[i].members.indices {
-                objects[i].members[m].count = try JSONArrayCursor.count(
+                let n = try JSONArrayCursor.count(
                     objects[i].members[m].text,
                     place: place(objects[i].members[m], "series \(objects[i].id)-\(objects[i].members[m].name)"))
+                // Values past the bound are never read: the cursor stops at `count`.
+                if n > ImportBounds.maximumSeriesValues { cut.append("\(objects[i].id)-\(objects[i].members[m].name)") }
+                objects[i].members[m].count = min(n, ImportBounds.maximumSeriesValues)
             }
             if objects[i].type == nil { objects[i].type = Self.legacyType(objects[i].id) ?? Self.standardType(objects[i].id) }
             // The object's own sample times: its timestamp series, or spread between the
@@ -326,7 +382,8 @@ struct SeriesCollector {
             if let ts = objects[i].timestampSeries {
                 var c = try JSONArrayCursor(ts.text, place: place(ts, "series \(objects[i].id)-timestamp"))
                 var times: [Double] = []
-                while let v = try c.next() { if let d = v.doubleValue { times.append(d) } }
+                while times.count < ImportBounds.maximumSeriesValues, let v = try c.next() { if let d = v.doubleValue { times.append(d) } }
+                if !c.finished { cut.append("\(objects[i].id)-timestamp") }
                 objects[i].times = times
                 objects[i].exact = true
             } else if let longest = objects[i].members.max(by: { $0.count < $1.count }), longest.count > 0,
@@ -334,6 +391,12 @@ struct SeriesCollector {
             {
                 objects[i].times = Self.spread(start, longest.end ?? start, longest.count)
             }
+            if samples + objects[i].times.count > ImportBounds.maximumSamplesPerPeerConnection {
+                let keep = max(0, ImportBounds.maximumSamplesPerPeerConnection - samples)
+                samplesLeftOut += objects[i].times.count - keep
+                objects[i].times.removeLast(objects[i].times.count - keep)
+            }
+            samples += objects[i].times.count
             // Each member's values to the object's samples.
             let times = objects[i].times
             for m in objects[i].members.indices {
