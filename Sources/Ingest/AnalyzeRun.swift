@@ -146,6 +146,9 @@ public final class AnalyzeRun {
         // unless other processes write it too.
         let hasNoCalls = try store.hasNoCalls()
         let startedWithoutCalls = hasNoCalls && !store.sharedByOtherWriters
+        // The key first: a run with another key is refused before it claims anything.
+        let keyFingerprint = options.pseudonymizer?.keyFingerprint ?? CallStore.noKeyFingerprint
+        try store.checkKey(fingerprint: keyFingerprint)
         let config = try store.settingsForRun(asked: options.config, hasCalls: !hasNoCalls)
         // A database graded by another quality model keeps that model's name until a regrade
         // grades every call with one: recording ours would hide that its calls mix two. One
@@ -192,8 +195,8 @@ public final class AnalyzeRun {
         writer.onIssue = onIssue
         do {
             try writer.run(
-                config: config, qualityModel: otherModel == nil ? CallAnalyzer.qualityModelVersion : nil, started: started,
-                reading: reading)
+                config: config, keyFingerprint: keyFingerprint,
+                qualityModel: otherModel == nil ? CallAnalyzer.qualityModelVersion : nil, started: started, reading: reading)
         } catch {
             queue.cancel()
             group.wait()

@@ -80,10 +80,11 @@ final class AnalyzeWriter<Results: ResultStore> {
     /// commits. On an error the open transaction is rolled back (what was committed stays).
     /// `qualityModel`: the model version to record as every stored call's, nil to leave the
     /// recorded one (calls graded by another model are stored: `AnalyzeRun` warns).
-    func run(config: AnalysisConfig, qualityModel: String?, started: Date, reading: ReadProgress) throws {
+    func run(config: AnalysisConfig, keyFingerprint: String, qualityModel: String?, started: Date, reading: ReadProgress) throws {
         try store.begin()
         do {
             try store.record(settings: config)
+            try store.record(keyFingerprint: keyFingerprint)
             if let qualityModel { try store.record(qualityModel: qualityModel) }
             while let batch = queue.takeAll(readers: readers) {
                 for item in batch {

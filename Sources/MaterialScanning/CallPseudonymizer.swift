@@ -25,6 +25,15 @@ public struct CallPseudonymizer: Sendable {
         addresses = Pseudonymizer(method: .keyedHash(key), allowList: keepAddresses)
     }
 
+    /// What a database records of the key (`meta.pseudonymization_key`): a keyed hash of a fixed
+    /// text under it, the same for one key and different for another, from which the key cannot
+    /// be recovered.
+    public var keyFingerprint: String {
+        let hash = SipHash24.hash(Array("callstats pseudonymization key fingerprint".utf8), key: identifiers.key)
+        let hex = String(hash, radix: 16)
+        return "siphash24:" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
     /// The pseudonym of an identifier.
     public func identifier(_ text: String) -> String { identifiers.identifier(text) }
 

@@ -58,4 +58,31 @@ extension CallStore {
         }
         return asked
     }
+
+    static let keyFingerprintKey = "pseudonymization_key"
+    /// The fingerprint a database written without `--pseudonymize-key` records.
+    public static let noKeyFingerprint = "none"
+
+    /// The pseudonymisation key's fingerprint the database records (`meta.pseudonymization_key`:
+    /// a keyed hash of a fixed text under the key, or "none"); nil in a database written before
+    /// it was kept.
+    public func recordedKeyFingerprint() throws -> String? {
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.keyFingerprintKey)])?.string
+    }
+
+    /// Refuses a run whose key (`fingerprint`) is not the one the database was written with:
+    /// one call would be stored under two pseudonyms, or raw ids mixed with pseudonyms. Checked
+    /// before anything is written; only one process writes a SQLite database at a time (the
+    /// writer lock), so the run's first transaction records it (`record(keyFingerprint:)`).
+    public func checkKey(fingerprint: String) throws {
+        if let recorded = try recordedKeyFingerprint(), recorded != fingerprint {
+            throw StoreError.otherKey(path: path, recorded: recorded, asked: fingerprint)
+        }
+    }
+
+    /// Records the key's fingerprint unless one is recorded (inside the caller's transaction):
+    /// a database that records none (written before it was kept) takes its next run's.
+    public func record(keyFingerprint fingerprint: String) throws {
+        try db.run("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [.text(Self.keyFingerprintKey), .text(fingerprint)])
+    }
 }

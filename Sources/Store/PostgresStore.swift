@@ -350,13 +350,41 @@ public final class PostgresStore {
             [.text(CallStore.qualityModelKey), .text(version)])
     }
 
+    /// Workers start together on a new database, none of them seeing calls yet: the settings are
+    /// claimed, not compared. The row is inserted only if absent (committed at once), then read
+    /// back, so of workers racing, the first insert wins and every other compares against it:
+    /// they agree or are refused, and no database holds calls graded two ways. A database with
+    /// calls that records no settings was graded with the defaults, which it then claims.
     public func settingsForRun(asked: AnalysisConfig?, hasCalls: Bool) throws -> AnalysisConfig {
+        let claimed = hasCalls ? AnalysisConfig() : asked ?? AnalysisConfig()
+        try query(
+            "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            [.text(CallStore.settingsKey), .text(claimed.settingsJSON)])
         let recorded = try recordedSettings()
         guard let asked else { return recorded }
-        if asked != recorded, hasCalls {
+        if asked != recorded {
             throw StoreError.otherSettings(path: name, differences: asked.changesText(from: recorded, otherLabel: "database:"))
         }
         return asked
+    }
+
+    public func recordedKeyFingerprint() throws -> String? {
+        try query("SELECT value FROM meta WHERE key = $1", [.text(CallStore.keyFingerprintKey)]).rows.first?.first ?? nil
+    }
+
+    /// Claimed as the settings are (inserted if absent, committed at once, read back): of
+    /// workers racing on a new database with different keys, one is refused.
+    public func checkKey(fingerprint: String) throws {
+        try record(keyFingerprint: fingerprint)
+        if let recorded = try recordedKeyFingerprint(), recorded != fingerprint {
+            throw StoreError.otherKey(path: name, recorded: recorded, asked: fingerprint)
+        }
+    }
+
+    public func record(keyFingerprint fingerprint: String) throws {
+        try query(
+            "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            [.text(CallStore.keyFingerprintKey), .text(fingerprint)])
     }
 
     // MARK: - Rollups

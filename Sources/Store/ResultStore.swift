@@ -49,6 +49,10 @@ public protocol ResultStore: AnyObject {
     func recordedSettings() throws -> AnalysisConfig
     func record(settings config: AnalysisConfig) throws
     func settingsForRun(asked: AnalysisConfig?, hasCalls: Bool) throws -> AnalysisConfig
+    /// Refuses (`StoreError.otherKey`) a run whose pseudonymisation key fingerprint differs
+    /// from the database's; claims it where none is recorded when other writers may race.
+    func checkKey(fingerprint: String) throws
+    func record(keyFingerprint: String) throws
     /// The quality-model version that graded the stored calls (nil: none recorded).
     func recordedQualityModel() throws -> String?
     func record(qualityModel: String) throws

@@ -460,6 +460,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case upgradeFailed(path: String, found: Int, supported: Int, step: String, reached: Int, reason: String)
     /// The run asked for other analysis settings than the stored calls were graded with.
     case otherSettings(path: String, differences: String)
+    /// The run's pseudonymisation key (its fingerprint, or "none") is not the database's.
+    case otherKey(path: String, recorded: String, asked: String)
     case unreadableSettings(path: String, reason: String)
     /// A PostgreSQL server could not be reached, or refused the connection.
     case cannotConnect(reason: String)
@@ -489,6 +491,15 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(p) holds calls graded with other settings than this run asks for: \(d). "
                 + "Regrade them first (callstats regrade --db \(p) with the same --config or --set), "
                 + "leave --config and --set out to use the database's settings, or use another --db"
+        case .otherKey(let p, let recorded, _) where recorded == CallStore.noKeyFingerprint:
+            "\(p) was written without --pseudonymize-key (its call ids are not pseudonyms), and this run gives a key: "
+                + "one call would be stored under two ids. Leave --pseudonymize-key out, or analyse into a new --db"
+        case .otherKey(let p, _, let asked) where asked == CallStore.noKeyFingerprint:
+            "\(p) is pseudonymised (written with --pseudonymize-key), and this run gives no key: it would store raw call ids in it. "
+                + "Give the key it was written with, or analyse into a new --db"
+        case .otherKey(let p, let recorded, let asked):
+            "\(p) was pseudonymised with another --pseudonymize-key than this run's (key fingerprint \(recorded), this run's \(asked)): "
+                + "one call would get two pseudonyms. Give the key it was written with, or analyse into a new --db"
         case .unreadableSettings(let p, let r):
             "\(p): the analysis settings it records (meta.analysis_config) cannot be read: \(r)"
         case .cannotConnect(let r):

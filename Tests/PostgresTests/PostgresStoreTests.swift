@@ -1,6 +1,7 @@
 import CallLog
 import Foundation
 import Importers
+import SQLiteDatabase
 import Store
 import TestSupport
 import XCTest
@@ -259,6 +260,81 @@ final class PostgresStoreTests: XCTestCase {
         let rerun = try Self.callstats(["analyze"] + files + ["--db", url, "--quiet"])
         XCTAssertEqual(rerun.status, 0, rerun.err)
         try assertSameAsReference(url)
+    }
+
+    /// Two workers started together on a new database, asking for different settings: one is
+    /// accepted and the other refused (the settings are claimed, not compared with an empty
+    /// database), and every stored call is graded as `meta` says, equal to a SQLite run graded so.
+    func testWorkersAskingForOtherSettingsOnANewDatabaseAreNotBothAccepted() throws {
+        let url = try server.createDatabase()
+        let files = try logFiles
+        let jitters = ["5", "40"]
+        let processes = try jitters.map { jitter -> (Process, Pipe) in
+            let p = Process()
+            p.executableURL = Self.binary
+            p.arguments = ["analyze"] + files + ["--db", url, "--quiet", "--set", "jitter_warn_ms=\(jitter)"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            return (p, err)
+        }
+        let outcomes = processes.map { p, err in
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (status: waitForExit(p), message: message)
+        }
+        let accepted = outcomes.indices.filter { outcomes[$0].status == 0 }
+        XCTAssertEqual(accepted.count, 1, "\(outcomes)")
+        guard accepted.count == 1, let winner = accepted.first else { return }
+        let refused = outcomes[1 - winner]
+        XCTAssertTrue(refused.message.contains("other settings"), refused.message)
+        XCTAssertTrue(refused.message.contains("regrade"), refused.message)
+        // The stored calls are those of a clean SQLite run with the accepted worker's settings.
+        let sqlite = Self.corpus.deletingLastPathComponent().appendingPathComponent("jitter-\(UUID().uuidString).sqlite").path
+        let clean = try Self.callstats(["analyze"] + files + ["--db", sqlite, "--quiet", "--set", "jitter_warn_ms=\(jitters[winner])"])
+        XCTAssertEqual(clean.status, 0, clean.err)
+        for t in try DatabaseComparison.compareAcrossStores(sqlite, url) {
+            XCTAssertTrue(t.same, "\(t.name): \(t.rows) rows, \(t.onlyInFirst) only in SQLite, \(t.onlyInSecond) only in PostgreSQL")
+        }
+        XCTAssertEqual(
+            try scalar(url, "SELECT value FROM meta WHERE key = 'analysis_config'"),
+            try CallStore(path: sqlite, forWriting: false).db.scalar("SELECT value FROM meta WHERE key = 'analysis_config'")?.string)
+    }
+
+    /// A run with another pseudonymisation key, with none into a pseudonymised database, or with
+    /// one into a database written without, is refused and writes nothing; `meta` holds the
+    /// key's fingerprint, never the key.
+    func testAnotherKeyOrNoKeyIsRefused() throws {
+        let (keyA, keyB) = ("000102030405060708090a0b0c0d0e0f", "f0e0d0c0b0a090807060504030201000")
+        let files = try logFiles
+        let url = try server.createDatabase()
+        let first = try Self.callstats(["analyze", files[0], "--db", url, "--quiet", "--pseudonymize-key", keyA])
+        XCTAssertEqual(first.status, 0, first.err)
+        let fingerprint = try scalar(url, "SELECT value FROM meta WHERE key = 'pseudonymization_key'")
+        // The same fingerprint as a SQLite database written with the key records.
+        let sqlite = Self.corpus.deletingLastPathComponent().appendingPathComponent("key-\(UUID().uuidString).sqlite").path
+        XCTAssertEqual(try Self.callstats(["analyze", files[0], "--db", sqlite, "--quiet", "--pseudonymize-key", keyA]).status, 0)
+        XCTAssertEqual(fingerprint, try CallStore(path: sqlite, forWriting: false).recordedKeyFingerprint())
+        XCTAssertFalse(fingerprint.contains(keyA))
+        let calls = try scalar(url, "SELECT count(*) FROM calls"), ledger = try scalar(url, "SELECT count(*) FROM ingested_files")
+        for (key, phrase) in [(Optional(keyB), "another --pseudonymize-key"), (nil, "gives no key")] {
+            let run = try Self.callstats(["analyze", files[1], "--db", url, "--quiet"] + (key.map { ["--pseudonymize-key", $0] } ?? []))
+            XCTAssertNotEqual(run.status, 0)
+            XCTAssertTrue(run.err.contains(phrase), run.err)
+            XCTAssertTrue(run.err.contains("new --db"), run.err)
+            XCTAssertEqual(try scalar(url, "SELECT count(*) FROM calls"), calls)
+            XCTAssertEqual(try scalar(url, "SELECT count(*) FROM ingested_files"), ledger)
+        }
+        let same = try Self.callstats(["analyze", files[1], "--db", url, "--quiet", "--pseudonymize-key", keyA])
+        XCTAssertEqual(same.status, 0, same.err)
+
+        let plain = try server.createDatabase()
+        XCTAssertEqual(try Self.callstats(["analyze", files[0], "--db", plain, "--quiet"]).status, 0)
+        XCTAssertEqual(try scalar(plain, "SELECT value FROM meta WHERE key = 'pseudonymization_key'"), CallStore.noKeyFingerprint)
+        let keyed = try Self.callstats(["analyze", files[1], "--db", plain, "--quiet", "--pseudonymize-key", keyA])
+        XCTAssertNotEqual(keyed.status, 0)
+        XCTAssertTrue(keyed.err.contains("without --pseudonymize-key"), keyed.err)
+        XCTAssertEqual(try scalar(plain, "SELECT count(*) FROM ingested_files"), "1")
     }
 
     /// A database of version 5 gets `peer_connections` from the next run, which says it
