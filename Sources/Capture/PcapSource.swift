@@ -216,14 +216,21 @@ public final class PcapSource: @unchecked Sendable {
         // A file stays stopped where its damage stopped it: the bytes after are not records.
         if damage.last?.resumed == false { return .damaged }
         let file = isLive ? nil : pcap_file(handle)
+        // Where the next record starts, to say where damage is. A classic pcap's records lie one
+        // after another (a 16-byte header, then the captured bytes), so their places are counted;
+        // pcapng blocks are not, and are asked of stdio (libpcap reads with it), which costs a
+        // call a record.
+        // libpcap reports a classic file's version (2.x) and a pcapng section's (1.x).
+        let counted = file != nil && pcap_major_version(handle) == 2
+        var nextOffset = counted ? file.map { Int(ftell($0)) } ?? -1 : -1
         while delivered < maxFrames {
-            // Where the next record starts, to say where damage is (libpcap reads with stdio).
-            let offset = file.map { ftell($0) } ?? -1
+            let offset = counted ? nextOffset : file.map { Int(ftell($0)) } ?? -1
             let r = pcap_next_ex(handle, &header, &data)
             switch r {
             case 1:
                 recordsRead += 1
                 guard let h = header?.pointee, let data else { continue }
+                if counted { nextOffset += 16 + Int(h.caplen) }
                 let nanos = Int64(h.ts.tv_sec) * 1_000_000_000 + Int64(h.ts.tv_usec)
                 body(nanos, UnsafeRawBufferPointer(start: data, count: Int(h.caplen)), Int(h.len))
                 delivered += 1
