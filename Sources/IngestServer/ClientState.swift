@@ -2,7 +2,12 @@ import CallLog
 import Foundation
 
 /// Bearer tokens from a file: one per line, `#` starts a comment, blank lines ignored.
-/// Reloaded on SIGHUP; a file that cannot be read keeps the previous tokens.
+///
+/// Reloaded on SIGHUP to exactly what the file then holds: a token removed from the file is
+/// refused from that moment, and a file with no token left revokes every token (every POST
+/// gets 401), so an operator can always withdraw a leaked token by editing the file. Only a
+/// file that cannot be read keeps the previous tokens, since then nothing says what to hold.
+/// At start a file without a token is an error: a server that accepts no one is a mistake.
 public final class TokenList: @unchecked Sendable {
     public let path: String
     private let lock = NSLock()
@@ -11,6 +16,7 @@ public final class TokenList: @unchecked Sendable {
     public init(path: String) throws {
         self.path = path
         tokens = try TokenList.read(path)
+        guard !tokens.isEmpty else { throw TokenError(message: "\(path) holds no token (one per line, # for comments)") }
     }
 
     public var count: Int {
@@ -30,28 +36,44 @@ public final class TokenList: @unchecked Sendable {
             let token = line.trimmingCharacters(in: .whitespaces)
             if !token.isEmpty { out.insert(token) }
         }
-        guard !out.isEmpty else { throw TokenError(message: "\(path) holds no token (one per line, # for comments)") }
         return out
     }
 
-    /// Re-reads the file; returns the error when it could not (the old tokens stay).
-    @discardableResult
-    public func reload() -> String? {
-        do {
-            let fresh = try TokenList.read(path)
-            lock.lock()
-            tokens = fresh
-            lock.unlock()
-            return nil
-        } catch {
-            return "\(error)"
-        }
+    public enum Reload: Equatable, Sendable {
+        /// The file's tokens replaced the previous ones (count: how many now).
+        case loaded(Int)
+        /// The file holds no token: every token is revoked.
+        case revokedAll
+        /// The file could not be read: the previous tokens stay.
+        case failed(String)
+    }
+
+    /// Re-reads the file and holds exactly its tokens, or keeps the previous ones when it cannot
+    /// be read.
+    public func reload() -> Reload {
+        let fresh: Set<String>
+        do { fresh = try TokenList.read(path) } catch { return .failed("\(error)") }
+        lock.lock()
+        tokens = fresh
+        lock.unlock()
+        return fresh.isEmpty ? .revokedAll : .loaded(fresh.count)
     }
 
     public func contains(_ token: String) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         return tokens.contains(token)
+    }
+
+    /// A warning when the file may be read by its group or by others (tokens are secrets: any
+    /// local user who reads them can post as any client); nil when only its owner can.
+    public func permissionWarning() -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let mode = st.st_mode & 0o777
+        guard mode & 0o044 != 0 else { return nil }
+        return "warning: the tokens file \(path) is readable by \(mode & 0o004 != 0 ? "every user" : "its group") "
+            + "(mode \(String(mode, radix: 8))): make it readable by its owner only (chmod 600)"
     }
 }
 

@@ -36,6 +36,15 @@ public final class IngestServer: @unchecked Sendable {
         for origin in configuration.allowOrigins where origin.isEmpty || origin.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw StartError(message: "--allow-origin \(origin.debugDescription) is not an origin (e.g. https://app.example)")
         }
+        if configuration.metricsTokenRequired && configuration.tokensPath == nil {
+            throw StartError(message: "--metrics-token-required needs --tokens FILE (the tokens /metrics accepts)")
+        }
+        // `Origin: null` is what sandboxed frames and local files of any site send: allowing it
+        // would allow every page.
+        if configuration.allowOrigins.contains("null") {
+            throw StartError(
+                message: "--allow-origin null would let any page post (sandboxed frames and local files send it): name the page's origin, or * for any")
+        }
         self.configuration = configuration
         tokens = try configuration.tokensPath.map(TokenList.init(path:))
         var settings = IngestLog.Settings(directory: configuration.directory)
@@ -119,11 +128,27 @@ public final class IngestServer: @unchecked Sendable {
         return ch.localAddress!
     }
 
-    /// Re-reads the tokens file (SIGHUP); returns a message for the operator.
-    public func reloadTokens() -> String {
-        guard let tokens else { return "no --tokens file to reload" }
-        if let problem = tokens.reload() { return "tokens not reloaded, the previous ones stay: \(problem)" }
-        return "reloaded \(tokens.count) tokens from \(tokens.path)"
+    /// Re-reads the tokens file (SIGHUP); returns messages for the operator, each marked when it
+    /// is a problem (standard error): every token revoked, the file unreadable (the previous
+    /// tokens stay), or readable by others.
+    public func reloadTokens() -> [(message: String, problem: Bool)] {
+        guard let tokens else { return [("no --tokens file to reload", false)] }
+        var lines: [(message: String, problem: Bool)]
+        switch tokens.reload() {
+        case .loaded(let n):
+            lines = [("reloaded \(n) tokens from \(tokens.path)", false)]
+        case .revokedAll:
+            lines = [("\(tokens.path) holds no token: every token is revoked, every POST gets 401 until tokens are added and SIGHUP is sent again", true)]
+        case .failed(let problem):
+            lines = [("tokens not reloaded, the previous \(tokens.count) stay: \(problem)", true)]
+        }
+        if let warning = tokens.permissionWarning() { lines.append((warning, true)) }
+        return lines
+    }
+
+    /// Problems with the configuration that do not stop the server (standard error at start).
+    public func startWarnings() -> [String] {
+        [tokens?.permissionWarning()].compactMap { $0 }
     }
 
     /// Re-reads the TLS certificate and key (SIGHUP); returns a message for the operator, or nil
@@ -151,9 +176,13 @@ public final class IngestServer: @unchecked Sendable {
     /// address bound.
     public func runUntilSignalled(announce: @escaping @Sendable (String) -> Void) throws {
         let address = try start()
-        let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
-        let scheme = certificate == nil ? "http" : "https"
-        announce("callstats serve: listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
+        let warn: @Sendable (String) -> Void = { line in
+            FileHandle.standardError.write(Data(("callstats serve: " + line + "\n").utf8))
+        }
+        for line in startWarnings() { warn(line) }
+        // The signals are taken over before the address is announced: a supervisor that sends
+        // SIGHUP as soon as it reads that line must reach the reload, not the default action
+        // (which ends the process).
         for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
         let queue = DispatchQueue(label: "callstats-serve-signals")
         let stop = DispatchSemaphore(value: 0)
@@ -166,11 +195,16 @@ public final class IngestServer: @unchecked Sendable {
         }
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
         hup.setEventHandler { [self] in
-            if tokens != nil || certificate == nil { announce("callstats serve: " + reloadTokens()) }
+            if tokens != nil || certificate == nil {
+                for line in reloadTokens() { line.problem ? warn(line.message) : announce("callstats serve: " + line.message) }
+            }
             if let line = reloadCertificate() { announce("callstats serve: " + line) }
         }
         hup.resume()
         sources.append(hup)
+        let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
+        let scheme = certificate == nil ? "http" : "https"
+        announce("callstats serve: listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
         stop.wait()
         announce("callstats serve: stopping: no new connections, writing what is queued")
         shutdown()

@@ -132,6 +132,13 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
                 context: context, status: .payloadTooLarge,
                 "the request body is \(length) bytes, over the limit of \(config.maxBodyBytes) (--max-body)", close: true)
         }
+        // A browser sends `Origin` with every POST, and a simple one (text/plain, no preflight)
+        // reaches the server whatever the answer to a preflight would have been: refusing it here,
+        // before its body is read, is what keeps pages of other origins from writing. Requests
+        // without `Origin` come from agents that are not browsers and are not judged by it.
+        if let origin = head.headers.first(name: "origin"), allowedOrigin(origin) == nil {
+            return fail(context: context, status: .forbidden, "origin \(origin) is not allowed (--allow-origin)", close: true)
+        }
         if let problem = authorizationProblem(head) {
             return fail(
                 context: context, status: .unauthorized, problem, close: true,
@@ -186,6 +193,11 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
         case (.GET, "/healthz"), (.HEAD, "/healthz"):
             reply(context: context, status: .ok, contentType: "application/json", body: Array("{\"status\":\"ok\"}\n".utf8))
         case (.GET, "/metrics"):
+            if config.metricsTokenRequired, let problem = authorizationProblem(r.head) {
+                return fail(
+                    context: context, status: .unauthorized, problem,
+                    extraHeaders: [("WWW-Authenticate", "Bearer realm=\"callstats\"")])
+            }
             reply(
                 context: context, status: .ok, contentType: "text/plain; version=0.0.4",
                 body: Array(server.metrics.render().utf8))

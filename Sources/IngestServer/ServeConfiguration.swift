@@ -10,6 +10,9 @@ public struct ServeConfiguration: Sendable {
     public var tokensPath: String?
     /// Origins allowed to post from a browser (`*` for any).
     public var allowOrigins: [String] = []
+    /// `GET /metrics` needs a bearer token from `tokensPath` too (it tells request and record
+    /// counts); `/healthz` and the agent never do.
+    public var metricsTokenRequired = false
     /// Request body as sent (compressed or not).
     public var maxBodyBytes = 1 << 20
     /// Request body once decompressed: a small body that inflates past this is refused.

@@ -71,6 +71,10 @@ public enum ReportPage {
         window.addEventListener("error", e => fail(e.message));
         function fail(msg) { document.getElementById("errors").textContent += "Error: " + msg + "\n"; document.body.dataset.rendered = "error"; }
         const D = JSON.parse(document.getElementById("data").textContent);
+        // Drill-downs by call id. A call id is data: in a plain object, an id such as
+        // "constructor" or "__proto__" without a drill-down would find Object.prototype's
+        // member instead of nothing, so lookups go through a Map (own entries only).
+        const drills = new Map(Object.entries(D.drill));
         const COLORS = {good: "#2e9d5b", fair: "#e3a72f", poor: "#d9534f", no_media: "#6c4a9e", unmeasured: "#9aa1ad", p50: "#2b6cb0", p5: "#d9534f", loss: "#d9534f", jitter: "#e3a72f", rtt: "#6c4a9e", kbps: "#2b6cb0", mos: "#2e9d5b", fps: "#2b6cb0"};
         const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined && text !== null) e.textContent = text; return e; };
         const fmt = (x, d) => x === null || x === undefined || !isFinite(x) ? "–" : Number(x).toFixed(d);
@@ -236,7 +240,7 @@ public enum ReportPage {
           head.appendChild(hr);
           const list = D.worst.filter(w => w.start >= state.from && w.start < state.to + bucketMs && (state.dim === "all" || String(w[state.dim]) === state.val));
           list.forEach(w => {
-            const tr = el("tr", D.drill[w.id] ? "pick" : null);
+            const tr = el("tr", drills.has(w.id) ? "pick" : null);
             tr.appendChild(el("td", null, iso(w.start))); const idCell = el("td", "id", w.id.length > 14 ? w.id.slice(0, 12) + "…" : w.id); idCell.title = w.id; tr.appendChild(idCell); tr.appendChild(el("td", null, w.grade.replace("_", " ")));
             tr.appendChild(el("td", "num", fmt(w.mos_worst, 2))); tr.appendChild(el("td", "num", fmt(w.mos_worst_sent, 2))); tr.appendChild(el("td", "num", fmt(w.loss, 2)));
             tr.appendChild(el("td", "num", fmt(w.jitter, 1))); tr.appendChild(el("td", "num", fmt(w.rtt, 0)));
@@ -246,14 +250,14 @@ public enum ReportPage {
             f.appendChild(el("div", "note", w.reason));
             if (w.conversation !== null) f.appendChild(el("div", "note", "conversation " + w.conversation + " · " + w.legs + (w.legs === 1 ? " leg" : " legs")));
             tr.appendChild(f);
-            if (D.drill[w.id]) tr.onclick = () => { document.querySelectorAll("#worst tr.sel").forEach(r => r.classList.remove("sel")); tr.classList.add("sel"); drawDrill(w); };
+            if (drills.has(w.id)) tr.onclick = () => { document.querySelectorAll("#worst tr.sel").forEach(r => r.classList.remove("sel")); tr.classList.add("sel"); drawDrill(w); };
             bodyEl.appendChild(tr);
           });
           if (!list.length) { const tr = el("tr"); const td = el("td", "note", "No poor calls in this selection."); td.colSpan = 12; tr.appendChild(td); bodyEl.appendChild(tr); }
           return list;
         }
         function drawDrill(w) {
-          const d = D.drill[w.id], box = document.getElementById("drill-charts"); box.textContent = "";
+          const d = drills.get(w.id), box = document.getElementById("drill-charts"); box.textContent = "";
           document.getElementById("drill-title").textContent = w.id + " · started " + iso(w.start) + " UTC · " + w.grade.replace("_", " ") + " · " + w.reason;
           const t0 = w.start, sec = ms => ((ms - t0) / 1000).toFixed(0) + " s";
           const interesting = /callRinging|callAnswerReceived|iceConnected|iceDisconnected|ipChange|freeze|hold|reconnect|end/;
@@ -299,7 +303,7 @@ public enum ReportPage {
             const sel = selected();
             drawSummary(sel); drawGrades(sel); drawMOS(sel); drawHistograms(); drawBreakdowns();
             const list = drawWorst();
-            const first = list.find(w => D.drill[w.id]);
+            const first = list.find(w => drills.has(w.id));
             if (first) { drawDrill(first); const tr = [...document.querySelectorAll("#worst tr.pick")][0]; if (tr) tr.classList.add("sel"); }
             document.getElementById("status").textContent = "charts drawn: " + charts.drawn + " · worst calls listed: " + list.length;
             if (document.body.dataset.rendered !== "error") document.body.dataset.rendered = "ok";

@@ -50,8 +50,14 @@ struct ServeCommand: ParsableCommand {
             valueName: "file"))
     var tokens: String?
 
-    @Option(help: ArgumentHelp("Origin allowed to post from a browser (repeatable; * for any).", valueName: "origin"))
+    @Option(
+        help: ArgumentHelp(
+            "Origin allowed to post from a browser (repeatable; * for any). A POST carrying any other Origin gets 403.",
+            valueName: "origin"))
     var allowOrigin: [String] = []
+
+    @Flag(help: "GET /metrics needs a bearer token from --tokens too (/healthz and /agent.js never do).")
+    var metricsTokenRequired = false
 
     @Option(help: ArgumentHelp("Largest request body as sent, in bytes.", valueName: "bytes"))
     var maxBody = 1 << 20
@@ -152,6 +158,7 @@ struct ServeCommand: ParsableCommand {
         }
         try OptionRange.check("--read-timeout", readTimeout, 1...86_400)
         try OptionRange.check("--request-timeout", requestTimeout, 1...86_400)
+        if metricsTokenRequired && tokens == nil { throw ValidationError("--metrics-token-required needs --tokens FILE") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together: give both or neither") }
         try OptionRange.check("--file-bytes", fileBytes, 1...(1 << 40))
         try OptionRange.check("--file-age", fileAge, 1...(30 * 86_400))
@@ -165,6 +172,7 @@ struct ServeCommand: ParsableCommand {
         var c = ServeConfiguration(host: host, port: port, directory: out)
         c.tokensPath = tokens
         c.allowOrigins = allowOrigin
+        c.metricsTokenRequired = metricsTokenRequired
         c.maxBodyBytes = maxBody
         c.maxDecodedBytes = maxDecodedBody
         c.maxLineBytes = maxLine

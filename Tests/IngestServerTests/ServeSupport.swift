@@ -32,6 +32,7 @@ final class ServeProcess: @unchecked Sendable {
     private let output = Pipe()
     private let errors = Pipe()
     private var collected = Data()
+    private var collectedErrors = Data()
     private let lock = NSLock()
 
     init(directory: URL, arguments: [String] = []) throws {
@@ -62,6 +63,13 @@ final class ServeProcess: @unchecked Sendable {
             self?.collected.append(d)
             lock.unlock()
         }
+        // Standard error is read as it comes (a full pipe would block the server's writes).
+        errors.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            lock.lock()
+            self?.collectedErrors.append(d)
+            lock.unlock()
+        }
     }
 
     var stdout: String {
@@ -82,8 +90,20 @@ final class ServeProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    func stderrText() -> String {
-        String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    /// What the server wrote on standard error so far.
+    var stderr: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: collectedErrors, as: UTF8.self)
+    }
+
+    /// Polls `condition` every 50 ms for up to 5 s; whether it became true.
+    func waitFor(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<100 {
+            if condition() { return true }
+            usleep(50_000)
+        }
+        return condition()
     }
 
     deinit {

@@ -28,9 +28,9 @@ final class HeadlessChromiumTests: XCTestCase {
         return String(decoding: data, as: UTF8.self)
     }
 
-    func page(_ db: String) throws -> String {
+    func page(_ db: String, options: ReportData.Options = .init()) throws -> String {
         let out = ReportFixtures.directory.appendingPathComponent("page-\(UUID().uuidString).html").path
-        _ = try ReportWriter.write(database: db, output: out)
+        _ = try ReportWriter.write(database: db, output: out, options: options)
         return out
     }
 
@@ -51,6 +51,32 @@ final class HeadlessChromiumTests: XCTestCase {
         _ = try run(["--window-size=1400,2400", "--screenshot=" + png, "file://" + html])
         let size = (try? FileManager.default.attributesOfItem(atPath: png)[.size] as? Int) ?? 0
         XCTAssertGreaterThan(size, 50_000, "a screenshot with content was saved")
+    }
+
+    /// Calls named after `Object.prototype`'s members, with no drill-down, some, or all: each is
+    /// listed, a row is clickable exactly when its call has a drill-down, and the script ends
+    /// without an error.
+    func testCallsNamedAfterPrototypeMembersRender() throws {
+        _ = try browser()
+        let names = ReportFixtures.prototypeNames
+        let db = try ReportFixtures.database(callIds: names)
+        for drillDowns in [0, 2, names.count] {
+            var options = ReportData.Options()
+            options.drillDowns = drillDowns
+            let html = try page(db, options: options)
+            let data = try ReportFixtures.data(ofPage: try String(contentsOfFile: html, encoding: .utf8))
+            XCTAssertEqual((data["worst"] as? [Any])?.count, names.count, "every call is among the worst")
+            XCTAssertEqual((data["drill"] as? [String: Any])?.count, drillDowns)
+            let dom = try run(["--dump-dom", "file://" + html])
+            XCTAssertTrue(dom.contains("data-rendered=\"ok\""), "drill-downs \(drillDowns): the script finished")
+            XCTAssertTrue(dom.contains("<div id=\"errors\"></div>"), "drill-downs \(drillDowns): no script error was shown")
+            for name in names {
+                XCTAssertTrue(dom.contains("<td class=\"id\" title=\"\(name)\">"), "drill-downs \(drillDowns): \(name) is listed")
+            }
+            XCTAssertEqual(
+                dom.components(separatedBy: "<tr class=\"pick").count - 1, drillDowns,
+                "drill-downs \(drillDowns): only calls with a drill-down can be picked")
+        }
     }
 
     func testHostileTextDoesNotRun() throws {

@@ -64,6 +64,33 @@ enum ReportFixtures {
         return db
     }
 
+    /// Names of `Object.prototype`'s members: as call ids they must be looked up as data, never
+    /// found on the prototype of the page's maps.
+    static let prototypeNames = ["constructor", "toString", "valueOf", "hasOwnProperty", "__proto__"]
+
+    /// One answered call without media (so it is listed among the worst calls) for each id.
+    static func database(callIds ids: [String]) throws -> String {
+        let dir = directory.appendingPathComponent("ids-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var records: [LogRecord] = []
+        for (n, id) in ids.enumerated() {
+            let t: Int64 = 1_795_000_000_000 + Int64(n) * 120_000
+            records += [
+                .callInfo(
+                    call: id, ts: t, direction: "outgoing", sdk: "kandy-mobile", sdkVersion: "1", app: "acme-phone",
+                    appVersion: "3.2.1", platform: "web", network: "wifi", media: ["audio"], labels: [:]),
+                .event(call: id, ts: t + 100, action: "callMetric", type: "callCreate"),
+                .event(call: id, ts: t + 900, action: "callMetric", type: "callAnswerReceived"),
+                .end(call: id, ts: t + 40_000, reason: "failed"),
+            ]
+        }
+        let log = dir.appendingPathComponent("ids.ndjson")
+        try (records.map(\.jsonLine).joined(separator: "\n") + "\n").write(to: log, atomically: true, encoding: .utf8)
+        let db = dir.appendingPathComponent("ids.sqlite").path
+        _ = try AnalyzeRun(options: AnalyzeRun.Options(paths: [dir.path], database: db)).run()
+        return db
+    }
+
     /// The JSON data block of a written page.
     static func data(ofPage html: String) throws -> [String: Any] {
         let open = "<script type=\"application/json\" id=\"data\">"
