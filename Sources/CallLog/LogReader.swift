@@ -27,10 +27,13 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
         /// Not a skip: more calls were open at once than a reader holds, so those open were
         /// handed on early, to be merged with their later records (nothing is lost).
         case callsHandedOnEarly = "calls handed on early"
+        /// Not a skip: copies of one call (in two files, or in a file and the database) whose
+        /// `call` or `end` records have the same time but differ; one was kept.
+        case disagreeingCopies = "copies of a call that disagree"
 
         /// Whether this says what was done rather than what was skipped (it leaves the exit
         /// status and the skipped counts alone).
-        public var isNote: Bool { self == .callsHandedOnEarly }
+        public var isNote: Bool { self == .callsHandedOnEarly || self == .disagreeingCopies }
 
         /// "1 invalid record", "2 invalid records": how a summary counts them.
         public func counted(_ n: Int) -> String {
@@ -47,6 +50,7 @@ public struct LogIssue: Error, Sendable, Equatable, CustomStringConvertible {
                 case .failedCheckpoint: "failed checkpoints"
                 case .beyondLimit: "records beyond a limit"
                 case .callsHandedOnEarly: "times calls were handed on early"
+                case .disagreeingCopies: "copies of calls that disagree"
                 }
             return "\(n) \(plural)"
         }

@@ -1,6 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
+import MaterialScanning
 import Store
 
 /// The writer of an `analyze` run: the one thread that touches the database. It takes what the
@@ -18,7 +19,7 @@ import Store
 final class AnalyzeWriter<Results: ResultStore> {
     /// Writes one call (merging with what is stored unless `knownNew`) and says the grade it now
     /// has and the start times whose rollups it touched.
-    typealias CallWriter = (_ call: PendingCall, _ knownNew: Bool) throws -> (grade: Grade, starts: [Int64])
+    typealias CallWriter = (_ call: PendingCall, _ knownNew: Bool) throws -> CallWriting.Written
 
     private let store: Results
     private let options: AnalyzeRun.Options
@@ -121,6 +122,16 @@ final class AnalyzeWriter<Results: ResultStore> {
         if unwritten.count >= min(callsPerWrite, options.callsPerTransaction) { try writeUnwritten() }
     }
 
+    /// A warning naming both copies of a call that disagree, and which was kept.
+    static func issue(_ d: CallMaterial.Disagreement, callID: String) -> LogIssue {
+        let unknown = "a file not recorded with the stored call"
+        let kept = d.kept ?? unknown, left = d.left ?? unknown
+        return LogIssue(
+            file: d.kept ?? d.left ?? "", line: nil, category: .disagreeingCopies,
+            message: "call \(callID): its \(d.record) record at ts \(d.ts) differs between \(kept) and \(left); "
+                + "kept the one from \(kept) (its text sorts first, whatever the order the files are read in)")
+    }
+
     private func note(_ issue: LogIssue) {
         // A note says what was done, not what was skipped: shown, never counted as skipped.
         if issue.category.isNote {
@@ -192,6 +203,7 @@ final class AnalyzeWriter<Results: ResultStore> {
             }
             gradesInRun[written.grade, default: 0] += 1
             progress.callsWritten += 1
+            for d in written.disagreements { note(Self.issue(d, callID: unwritten[i].callID)) }
         }
         unwritten.removeAll(keepingCapacity: true)
         // Each call written was locked in call-id order: committing now keeps another writer's

@@ -170,6 +170,8 @@ private struct LineIntake {
     }
 
     private func send(_ m: CallMaterial) {
+        var m = m
+        m.attribute(to: shownPath)
         queue.put(.call(PendingCall(material: m, config: config, pseudonymizer: pseudonymizer, compressor: compressor)))
     }
 
@@ -182,15 +184,15 @@ private struct LineIntake {
 /// The writer's work on one call: merge with what the database has, analyse, replace.
 enum CallWriting {
     /// `knownNew`: the caller knows the database holds nothing of this call (not looked up).
-    /// Returns the grade the call now has and the start times whose rollups it touched (the
-    /// analysis itself is not handed back: copying it retained and released all its arrays).
+    /// Returns what the writer needs of the written call (the analysis itself is not handed
+    /// back: copying it retained and released all its arrays).
     static func write(
         _ p: PendingCall, to store: some ResultStore, config: AnalysisConfig,
         knownNew: Bool = false
-    ) throws -> (grade: Grade, starts: [Int64]) {
+    ) throws -> Written {
         guard !knownNew, let stored = try store.storedCall(p.callID) else {
             try store.write(p.analysis, complete: p.hasEnded, material: p.stored, replacing: false)
-            return (p.analysis.call.grade, [p.analysis.call.startTs])
+            return Written(grade: p.analysis.call.grade, starts: [p.analysis.call.startTs])
         }
         // The call continues something stored: merge (duplicates collapse) and analyse again.
         // Without the stored material the merge would replace the stored call with only its new
@@ -199,15 +201,24 @@ enum CallWriting {
             throw StoredCallError(callID: p.callID, reason: "its stored call material is missing")
         }
         var material: CallMaterial
+        let disagreements: [CallMaterial.Disagreement]
         do {
             material = try CallMaterial(decoding: p.stored)
-            material.merge(try CallMaterial(decoding: bytes))
+            disagreements = material.merge(try CallMaterial(decoding: bytes))
         } catch {
             throw StoredCallError(callID: p.callID, reason: "\(error)")
         }
         let analysis = CallAnalyzer.analyze(material, config: config)
         try store.write(analysis, complete: material.hasEnded, material: material.encoded(), replacing: true)
-        return (analysis.call.grade, [stored.startTs, analysis.call.startTs])
+        return Written(grade: analysis.call.grade, starts: [stored.startTs, analysis.call.startTs], disagreements: disagreements)
+    }
+
+    /// A written call: the grade it now has, the start times whose rollups it touched, and
+    /// where its new part disagreed with what was stored.
+    struct Written {
+        var grade: Grade
+        var starts: [Int64]
+        var disagreements: [CallMaterial.Disagreement] = []
     }
 }
 

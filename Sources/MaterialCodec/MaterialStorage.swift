@@ -27,6 +27,8 @@ extension CallMaterial {
         if let info { o["info"] = .object(info); o["infoTs"] = .number(Double(infoTs)) }
         if info?["network"] != nil { o["networkTs"] = .number(Double(networkTs)) }
         if let end, let endTs { o["end"] = .object(end); o["endTs"] = .number(Double(endTs)) }
+        if let infoFile { o["infoFile"] = .string(infoFile) }
+        if let endFile { o["endFile"] = .string(endFile) }
         o["first"] = .number(Double(firstTs))
         o["last"] = .number(Double(lastTs))
         o["other"] = .number(Double(otherRecords))
@@ -82,6 +84,8 @@ extension CallMaterial {
         networkTs = v["networkTs"]?.int64Value ?? (info?["network"] != nil ? infoTs : .min)
         end = v["end"]?.objectValue
         endTs = v["endTs"]?.int64Value
+        infoFile = v["infoFile"]?.stringValue
+        endFile = v["endFile"]?.stringValue
         firstTs = v["first"]?.int64Value ?? .max
         lastTs = v["last"]?.int64Value ?? .min
         otherRecords = Int(v["other"]?.int64Value ?? 0)

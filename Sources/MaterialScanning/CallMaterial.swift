@@ -150,8 +150,30 @@ public struct CallMaterial: Sendable, Equatable {
     public var lastTs: Int64 = .min
     /// Records of kinds the analyser does not use, counted.
     public var otherRecords = 0
+    /// The file the kept `call` record, and the kept `end` record, were read from, as messages
+    /// name it (`attribute(to:)`); nil when not known. What a warning about copies of the call
+    /// that disagree names.
+    public var infoFile: String?
+    public var endFile: String?
 
     public init(callID: String) { self.callID = callID }
+
+    /// Copies of one call whose `call` (or `end`) records have the same time but other fields:
+    /// the one whose text sorts first was kept (`kept`), whatever order they were read in.
+    public struct Disagreement: Sendable, Equatable {
+        /// `call` or `end`.
+        public var record: String
+        public var ts: Int64
+        /// The files of the copy kept and of the one left, when known.
+        public var kept: String?
+        public var left: String?
+    }
+
+    /// Names `file` as where this material's `call` and `end` records were read.
+    public mutating func attribute(to file: String) {
+        if info != nil { infoFile = file }
+        if end != nil { endFile = file }
+    }
 
     public var hasEnded: Bool { end != nil }
 
@@ -196,32 +218,59 @@ public struct CallMaterial: Sendable, Equatable {
 
     /// Keeps the earliest call record's fields, and the network already known (see `networkTs`).
     /// Two different call records at the same time (copies of a call that disagree): the one
-    /// whose text sorts first, so that the result never depends on which was read first.
-    private mutating func takeInfo(_ body: JSONObject, at ts: Int64) {
-        guard info == nil || ts < infoTs || (ts == infoTs && Self.sortsFirst(body, info!, without: "network")) else { return }
+    /// whose text sorts first, so that the result never depends on which was read first; the
+    /// disagreement is returned.
+    @discardableResult
+    private mutating func takeInfo(_ body: JSONObject, at ts: Int64, from file: String? = nil) -> Disagreement? {
+        var disagreement: Disagreement?
+        if let info, ts == infoTs {
+            let order = Self.order(body, info, without: "network")
+            guard order != .same else { return nil }
+            disagreement = Disagreement(
+                record: "call", ts: ts, kept: order == .before ? file : infoFile, left: order == .before ? infoFile : file)
+            guard order == .before else { return disagreement }
+        } else if info != nil, ts > infoTs {
+            return nil
+        }
         let network = info?["network"]
         info = body
         infoTs = ts
+        infoFile = file
         if let network { info?["network"] = network }
+        return disagreement
     }
 
     /// Keeps the earliest `end` record; at the same time, the one whose text sorts first (as
     /// `takeInfo`).
-    private mutating func takeEnd(_ body: JSONObject, at ts: Int64) {
-        guard end == nil || ts < (endTs ?? .max) || (ts == endTs && Self.sortsFirst(body, end!, without: nil)) else { return }
+    @discardableResult
+    private mutating func takeEnd(_ body: JSONObject, at ts: Int64, from file: String? = nil) -> Disagreement? {
+        var disagreement: Disagreement?
+        if let end, let endTs, ts == endTs {
+            let order = Self.order(body, end, without: nil)
+            guard order != .same else { return nil }
+            disagreement = Disagreement(record: "end", ts: ts, kept: order == .before ? file : endFile, left: order == .before ? endFile : file)
+            guard order == .before else { return disagreement }
+        } else if end != nil, ts > (endTs ?? .max) {
+            return nil
+        }
         end = body
         endTs = ts
+        endFile = file
+        return disagreement
     }
 
-    /// Whether `a`'s JSON text (less `without`) sorts before `b`'s: the order of copies that
+    private enum TextOrder { case before, same, after }
+
+    /// How `a`'s JSON text (less `without`) sorts against `b`'s: the order of copies that
     /// disagree, the same whatever order they were read in.
-    private static func sortsFirst(_ a: JSONObject, _ b: JSONObject, without: String?) -> Bool {
+    private static func order(_ a: JSONObject, _ b: JSONObject, without: String?) -> TextOrder {
         var a = a, b = b
         if let without {
             a[without] = nil
             b[without] = nil
         }
-        return JSONValue.object(a).serialized() < JSONValue.object(b).serialized()
+        let (x, y) = (JSONValue.object(a).serialized(), JSONValue.object(b).serialized())
+        return x < y ? .before : x == y ? .same : .after
     }
 
     /// The network reported at `ts`, if it is the latest (ties: the larger value, so that the
@@ -244,17 +293,21 @@ public struct CallMaterial: Sendable, Equatable {
         snapshots.append(s)
     }
 
-    /// Combines two partial views of the same call; duplicates collapse.
-    public mutating func merge(_ other: CallMaterial) {
-        if let i = other.info { takeInfo(i, at: other.infoTs) }
+    /// Combines two partial views of the same call; duplicates collapse. Returns where their
+    /// `call` or `end` records disagree (the kept one chosen as `takeInfo` says).
+    @discardableResult
+    public mutating func merge(_ other: CallMaterial) -> [Disagreement] {
+        var disagreements: [Disagreement] = []
+        if let i = other.info, let d = takeInfo(i, at: other.infoTs, from: other.infoFile) { disagreements.append(d) }
         if let network = other.info?["network"] { takeNetwork(network, at: other.networkTs) }
-        if let e = other.end, let t = other.endTs { takeEnd(e, at: t) }
+        if let e = other.end, let t = other.endTs, let d = takeEnd(e, at: t, from: other.endFile) { disagreements.append(d) }
         snapshots += other.snapshots
         events += other.events
         firstTs = min(firstTs, other.firstTs)
         lastTs = max(lastTs, other.lastTs)
         otherRecords += other.otherRecords
         normalize()
+        return disagreements
     }
 
     /// Sorts by time and drops exact repeats (the same record read twice). Material that is

@@ -35,7 +35,8 @@ public enum DatabaseComparison {
     }
 
     /// Every table of either database, by name. `materialByContent`: call material is compared
-    /// by what it holds (each read and written again in the current layout), not by its bytes.
+    /// by what it holds (each read and written again in the current layout, without the files
+    /// it names), not by its bytes.
     public static func compare(_ first: String, _ second: String, materialByContent: Bool = false) throws -> [TableComparison] {
         let db = try StoreReader(path: first).connection
         try db.run("ATTACH DATABASE ? AS other", [.text(second)])
@@ -180,7 +181,13 @@ public enum DatabaseComparison {
             var out: [String: [UInt8]] = [:]
             for row in try db.rows("SELECT call_id, material FROM \(schema).\(MaterialTable.name)") {
                 guard let id = row[0].string, case .blob(let bytes) = row[1] else { continue }
-                out[id] = (try? CallMaterial(decoding: bytes))?.encoded() ?? bytes
+                // The files a call was read from are bookkeeping, as the ledger's paths are.
+                out[id] =
+                    (try? CallMaterial(decoding: bytes)).map { m in
+                        var m = m
+                        (m.infoFile, m.endFile) = (nil, nil)
+                        return m.encoded()
+                    } ?? bytes
             }
             return out
         }

@@ -32,7 +32,7 @@ struct CompareDatabasesCommand: ParsableCommand {
 
     @Flag(
         help:
-            "Compare stored call material by what it holds (both read, then written in the current layout), not by its bytes: for a change of the material's layout."
+            "Compare stored call material by what it holds (both read, then written in the current layout, without the names of the files it was read from), not by its bytes: for a change of the material's layout, or logs read under other names."
     )
     var materialByContent = false
 

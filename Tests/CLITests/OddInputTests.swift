@@ -63,8 +63,9 @@ final class OddInputTests: XCTestCase {
         XCTAssertEqual(try callstats(["analyze", zstd, "--db", a, "--quiet"]).status, 0)
         let fromGzip = try callstats(["analyze", gzip, "--db", b, "--quiet"])
         XCTAssertEqual(fromGzip.status, 0, fromGzip.err)
-        // Every table but the ledger, which names the files (and their content) read.
-        let compared = try callstats(["internal", "compare-databases", a, b])
+        // Every table but the ledger, which names the files (and their content) read; the calls'
+        // material, which names the files too, compared by what it holds.
+        let compared = try callstats(["internal", "compare-databases", "--material-by-content", a, b])
         XCTAssertEqual(compared.status, 1, compared.out + compared.err)
         XCTAssertTrue(compared.out.contains("different: ingested_files\n"), compared.out)
         let ledger = try callstats(["query", "--db", b, "--format", "csv", "SELECT path LIKE '%.ndjson.gz', records > 0 FROM ingested_files"])
@@ -128,12 +129,28 @@ final class OddInputTests: XCTestCase {
         let a = try copy("a.ndjson", sdk: "first-sdk", reason: "terminatedLocally")
         let b = try copy("b.ndjson", sdk: "second-sdk", reason: "terminatedRemotely")
         let ab = dir.appendingPathComponent("ab.sqlite").path, ba = dir.appendingPathComponent("ba.sqlite").path
-        XCTAssertEqual(try callstats(["analyze", a, b, "--db", ab, "--threads", "1"]).status, 0)
-        XCTAssertEqual(try callstats(["analyze", b, a, "--db", ba, "--threads", "1"]).status, 0)
+        let abRun = try callstats(["analyze", a, b, "--db", ab, "--threads", "1"])
+        let baRun = try callstats(["analyze", b, a, "--db", ba, "--threads", "1"])
+        XCTAssertEqual(abRun.status, 0)
+        XCTAssertEqual(baRun.status, 0)
         let query = "SELECT sdk, end_reason FROM calls"
         let first = try callstats(["query", "--db", ab, "--format", "csv", query]).out
         XCTAssertEqual(first, try callstats(["query", "--db", ba, "--format", "csv", query]).out)
         XCTAssertEqual(first.split(separator: "\n").last, "first-sdk,terminatedLocally")
+        // Each run warns once per record that differs, naming both files and the one kept.
+        for run in [abRun, baRun] {
+            for record in ["call", "end"] {
+                XCTAssertTrue(
+                    run.err.contains(
+                        "call twice: its \(record) record at ts \(record == "call" ? 1_000 : 9_000) differs between \(a) and \(b); kept the one from \(a)"),
+                    run.err)
+            }
+        }
+        // A third copy in a later run is compared with the stored one, whose file is still named.
+        let c = try copy("c.ndjson", sdk: "a-third-sdk", reason: "terminatedLocally")
+        let later = try callstats(["analyze", c, "--db", ab])
+        XCTAssertTrue(later.err.contains("its call record at ts 1000 differs between \(c) and \(a); kept the one from \(c)"), later.err)
+        XCTAssertEqual(try callstats(["query", "--db", ab, "--format", "csv", query]).out.split(separator: "\n").last, "a-third-sdk,terminatedLocally")
     }
 
     /// `zstd --long=31` (a 2 GiB window, declared because the size was not known up front).
