@@ -443,6 +443,12 @@ public struct StatsDeltaDecoder {
         for key in keysByCall.remove(call: call) { chains[key] = nil }
     }
 
+    /// Forgets one chain: its next delta is refused as missing its base.
+    public mutating func forget(chain key: StatsChainKey) { chains[key] = nil }
+
+    /// The objects the chain's latest snapshot holds (0 when it holds none).
+    public func objectCount(of key: StatsChainKey) -> Int { chains[key]?.objects.count ?? 0 }
+
     /// Returns `record` with a full `report`. Full records are remembered as the chain's base.
     public mutating func decode(_ record: LogRecord) throws(StatsDeltaError) -> LogRecord {
         try restore(record).record

@@ -28,6 +28,11 @@ public final class IngestLog: @unchecked Sendable {
         /// Chains of calls with no record for this long are forgotten (memory stays bounded by
         /// the calls that are live); a later delta of such a call is refused as missing its base.
         public var callIdleMs: Int64 = 15 * 60_000
+        /// The statistics objects one client's open chains may hold in this log's memory (summed
+        /// over its calls and peer connections; each chain is bounded by `StatsChainBounds`). A
+        /// snapshot that would take a client past it is refused (`too-many-objects-held`) and its
+        /// chain forgotten: what one client posts cannot grow the server's memory past it.
+        public var maxHeldObjectsPerClient = 100_000
         public var writerOptions = LogWriter.Options()
         public var privacy: RecordPrivacy?
 
@@ -62,6 +67,8 @@ public final class IngestLog: @unchecked Sendable {
     struct Submission {
         var lines: [RecordBatch.Line]
         var bytes: Int
+        /// Who posted it (`RequestHandler.clientKey`): whose budget its chains count against.
+        var client: String
         var completion: @Sendable (Result<Outcome, WriteFailure>) -> Void
     }
 
@@ -83,6 +90,9 @@ public final class IngestLog: @unchecked Sendable {
     private var lastSeq: [StatsChainKey: Int64] = [:]
     private var chainsByCall: [String: [StatsChainKey]] = [:]
     private var lastActivity: [String: Int64] = [:]
+    /// Each held chain's objects and the client it counts against, and each client's sum.
+    private var heldByChain: [StatsChainKey: (client: String, objects: Int)] = [:]
+    private var heldByClient: [String: Int] = [:]
     private var lastIdleSweep: Int64 = 0
     private let metrics: ServerMetrics
 
@@ -124,7 +134,7 @@ public final class IngestLog: @unchecked Sendable {
 
     /// Queues records; `completion` runs on the writer thread once they are durable (or not).
     public func submit(
-        _ lines: [RecordBatch.Line], bytes: Int,
+        _ lines: [RecordBatch.Line], bytes: Int, client: String = "",
         completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void
     ) throws(SubmitError) {
         condition.lock()
@@ -133,7 +143,7 @@ public final class IngestLog: @unchecked Sendable {
         guard pendingBytes + bytes <= settings.maxQueueBytes || pending.isEmpty else {
             throw .queueFull(queuedBytes: pendingBytes)
         }
-        pending.append(Submission(lines: lines, bytes: bytes, completion: completion))
+        pending.append(Submission(lines: lines, bytes: bytes, client: client, completion: completion))
         pendingBytes += bytes
         metrics.setQueue(shard: shard, bytes: pendingBytes, submissions: pending.count)
         condition.signal()
@@ -186,7 +196,7 @@ public final class IngestLog: @unchecked Sendable {
             let w = try openWriter()
             for (i, submission) in group.enumerated() {
                 for line in submission.lines {
-                    try append(line, to: w, outcome: &outcomes[i], now: now)
+                    try append(line, from: submission.client, to: w, outcome: &outcomes[i], now: now)
                 }
             }
             try w.flush(sync: true)
@@ -213,7 +223,7 @@ public final class IngestLog: @unchecked Sendable {
         if let w = writer, w.bytesWritten >= settings.fileBytes { closeFile() }
     }
 
-    private func append(_ line: RecordBatch.Line, to w: LogWriter, outcome: inout Outcome, now: Int64) throws {
+    private func append(_ line: RecordBatch.Line, from client: String, to w: LogWriter, outcome: inout Outcome, now: Int64) throws {
         var record = line.record
         var restored: RestoredSnapshot?
         if record.kind == .stats, let key = StatsChainKey(record: record) {
@@ -230,7 +240,20 @@ public final class IngestLog: @unchecked Sendable {
                 case .malformed: code = LineRejection.Code.malformedDelta
                 case .tooManyObjects: code = LineRejection.Code.tooManyObjects
                 }
+                release(chain: key)
                 outcome.rejections.append(LineRejection(line: line.number, code: code, reason: error.description))
+                return
+            }
+            if let held = hold(chain: key, for: client) {
+                decoder.forget(chain: key)
+                release(chain: key)
+                lastSeq[key] = nil
+                outcome.rejections.append(
+                    LineRejection(
+                        line: line.number, code: LineRejection.Code.tooManyObjectsHeld,
+                        reason:
+                            "this client's open statistics chains would hold \(held) objects, over the limit of \(settings.maxHeldObjectsPerClient) "
+                            + "(--max-held-objects-per-client); the chain is forgotten: end calls, or send fewer objects"))
                 return
             }
             if lastSeq[key] == nil { chainsByCall[key.call, default: []].append(key) }
@@ -253,8 +276,31 @@ public final class IngestLog: @unchecked Sendable {
 
     private func forget(call: String) {
         decoder.forget(call: call)
-        for key in chainsByCall.removeValue(forKey: call) ?? [] { lastSeq[key] = nil }
+        for key in chainsByCall.removeValue(forKey: call) ?? [] {
+            lastSeq[key] = nil
+            release(chain: key)
+        }
         lastActivity[call] = nil
+    }
+
+    /// Counts the chain's objects (as the decoder now holds them) against the client that
+    /// started it; returns the sum it would reach, without counting it, when that passes the
+    /// client's bound.
+    private func hold(chain key: StatsChainKey, for client: String) -> Int? {
+        let objects = decoder.objectCount(of: key)
+        let previous = heldByChain[key]
+        let owner = previous?.client ?? client
+        let total = (heldByClient[owner] ?? 0) - (previous?.objects ?? 0) + objects
+        guard total <= settings.maxHeldObjectsPerClient else { return total }
+        heldByChain[key] = (owner, objects)
+        heldByClient[owner] = total
+        return nil
+    }
+
+    private func release(chain key: StatsChainKey) {
+        guard let (owner, objects) = heldByChain.removeValue(forKey: key) else { return }
+        let left = (heldByClient[owner] ?? 0) - objects
+        heldByClient[owner] = left > 0 ? left : nil
     }
 
     private func housekeeping() {
@@ -309,6 +355,8 @@ public final class IngestLog: @unchecked Sendable {
         lastSeq.removeAll()
         chainsByCall.removeAll()
         lastActivity.removeAll()
+        heldByChain.removeAll()
+        heldByClient.removeAll()
     }
 
     private func syncDirectory(_ path: String) {

@@ -53,6 +53,8 @@ public final class IngestServer: @unchecked Sendable {
         settings.maxQueueBytes = configuration.maxQueueBytes
         settings.privacy = configuration.privacy
         settings.writerOptions.compressionLevel = configuration.compressionLevel
+        settings.writerOptions.segmentBytes = configuration.segmentBytes
+        settings.maxHeldObjectsPerClient = configuration.maxHeldObjectsPerClient
         log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
         serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))

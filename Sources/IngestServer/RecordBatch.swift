@@ -28,6 +28,9 @@ public struct LineRejection: Equatable, Sendable {
         public static let malformedDelta = "malformed-delta"
         /// A snapshot with more objects than one peer connection may hold (`StatsChainBounds`).
         public static let tooManyObjects = "too-many-objects"
+        /// A snapshot that would take its client's open chains past the objects one client may
+        /// have held (`IngestLog.Settings.maxHeldObjectsPerClient`).
+        public static let tooManyObjectsHeld = "too-many-objects-held"
     }
 }
 

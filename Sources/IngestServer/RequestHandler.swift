@@ -293,7 +293,7 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
         let batchID = r.head.headers.first(name: "callstats-batch")
         let started = NIODeadline.now()
         do {
-            try server.log.submit(batch.records, bytes: acceptedBytes + 256) { [metrics = server.metrics] result in
+            try server.log.submit(batch.records, bytes: acceptedBytes + 256, client: client) { [metrics = server.metrics] result in
                 switch result {
                 case .success(let outcome):
                     let rejections = (parsed.rejections + outcome.rejections).sorted { $0.line < $1.line }

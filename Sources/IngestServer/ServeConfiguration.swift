@@ -34,6 +34,10 @@ public struct ServeConfiguration: Sendable {
     public var fileBytes = 64 << 20
     public var fileAgeMs: Int64 = 3_600_000
     public var compressionLevel: Int32 = 9
+    /// Uncompressed bytes per zstd frame of the logs (`LogWriter.Options.segmentBytes`).
+    public var segmentBytes = LogWriter.Options().segmentBytes
+    /// Statistics objects one client's open chains may hold (`IngestLog.Settings`).
+    public var maxHeldObjectsPerClient = IngestLog.Settings(directory: "").maxHeldObjectsPerClient
     /// Connections open at once; past it a new one is answered 503 and closed.
     public var maxConnections = ConnectionLimit.defaultLimit
     /// Connections open at once from one client address (IPv6: one /64); past it a new one from

@@ -27,19 +27,19 @@ public final class ShardedIngestLog: Sendable {
     }
 
     public func submit(
-        _ lines: [RecordBatch.Line], bytes: Int,
+        _ lines: [RecordBatch.Line], bytes: Int, client: String = "",
         completion: @escaping @Sendable (Result<IngestLog.Outcome, IngestLog.WriteFailure>) -> Void
     ) throws(IngestLog.SubmitError) {
-        guard shards.count > 1 else { return try shards[0].submit(lines, bytes: bytes, completion: completion) }
+        guard shards.count > 1 else { return try shards[0].submit(lines, bytes: bytes, client: client, completion: completion) }
         var parts = [[RecordBatch.Line]](repeating: [], count: shards.count)
         for line in lines { parts[shard(of: line.record.call)].append(line) }
         let used = parts.indices.filter { !parts[$0].isEmpty }
-        guard !used.isEmpty else { return try shards[0].submit([], bytes: bytes, completion: completion) }
+        guard !used.isEmpty else { return try shards[0].submit([], bytes: bytes, client: client, completion: completion) }
         // Refuse before any part is queued, so that a refused request wrote nothing.
         for i in used { try shards[i].checkRoom(bytes: bytes / used.count) }
         let join = Join(parts: used.count, completion: completion)
         for i in used {
-            try shards[i].submit(parts[i], bytes: bytes / used.count) { join.add($0) }
+            try shards[i].submit(parts[i], bytes: bytes / used.count, client: client) { join.add($0) }
         }
     }
 

@@ -79,6 +79,18 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Statistics objects one client's open calls may hold in the server's memory (each peer connection holds at most 2,000); past it a snapshot gets too-many-objects-held.",
+            valueName: "n"))
+    var maxHeldObjectsPerClient = ServeConfiguration(host: "", port: 0, directory: "").maxHeldObjectsPerClient
+
+    @Option(
+        help: ArgumentHelp(
+            "Uncompressed bytes per compressed segment of the logs: the most one damaged byte can cost. Larger segments compress better with many live calls (DECISIONS.md).",
+            valueName: "bytes"))
+    var segmentBytes = ServeConfiguration(host: "", port: 0, directory: "").segmentBytes
+
+    @Option(
+        help: ArgumentHelp(
             "Connections open at once; past it new ones get 503 and are closed (default: the open-file limit less 64, at most 10000).",
             valueName: "n"))
     var maxConnections: Int?
@@ -152,6 +164,8 @@ struct ServeCommand: ParsableCommand {
             try OptionRange.check(name, value, OptionRange.bytes)
         }
         try OptionRange.check("--max-calls-per-client", maxCallsPerClient, 1...10_000_000)
+        try OptionRange.check("--max-held-objects-per-client", maxHeldObjectsPerClient, 2_000...100_000_000)
+        try OptionRange.check("--segment-bytes", segmentBytes, (64 << 10)...(64 << 20))
         if let maxConnections { try OptionRange.check("--max-connections", maxConnections, 1...1_000_000) }
         if let maxConnectionsPerAddress {
             try OptionRange.check("--max-connections-per-address", maxConnectionsPerAddress, 1...1_000_000)
@@ -178,6 +192,8 @@ struct ServeCommand: ParsableCommand {
         c.maxLineBytes = maxLine
         c.maxCallsPerClient = maxCallsPerClient
         c.maxQueueBytes = maxQueue
+        c.maxHeldObjectsPerClient = maxHeldObjectsPerClient
+        c.segmentBytes = segmentBytes
         if let maxConnections { c.maxConnections = maxConnections }
         c.maxConnectionsPerAddress = maxConnectionsPerAddress
         c.readTimeoutMs = Int64(readTimeout) * 1000

@@ -80,6 +80,15 @@ final class ServeProcess: @unchecked Sendable {
 
     func signal(_ s: Int32) { kill(process.processIdentifier, s) }
 
+    /// The server's peak resident size so far (`VmHWM`), while it runs.
+    var residentPeakBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kb = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kb * 1024
+    }
+
     /// Waits for the process to exit; returns its status.
     @discardableResult
     func wait(timeout: TimeInterval = 30) -> Int32 {

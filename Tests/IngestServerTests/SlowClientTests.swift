@@ -23,15 +23,35 @@ final class SlowClientTests: XCTestCase {
     func testHonestClientsAreServedWhileSlowHeadersHoldConnections() throws {
         // 400 connections in all: 100 (a quarter, the default) from one address.
         let requestTimeout = 3.0
+        // A smaller budget of held objects than the default, so that the greedy client below
+        // passes it within a few requests of a debug build.
+        let heldObjects = 20_000
         let server = try ServeProcess(
-            directory: logs, arguments: ["--max-connections", "400", "--request-timeout", "\(Int(requestTimeout))"])
+            directory: logs,
+            arguments: [
+                "--max-connections", "400", "--request-timeout", "\(Int(requestTimeout))", "--max-held-objects-per-client", "\(heldObjects)",
+            ])
         let attack = SlowHeaderAttack(port: server.port, source: "127.0.0.1", connections: SlowClientTests.attackers)
         let attackThread = Thread { attack.run(seconds: 2 * requestTimeout + 3) }
         attackThread.start()
         // The attack's connections are open and sending before the honest clients start.
         sleep(1)
+        let greedy = GreedyChainClient(port: server.port, source: "127.0.0.2", requests: 40)
+        let greedyThread = Thread { greedy.run() }
+        greedyThread.start()
         let honest = HonestClients.run(port: server.port, clients: SlowClientTests.honestClients, requests: SlowClientTests.requestsPerClient)
         attack.finished.wait()
+        greedy.finished.wait()
+
+        // The greedy client's full snapshots are taken until its chains hold the budget, then
+        // refused naming it; the server's memory stays far from what the chains would take.
+        let perRequest = GreedyChainClient.objectsPerSnapshot
+        XCTAssertEqual(greedy.outcomes.count, 40)
+        XCTAssertEqual(greedy.outcomes.filter { $0 == "written" }.count, heldObjects / perRequest, "\(greedy.outcomes)")
+        XCTAssertEqual(greedy.outcomes.filter { $0 == "too-many-objects-held" }.count, 40 - heldObjects / perRequest, "\(greedy.outcomes)")
+        let peak = try XCTUnwrap(server.residentPeakBytes)
+        print("serve-figure greedy_chain_requests 40 serve_peak_mib \(peak >> 20)")
+        XCTAssertLessThan(peak, 200 << 20, "serve's peak resident size")
 
         print("serve-figure honest_requests \(honest.statuses.count) ok \(honest.statuses.filter { $0 == 200 }.count) slowest_s \(honest.slowest)")
         XCTAssertEqual(honest.statuses.count, SlowClientTests.honestClients * SlowClientTests.requestsPerClient)
@@ -71,6 +91,12 @@ final class SlowClientTests: XCTestCase {
                 XCTAssertEqual(lines.filter { $0.contains(#""call":"\#(id)""#) }.count, 2, "both records of \(id) in the logs")
             }
         }
+        // The folder analyses: every honest call, and the greedy call with what was taken of it.
+        let db = dir.appendingPathComponent("after.sqlite").path
+        let analyzed = try runProcess(Binary.callstats, ["analyze", logs.path, "--db", db, "--quiet"])
+        XCTAssertEqual(analyzed.status, 0, analyzed.err)
+        let calls = try runProcess(Binary.callstats, ["query", "--db", db, "--format", "csv", "SELECT count(*) FROM calls"])
+        XCTAssertEqual(calls.out.split(separator: "\n").last, "\(SlowClientTests.honestClients * SlowClientTests.requestsPerClient + 1)")
     }
 
     /// The same attack with both bounds lifted (no bound per address, a deadline of a day), as
@@ -200,6 +226,44 @@ final class SlowClientTests: XCTestCase {
             let r = try Binary.run(["serve", "--listen", "127.0.0.1:0", "--out", logs.path] + args)
             XCTAssertEqual(r.status, 64, "\(args): \(r.err)")
             XCTAssertTrue(r.err.contains(args[0]), r.err)
+        }
+    }
+}
+
+/// One client posting a full statistics snapshot of `objectsPerSnapshot` inbound streams for a
+/// new peer connection of one call in each request, on one connection, never ending the call:
+/// the chains it opens grow the server's held state until its budget refuses them. `outcomes`:
+/// per request, "written" or the rejection's code.
+final class GreedyChainClient: @unchecked Sendable {
+    static let objectsPerSnapshot = 1_700  // a line of about 250 KB, within --max-line
+    let port: Int
+    let source: String
+    let requests: Int
+    let finished = DispatchSemaphore(value: 0)
+    private(set) var outcomes: [String] = []
+
+    init(port: Int, source: String, requests: Int) {
+        self.port = port
+        self.source = source
+        self.requests = requests
+    }
+
+    func run() {
+        defer { finished.signal() }
+        let ts = Records.baseTs + 1_000
+        _ = try? RawHTTP.post(port: port, Records.call("greedy"), from: source)
+        for k in 0..<requests {
+            let objects = (0..<Self.objectsPerSnapshot).map { i in
+                #"{"id":"IT\#(i)","timestamp":\#(ts),"type":"inbound-rtp","kind":"audio","ssrc":\#(1_000 + i),"packetsReceived":\#(50 * k),"packetsLost":0,"jitter":0.003}"#
+            }
+            let line =
+                #"{"v":1,"kind":"stats","call":"greedy","ts":\#(ts + Int64(k)),"format":"w3c","pc":"pc\#(k)","seq":0,"report":[\#(objects.joined(separator: ","))]}"#
+            guard let r = try? RawHTTP.post(port: port, line, from: source) else {
+                outcomes.append("no answer")
+                continue
+            }
+            let rejection = (r.json?["rejections"] as? [[String: Any]])?.first?["code"] as? String
+            outcomes.append(r.status == 200 && rejection == nil ? "written" : rejection ?? "status \(r.status)")
         }
     }
 }
