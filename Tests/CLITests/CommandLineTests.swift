@@ -282,6 +282,8 @@ final class NumericOptionTests: XCTestCase {
             (["serve", "--out", out, "--request-timeout", huge], "--request-timeout"),
             (["serve", "--out", out, "--request-timeout", "0"], "--request-timeout"),
             (["serve", "--out", out, "--compression-level", "99"], "--compression-level"),
+            (["serve", "--out", out, "--max-held-objects-per-client", "1"], "--max-held-objects-per-client"),
+            (["serve", "--out", out, "--segment-bytes", huge], "--segment-bytes"),
             (["serve", "--out", out, "--threads", huge], "--threads"),
             (["simulate", "--calls", "1", "--out", out, "--days", "1e300"], "--days"),
             (["simulate", "--calls", "1", "--out", out, "--days", "nan"], "--days"),
