@@ -150,6 +150,7 @@ extension CaptureSession {
 
     /// Closes every stream, pair and call: end of file, or the process is stopping.
     public mutating func finish() {
+        releaseLeadingSentinelFrames(at: nil)
         for slot in Array(streamIndex.values) { closeStream(slot, reason: "captureEnd") }
         for key in Array(icePairs.keys) { closePair(key, reason: "captureEnd") }
         for number in Array(calls.keys) where calls[number]?.announced == true {

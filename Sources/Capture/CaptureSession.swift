@@ -92,6 +92,12 @@ public struct CaptureSession {
     let sink: (LogRecord) -> Void
     var decoder = PacketDecoder()
     var originNanos: Int64?
+    /// Frames stamped with a sentinel (`isSentinelStamp`) before any other: held until a frame
+    /// with a real time sets the capture's origin (they are then measured at that time, as
+    /// broken), or, when `leadingSentinelLimit` of them come first or the capture ends, read
+    /// as stamped (a device without a clock stamps everything from 1970).
+    var leadingSentinelFrames: [(bytes: [UInt8], linkType: LinkType, nanos: Int64)] = []
+    static let leadingSentinelLimit = 64
     var clockNanos: Int64 = 0
     var nextHousekeepingNanos: Int64 = .min
 
@@ -133,8 +139,10 @@ public struct CaptureSession {
     static let lastStampNanos: Int64 = Int64(UInt32.max) * 1_000_000_000
 
     static func isBrokenStamp(_ nanos: Int64, origin: Int64) -> Bool {
-        nanos < 0 || (origin >= firstDayNanos && origin < lastStampNanos && (nanos < firstDayNanos || nanos >= lastStampNanos))
+        nanos < 0 || (!isSentinelStamp(origin) && isSentinelStamp(nanos))
     }
+
+    static func isSentinelStamp(_ nanos: Int64) -> Bool { nanos < firstDayNanos || nanos >= lastStampNanos }
 
     /// The number (1-based) and time of the first frame whose time was not used, if any.
     public internal(set) var firstImplausibleTimestamp: (frame: Int, nanos: Int64)?
@@ -143,14 +151,41 @@ public struct CaptureSession {
     ///
     /// A broken stamp (`isBrokenStamp`) is counted in `counters.implausibleTimestamps` and
     /// replaced by the latest good time, so that one such packet neither moves a call to 1970
-    /// nor stretches it over 54 years. (The first frame sets the reference, so a capture whose
-    /// first stamp is broken is read as stamped.)
+    /// nor stretches it over 54 years. Sentinel stamps at the capture's start are held until a
+    /// real time comes (`leadingSentinelFrames`).
     public mutating func process(frame: UnsafeRawBufferPointer, linkType: LinkType, timestampNanos: Int64) {
         counters.frames += 1
+        if originNanos == nil, Self.isSentinelStamp(timestampNanos) {
+            leadingSentinelFrames.append((Array(frame), linkType, timestampNanos))
+            if leadingSentinelFrames.count >= Self.leadingSentinelLimit { releaseLeadingSentinelFrames(at: nil) }
+            return
+        }
+        if originNanos == nil, !leadingSentinelFrames.isEmpty { releaseLeadingSentinelFrames(at: timestampNanos) }
+        decode(frame: frame, linkType: linkType, timestampNanos: timestampNanos, number: counters.frames)
+    }
+
+    /// Decodes the held leading frames: at `time` (a real time after them: each counted as
+    /// broken), or, with nil, as stamped.
+    mutating func releaseLeadingSentinelFrames(at time: Int64?) {
+        let held = leadingSentinelFrames
+        leadingSentinelFrames = []
+        let first = counters.frames - held.count - (time == nil ? 0 : 1) + 1
+        for (i, f) in held.enumerated() {
+            if let time {
+                counters.implausibleTimestamps += 1
+                if firstImplausibleTimestamp == nil { firstImplausibleTimestamp = (first + i, f.nanos) }
+                if originNanos == nil { originNanos = time }
+            }
+            f.bytes.withUnsafeBytes { decode(frame: $0, linkType: f.linkType, timestampNanos: time ?? f.nanos, number: first + i) }
+        }
+    }
+
+    /// `process` once the frame's place in time is settled; `number`: its frame number.
+    private mutating func decode(frame: UnsafeRawBufferPointer, linkType: LinkType, timestampNanos: Int64, number: Int) {
         var timestampNanos = timestampNanos
         if let origin = originNanos, Self.isBrokenStamp(timestampNanos, origin: origin) {
             counters.implausibleTimestamps += 1
-            if firstImplausibleTimestamp == nil { firstImplausibleTimestamp = (counters.frames, timestampNanos) }
+            if firstImplausibleTimestamp == nil { firstImplausibleTimestamp = (number, timestampNanos) }
             timestampNanos = max(clockNanos, origin)
         }
         if originNanos == nil { originNanos = timestampNanos }

@@ -178,6 +178,28 @@ final class DamagedCaptureTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(times.min() ?? 0, Self.t0 / Self.ms, "\(times)")
             XCTAssertLessThanOrEqual(times.max() ?? 0, Self.t0 / Self.ms + 60_000, "\(times)")
         }
+        // The same stamps on the capture's first two frames: held until the first real time,
+        // and measured at it.
+        for broken: Int64 in [0, Int64(UInt32.max) * 1_000_000_000] {
+            var w = PcapWriter()
+            Self.stream(50, into: &w) { $0 < 2 ? broken : Self.t0 + Int64($0) * 20 * Self.ms }
+            let r = try run(w.bytes)
+            XCTAssertEqual(r.counters.implausibleTimestamps, 2)
+            XCTAssertEqual(r.firstImplausible?.frame, 1)
+            XCTAssertEqual(r.counters.frames, 50)
+            XCTAssertEqual(r.streams[Self.key]?.statistics.packets, 50)
+            let times = r.records.map(\.ts)
+            XCTAssertGreaterThanOrEqual(times.min() ?? 0, Self.t0 / Self.ms, "\(times)")
+            XCTAssertLessThanOrEqual(times.max() ?? 0, Self.t0 / Self.ms + 60_000, "\(times)")
+        }
+        // A capture stamped wholly in 1970's first day (a device without a clock) is its own.
+        var clockless = PcapWriter()
+        Self.stream(100, into: &clockless) { 5 * Self.ms + Int64($0) * 20 * Self.ms }
+        let fromBoot = try run(clockless.bytes)
+        XCTAssertEqual(fromBoot.counters.implausibleTimestamps, 0)
+        XCTAssertEqual(fromBoot.streams[Self.key]?.statistics.packets, 100)
+        XCTAssertEqual(fromBoot.streams[Self.key]?.statistics.lost, 0)
+        XCTAssertLessThan(fromBoot.records.map(\.ts).max() ?? .max, 60_000, "the capture's own times, from boot")
         // Times a little out of order (merged interfaces), and a jump of six years (recordings
         // merged into one file, as in the shared captures), are the capture's own.
         var w = PcapWriter()
