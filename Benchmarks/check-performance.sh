@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# Instruction counts of fixed workloads under valgrind's callgrind, held to the thresholds in
-# Benchmarks/Thresholds/instructions.txt. Instructions, not seconds: the same binary on the
-# same input executes the same instructions whatever else the machine is doing, so a few
-# percent is a real change. What moves the counts besides this repository's code: the Swift
-# compiler, the system's libzstd and libsqlite3 (Debian's packages), glibc and valgrind
-# itself. After one of those changes, or a change meant to move a count, run with --update
-# and commit the new thresholds with the reason in the commit message.
+# Instruction counts and peak heap of fixed workloads under valgrind, held to budgets in
+# Benchmarks/Thresholds/. Instructions and heap bytes, not seconds: the same binary on the same
+# input executes the same instructions and allocates the same bytes whatever else the machine
+# is doing, so a few percent is a real change. What moves the figures besides this repository's
+# code: the Swift compiler, the system's libzstd and libsqlite3 (Debian's packages), glibc and
+# valgrind itself.
 #
-#   Benchmarks/check-performance.sh            build (release), measure, compare; exit 1 on a regression
-#   Benchmarks/check-performance.sh --update   rewrite the thresholds from this run
+# Two limits per workload (instructions.txt, memory.txt):
+#   - one change may add at most the row's allowed percent over its threshold (column 2);
+#   - since the release the row's baseline comes from (columns 4 and 5), the figure may have
+#     drifted at most 5 %, unless budget.txt names the decision: `WORKLOAD +N %: what it costs,
+#     why it is worth it`. Steps of 3 % that each pass the first limit add up against the second.
+#
+#   Benchmarks/check-performance.sh                  build (release), measure, compare; exit 1 past a limit
+#   Benchmarks/check-performance.sh --update         thresholds := this run's figures (baselines kept)
+#   Benchmarks/check-performance.sh --release NAME   thresholds and baselines := this run's, from release NAME
 set -euo pipefail
 cd "$(dirname "$0")/.."
-THRESHOLDS=Benchmarks/Thresholds/instructions.txt
+INSTRUCTIONS=Benchmarks/Thresholds/instructions.txt
+MEMORY=Benchmarks/Thresholds/memory.txt
+BUDGET=Benchmarks/Thresholds/budget.txt
+DRIFT_ALLOWED=5
 WORK=/tmp/callstats-perf-check
-update=false
-[ "${1:-}" = "--update" ] && update=true
+mode=check release=""
+case "${1:-}" in
+    --update) mode=update ;;
+    --release) mode=release; release="${2:?--release needs a name}" ;;
+    "") ;;
+    *) echo "usage: $0 [--update | --release NAME]" >&2; exit 64 ;;
+esac
 
 command -v valgrind >/dev/null || { echo "check-performance: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-# With the tests: \`make perf-check\` runs them from the same build (one release build, not two).
+# With the tests: `make perf-check` runs them from the same build (one release build, not two).
 swift build -c release --package-path Benchmarks --build-tests >/dev/null
 BENCH=$PWD/Benchmarks/.build/release/callstats-bench
 
@@ -28,12 +42,20 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 "$BENCH" workload growing-chain --records 13 "$WORK/chain-13" >/dev/null
 "$BENCH" workload growing-chain --records 26 "$WORK/chain-26" >/dev/null
 
-# Runs one workload under callgrind in a fixed environment and prints its instruction count.
-instructions() {
-    env -i PATH=/usr/bin:/bin HOME="$WORK" LANG=C \
-        valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" "$@" >/dev/null 2>"$WORK/valgrind.log" \
+# Runs one workload under valgrind in a fixed environment.
+under() {
+    env -i PATH=/usr/bin:/bin HOME="$WORK" LANG=C valgrind "$@" >/dev/null 2>"$WORK/valgrind.log" \
         || { cat "$WORK/valgrind.log" >&2; exit 1; }
+}
+# Its instruction count (callgrind).
+instructions() {
+    under --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" "$@"
     awk '/Collected :/ { print $NF }' "$WORK/valgrind.log"
+}
+# Its peak heap in bytes, requested plus allocator overhead (massif's largest snapshot).
+peak_heap() {
+    under --tool=massif --massif-out-file="$WORK/massif.out" "$@"
+    awk -F= '/^mem_heap_B=/ { h = $2 } /^mem_heap_extra_B=/ { if (h + $2 > m) m = h + $2 } END { print m }' "$WORK/massif.out"
 }
 
 declare -A measured
@@ -44,30 +66,54 @@ measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$W
 measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
 measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
 measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
-workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26"
+rm -f "$WORK/analyze.sqlite"
+measured[analyze-peak-heap]=$(peak_heap "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite")
+instruction_workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26"
+memory_workloads="analyze-peak-heap"
 
-if $update; then
+# Rewrites a thresholds file from this run: the allowed step and the baseline are kept (a new
+# row, or --release, takes this run's figure as its baseline).
+rewrite() {
+    local file=$1 unit=$2 workloads=$3 old
+    old=$(cat "$file" 2>/dev/null || true)
     {
-        echo "# workload  instructions  allowed regression (%) -- written by Benchmarks/check-performance.sh --update"
-        for w in $workloads; do echo "$w ${measured[$w]} 3"; done
-    } > "$THRESHOLDS"
-    echo "thresholds written to $THRESHOLDS"
-    cat "$THRESHOLDS"
+        echo "# workload  $unit  allowed step (%)  baseline  baseline's release -- written by Benchmarks/check-performance.sh"
+        for w in $workloads; do
+            local row allowed base from
+            row=$(awk -v w="$w" '$1 == w { print $3, $4, $5 }' <<<"$old")
+            read -r allowed base from <<<"${row:-}" || true
+            if [ "$mode" = release ] || [ -z "${base:-}" ]; then base=${measured[$w]} from=${release:-$(date +%F)}; fi
+            echo "$w ${measured[$w]} ${allowed:-3} $base $from"
+        done
+    } >"$file"
+    cat "$file"
+}
+if [ "$mode" != check ]; then
+    rewrite "$INSTRUCTIONS" instructions "$instruction_workloads"
+    rewrite "$MEMORY" "peak heap bytes" "$memory_workloads"
     exit 0
 fi
 
 status=0
-printf '%-18s %16s %16s %9s\n' workload measured threshold delta
-for w in $workloads; do
-    expected="" allowed=""
-    read -r expected allowed < <(awk -v w="$w" '$1 == w { print $2, $3 }' "$THRESHOLDS") || true
-    if [ -z "${expected:-}" ]; then echo "$w: no threshold in $THRESHOLDS (run with --update)"; status=1; continue; fi
+printf '%-18s %14s %14s %8s %14s %8s\n' workload measured threshold step baseline drift
+for w in $instruction_workloads $memory_workloads; do
+    file=$INSTRUCTIONS
+    [[ " $memory_workloads " == *" $w "* ]] && file=$MEMORY
+    expected="" allowed="" base="" from=""
+    read -r expected allowed base from < <(awk -v w="$w" '$1 == w { print $2, $3, $4, $5 }' "$file") || true
+    if [ -z "${expected:-}" ]; then echo "$w: no threshold in $file (run with --update)"; status=1; continue; fi
     m=${measured[$w]}
-    delta=$(awk -v m="$m" -v e="$expected" 'BEGIN { printf "%+.2f", (m - e) * 100 / e }')
+    step=$(awk -v m="$m" -v e="$expected" 'BEGIN { printf "%+.2f", (m - e) * 100 / e }')
+    drift=$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%+.2f", (m - b) * 100 / b }')
+    # The drift this workload may have: 5 %, or what a decision in budget.txt accepted.
+    decided=$(awk -v w="$w" '$1 == w && $2 ~ /^\+[0-9.]+$/ { sub(/^\+/, "", $2); print $2 }' "$BUDGET" 2>/dev/null | sort -g | tail -1)
+    budget=${decided:-$DRIFT_ALLOWED}
     verdict=ok
-    if awk -v d="$delta" -v a="$allowed" 'BEGIN { exit !(d > a) }'; then verdict="REGRESSION (more than +$allowed %)"; status=1
-    elif awk -v d="$delta" -v a="$allowed" 'BEGIN { exit !(d < -a) }'; then verdict="faster: lower the threshold (--update)"; fi
-    printf '%-18s %16s %16s %8s%%  %s\n' "$w" "$m" "$expected" "$delta" "$verdict"
+    if awk -v d="$step" -v a="$allowed" 'BEGIN { exit !(d > a) }'; then verdict="REGRESSION (more than +$allowed % in one step)"; status=1
+    elif awk -v d="$drift" -v a="$budget" 'BEGIN { exit !(d > a) }'; then
+        verdict="OVER BUDGET (more than +$budget % since $from: name the decision in $BUDGET)"; status=1
+    elif awk -v d="$step" -v a="$allowed" 'BEGIN { exit !(d < -a) }'; then verdict="better: lower the threshold (--update)"; fi
+    printf '%-18s %14s %14s %7s%% %14s %7s%%  %s\n' "$w" "$m" "$expected" "$step" "$base" "$drift" "$verdict"
 done
 # A chain twice as long must cost about twice as much (a cost growing with the square of its
 # records, as before the per-chain bound, gives about 4 between these lengths).
