@@ -10,16 +10,17 @@ BIN     := .build/release/callstats
 
 all: build
 
-# System libraries the package links (zstd, zlib, libpcap, SQLite, libpq) plus tools the tests
-# compare against (tshark, zstd). Installed only when missing.
+# System libraries the package links (zstd, zlib, libpcap, SQLite) plus tools the tests
+# compare against (tshark, zstd). Installed only when missing. Not libpq: callstats opens it
+# (libpq5) at run time for a PostgreSQL URL only, and needs no headers of it to build.
 deps:
 	@missing=""; \
-	for h in zstd.h zlib.h pcap/pcap.h sqlite3.h postgresql/libpq-fe.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
+	for h in zstd.h zlib.h pcap/pcap.h sqlite3.h; do [ -f /usr/include/$$h ] || missing="$$missing $$h"; done; \
 	for c in pkg-config zstd; do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing system packages (missing:$$missing)"; \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev zlib1g-dev libpcap-dev libsqlite3-dev libpq-dev pkg-config zstd >/dev/null; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libzstd-dev zlib1g-dev libpcap-dev libsqlite3-dev pkg-config zstd >/dev/null; \
 	fi
 
 # Optional comparison tools for the tests: without them those comparisons are skipped.
@@ -30,8 +31,8 @@ test-deps: deps
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; } || true
 	@command -v valgrind >/dev/null || { echo "Installing valgrind (instruction counts of the performance checks)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "Installing postgresql (the PostgreSQL store is tested against a throwaway server)"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "Installing postgresql and libpq5 (the PostgreSQL store is tested against a throwaway server)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql libpq5 >/dev/null; }
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
 	@command -v openssl >/dev/null || { echo "Installing openssl (the HTTPS tests of callstats serve make their own CA)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssl >/dev/null; }

@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layering (each line depends only on lines above it):
 //   CZstd, CZlib, CPcap, CSQLite,     system libraries
-//   CLibPQ
+//   CLibPQ                            libpq's API, loaded at run time (dlopen) for PostgreSQL URLs only
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
 //   CallLog                           the log format: records, zstd frames (gzip where zstd is
 //                                     missing), reader, writer
@@ -55,8 +55,11 @@ let package = Package(
         .systemLibrary(name: "CPcap", pkgConfig: "libpcap", providers: [.apt(["libpcap-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
+        // Not linked: PostgresDatabase opens libpq (libpq5) on its first connection, so that no
+        // other command pays for mapping it and the libraries it brings. No libpq-dev to build;
+        // libdl for dlopen on glibc before 2.34 (later ones have it in libc).
+        .target(name: "CLibPQ", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "CByteCompare"),
 
         // zstd where the platform has the library; iOS and the other Apple platforms ship only

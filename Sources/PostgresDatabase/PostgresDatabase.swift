@@ -41,8 +41,14 @@ public final class PostgresConnection {
 
     /// Connects with libpq's own parsing of `url` (`postgres://user:password@host:port/db?sslmode=...`),
     /// so `PGPASSWORD`, `~/.pgpass`, `PGSSLMODE` and the other libpq settings apply as for psql.
+    /// libpq itself is loaded by the first connection of the process (`libpq_load`), so that
+    /// commands on SQLite files never map it; without it, this fails as an unreachable server
+    /// does, with what to install.
     public init(url: String) throws {
         displayName = PostgresConnection.withoutPassword(url)
+        if let failure = libpq_load() {
+            throw Error(message: "cannot connect to \(displayName): \(String(cString: failure))", sqlState: nil, sql: nil, connectionLost: true)
+        }
         guard let conn = PQconnectdb(url) else {
             throw Error(message: "cannot connect to \(displayName): out of memory", sqlState: nil, sql: nil, connectionLost: true)
         }

@@ -1,1 +1,0 @@
-#include <postgresql/libpq-fe.h>
