@@ -216,6 +216,10 @@ public struct CaptureSession {
     /// ends intervals and closes idle streams. Call it when a read times out, with the
     /// current time in epoch nanoseconds.
     public mutating func tick(nowNanos: Int64) {
+        // Held leading frames wait no longer: measured at a real time, or read as stamped.
+        if originNanos == nil, !leadingSentinelFrames.isEmpty {
+            releaseLeadingSentinelFrames(at: Self.isSentinelStamp(nowNanos) ? nil : nowNanos)
+        }
         guard originNanos != nil else { return }
         if nowNanos > clockNanos { clockNanos = nowNanos }
         if clockNanos >= nextHousekeepingNanos { housekeeping() }
