@@ -75,6 +75,7 @@ public final class GzipDecoder: LogDecompressor {
     public var outputMayMove: Bool { true }
     public var outputReserve: Int { 0 }
     public var formatName: String { "gzip member" }
+    public var frameIsChecked: Bool { insideFrame }
 
     public func decompress(
         _ input: UnsafeRawBufferPointer,

@@ -96,6 +96,9 @@ public protocol LogDecompressor: AnyObject {
     var outputReserve: Int { get }
     /// The name users know the format by, for messages.
     var formatName: String { get }
+    /// Whether the frame being decoded will have its own checksum checked at its end (`frameEnded`
+    /// is told only then): a zstd frame whose header asks for one, every gzip member (CRC-32).
+    var frameIsChecked: Bool { get }
     /// `space(minimum)` gives where the next bytes go, `wrote` how many went there, `damaged`
     /// each damaged region, `frameEnded` each frame that ended whole (its checksum matched).
     func decompress(

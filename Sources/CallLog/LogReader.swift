@@ -311,6 +311,12 @@ final class LineBuffer: @unchecked Sendable {
 /// files (older writers, the `zstd` tool) are read as they always were. Plain text (not
 /// `holdsUnverified`) is held only once a checkpoint was seen: a flipped bit there alters one
 /// byte, not what zstd decodes after it. Checkpoint lines themselves are never handed out.
+///
+/// Inside a frame whose own checksum is checked at its end (zstd's is an XXH64 of the same
+/// decoded text), checkpoints are recorded rather than hashed (`deferred`): the frame's end
+/// vouches for every line in it at once. They are hashed only when the frame is damaged or cut,
+/// or holds more than `deferredHoldBytes`, and then release or drop lines as they would have.
+/// Hashing each text twice cost a twentieth of `analyze`.
 struct LineChunker {
     let path: String
     let chunkBytes: Int
@@ -339,6 +345,20 @@ struct LineChunker {
     /// The first line number among the held ones.
     private var firstHeldLine = 1
     private(set) var sawCheckpoint = false
+    /// Set from the decoder before each write: the frame being decoded is checked at its end.
+    private var frameIsChecked = false
+    /// Checkpoints not yet compared, in order: where each line starts (`end`) and the byte after
+    /// it, the lines before it (`lines`: `chunk.lines` indices) and its line number.
+    private struct DeferredCheckpoint {
+        var checkpoint: LogCheckpoint
+        var end: Int
+        var after: Int
+        var lines: Int
+        var line: Int
+    }
+    private var deferred: [DeferredCheckpoint] = []
+    /// Held text past this is verified by its checkpoints without waiting for the frame's end.
+    static let deferredHoldBytes = 4 << 20
     /// Whether lines are held before any checkpoint is seen (zstd input).
     var holdsUnverified: Bool
     /// In a file without checkpoints, held text past this is released unverified.
@@ -397,10 +417,16 @@ struct LineChunker {
                 let trimmed = end > lineStart && base.load(fromByteOffset: end - 1, as: UInt8.self) == 0x0D ? end - 1 : end
                 let line = UnsafeRawBufferPointer(start: base + lineStart, count: trimmed - lineStart)
                 if LogCheckpoint.mayBe(line), let checkpoint = LogCheckpoint(line: line) {
-                    check(checkpoint, at: lineStart, base: base)
+                    sawCheckpoint = true
+                    if frameIsChecked && end + 1 - heldStart <= Self.deferredHoldBytes {
+                        deferred.append(DeferredCheckpoint(checkpoint: checkpoint, end: lineStart, after: end + 1, lines: chunk.lines.count, line: lineNumber))
+                    } else {
+                        verifyDeferred(base: base)
+                        check(checkpoint, at: lineStart, base: base)
+                        hashedUpTo = end + 1
+                        heldStart = end + 1
+                    }
                     lineStart = end + 1
-                    hashedUpTo = lineStart
-                    heldStart = lineStart
                     from = end + 1
                     continue
                 }
@@ -439,24 +465,55 @@ struct LineChunker {
     }
 
     /// Compares a checkpoint with the text since the previous one: releases the held lines
-    /// when it matches, drops and reports them when it does not.
-    private mutating func check(_ checkpoint: LogCheckpoint, at checkpointStart: Int, base: UnsafeRawPointer) {
-        sawCheckpoint = true
+    /// before it (`chunk.lines[released..<lines]`, all held lines when nil) when it matches,
+    /// drops and reports them when it does not.
+    private mutating func check(
+        _ checkpoint: LogCheckpoint, at checkpointStart: Int, base: UnsafeRawPointer, lines upTo: Int? = nil, line: Int? = nil
+    ) {
         if hashedUpTo < checkpointStart {
             sinceCheckpoint.update(UnsafeRawBufferPointer(start: base + hashedUpTo, count: checkpointStart - hashedUpTo))
         }
+        let upTo = upTo ?? chunk.lines.count
         if sinceCheckpoint.count == checkpoint.bytes && sinceCheckpoint.digest == checkpoint.xxh64 {
-            released = chunk.lines.count
+            released = upTo
         } else {
-            let held = chunk.lines.count - released
-            let lines = held == 0 ? "no line" : held == 1 ? "line \(firstHeldLine)" : "\(held) lines (\(firstHeldLine)–\(chunk.lineNumbers.last!))"
-            dropHeld()
+            let held = upTo - released
+            let first = held > 0 ? chunk.lineNumbers[released] : 0
+            let lines = held == 0 ? "no line" : held == 1 ? "line \(first)" : "\(held) lines (\(first)–\(chunk.lineNumbers[upTo - 1]))"
+            drop(released..<upTo)
             note(
-                .failedCheckpoint, line: lineNumber,
+                .failedCheckpoint, line: line ?? lineNumber,
                 "the \(sinceCheckpoint.count) bytes before it do not match its \(checkpoint.bytes) bytes and XXH64 \(String(checkpoint.xxh64, radix: 16)): damaged; \(lines) skipped"
             )
         }
         sinceCheckpoint = XXH64()
+    }
+
+    /// Compares the deferred checkpoints, in order, as `check` does when they are read: the
+    /// frame they lie in was damaged or cut, or holds too much to wait for its end.
+    private mutating func verifyDeferred(base: UnsafeRawPointer) {
+        var removed = 0
+        for var d in deferred {
+            d.lines -= removed
+            let before = chunk.lines.count
+            check(d.checkpoint, at: d.end, base: base, lines: d.lines, line: d.line)
+            removed += before - chunk.lines.count
+            hashedUpTo = d.after
+            heldStart = d.after
+        }
+        deferred.removeAll()
+    }
+
+    /// Removes held lines in the middle (a checkpoint that failed among deferred ones); the
+    /// problems noted after them keep their place.
+    private mutating func drop(_ range: Range<Int>) {
+        guard !range.isEmpty else { return }
+        if range.upperBound == chunk.lines.count { return dropHeld() }
+        chunk.lines.removeSubrange(range)
+        chunk.lineNumbers.removeSubrange(range)
+        for i in chunk.issues.indices where chunk.issues[i].linesBefore > range.lowerBound {
+            chunk.issues[i].linesBefore = max(range.lowerBound, chunk.issues[i].linesBefore - range.count)
+        }
     }
 
     /// Hands the held lines on as they are (verified by a frame's checksum, or in a file
@@ -504,8 +561,13 @@ struct LineChunker {
     ) rethrows {
         try decoder.decompress(
             input, into: { try space(atLeast: $0, reserve: decoder.outputReserve, handOut) },
-            wrote: { try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut) },
+            wrote: {
+                frameIsChecked = decoder.insideFrame && decoder.frameIsChecked
+                try wrote($0, mayMove: decoder.outputMayMove, reserve: decoder.outputReserve, handOut)
+            },
             damaged: { d in
+                // The frame's checksum will not vouch for its lines: its checkpoints do, as read.
+                verifyDeferred(base: UnsafeRawPointer(chunk.buffer.bytes.baseAddress!))
                 // Text decoded so far from the damaged frame may end mid-line: drop that tail. (The
                 // frame is over, so zstd reads none of it back.) Lines not yet vouched for go too:
                 // zstd decoded them before it found the damage, so they may be altered.
@@ -527,8 +589,11 @@ struct LineChunker {
             frameEnded: {
                 // The frame's checksum (when it has one) matched: what it holds is as written.
                 if lineStart == filled {
+                    deferred.removeAll()
                     releaseHeld()
                     restartRange()
+                } else {
+                    verifyDeferred(base: UnsafeRawPointer(chunk.buffer.bytes.baseAddress!))
                 }
             })
     }
@@ -537,6 +602,8 @@ struct LineChunker {
     /// checkpoints, lines after the last one are an unflushed tail, reported and dropped (zstd
     /// decoded them, but nothing vouches for them); in plain text they are used as they are.
     mutating func finish(_ handOut: (inout LineChunk) throws -> Void) rethrows {
+        // A frame cut before its end: its checkpoints vouch for what they cover.
+        verifyDeferred(base: UnsafeRawPointer(chunk.buffer.bytes.baseAddress!))
         if skippingLongLine || filled > lineStart {
             note(
                 .partialLine, line: lineNumber + 1,
@@ -562,11 +629,14 @@ struct LineChunker {
     private mutating func handOutLines(_ handOut: (inout LineChunk) throws -> Void, room: Int, reserve: Int) rethrows {
         let previous = chunk.buffer
         let rest = filled - heldStart
-        // What moves is hashed first where it lies (all of it complete lines or bytes passed over).
-        if hashedUpTo < lineStart {
-            sinceCheckpoint.update(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(previous.bytes)[hashedUpTo..<lineStart]))
-            hashedUpTo = lineStart
+        // What moves is hashed first where it lies (all of it complete lines or bytes passed over);
+        // with checkpoints deferred, only what lies before the held text (it does not move).
+        let hashTo = deferred.isEmpty ? lineStart : heldStart
+        if hashedUpTo < hashTo {
+            sinceCheckpoint.update(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(previous.bytes)[hashedUpTo..<hashTo]))
+            hashedUpTo = hashTo
         }
+        let linesHandedOut = released
         let heldLines = chunk.lines[released...].map { ($0.lowerBound - heldStart)..<($0.upperBound - heldStart) }
         let heldNumbers = Array(chunk.lineNumbers[released...])
         dropHeld()
@@ -603,7 +673,12 @@ struct LineChunker {
         released = 0
         filled = rest
         lineStart -= heldStart
-        hashedUpTo = lineStart
+        hashedUpTo = deferred.isEmpty ? lineStart : hashedUpTo - heldStart
+        for i in deferred.indices {
+            deferred[i].end -= heldStart
+            deferred[i].after -= heldStart
+            deferred[i].lines -= linesHandedOut
+        }
         heldStart = 0
         chunk.byteCount = 0
     }

@@ -109,6 +109,8 @@ public final class ZstdDecoder: LogDecompressor {
     public typealias Damage = DecompressionDamage
 
     public var formatName: String { "zstd frame" }
+    /// Set once the frame's header is read: it carries a checksum of its content.
+    public private(set) var frameIsChecked = false
 
     public init() {
         dctx = ZSTD_createDCtx()
@@ -286,6 +288,7 @@ public final class ZstdDecoder: LogDecompressor {
                     }
                     windowSize = max(Int(header.windowSize), 1)
                     blockSizeMax = max(Int(header.blockSizeMax), 1)
+                    frameIsChecked = header.checksumFlag != 0
                 }
             }
             if r > 0 {
@@ -299,6 +302,7 @@ public final class ZstdDecoder: LogDecompressor {
     private func beginFrame() {
         ZSTD_decompressBegin(dctx)
         insideFrame = true
+        frameIsChecked = false
         headerBytes.removeAll(keepingCapacity: true)
         windowSize = 0
         blockSizeMax = 0

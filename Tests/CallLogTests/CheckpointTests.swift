@@ -131,6 +131,50 @@ final class CheckpointTests: XCTestCase {
         }
     }
 
+    /// One frame of 6 MiB of text (segments larger than the reader waits for): the reader
+    /// waits for the frame's checksum only up to `LineChunker.deferredHoldBytes`, then compares
+    /// checkpoints as they come. Whole, every line is read; with a byte flipped near the end of
+    /// the frame, every line flushed before the damaged stretch is still read and none altered.
+    func testALongFrameIsVerifiedByItsCheckpointsPastTheHoldLimit() throws {
+        let path = dir.appendingPathComponent("long.ndjson.zst").path
+        var options = LogWriter.Options()
+        options.segmentBytes = 64 << 20
+        let writer = try LogWriter(path: path, options: options)
+        var written: [String] = []
+        var flushedAt: [(bytes: Int, lines: Int)] = []
+        var i = 0
+        while writer.textBytes < 6 << 20 {
+            let r = LogRecord.event(call: "long", ts: 1_000 + Int64(i), action: "log", type: "line-\(i)", detail: ["pad": .string(String(repeating: "x", count: 200))])
+            try writer.append(r)
+            written.append(r.jsonLine)
+            i += 1
+            if i % 50 == 0 {
+                try writer.flush()
+                flushedAt.append((writer.bytesWritten, written.count))
+            }
+        }
+        try writer.close()
+        let (whole, issues) = read(path)
+        XCTAssertEqual(issues, [])
+        XCTAssertTrue(whole == written, "\(whole.count) lines read of \(written.count)")
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let position = bytes.count - 3_000
+        bytes[position] ^= 0x10
+        let damaged = dir.appendingPathComponent("long-damaged.ndjson.zst").path
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        let (lines, damageIssues) = read(damaged)
+        // Only lines as written, in order (a subsequence: the damaged stretch's lines are left out).
+        var next = 0
+        for line in lines {
+            guard let at = written[next...].firstIndex(of: line) else { return XCTFail("a line not written, or out of order, after \(next) lines") }
+            next = at + 1
+        }
+        let flushedBefore = flushedAt.last(where: { $0.bytes < position })?.lines ?? 0
+        XCTAssertEqual(Array(lines.prefix(flushedBefore)) == Array(written.prefix(flushedBefore)), true, "every line flushed before the damaged stretch")
+        XCTAssertLessThan(lines.count, written.count)
+        XCTAssertFalse(damageIssues.isEmpty)
+    }
+
     /// Files from writers without checkpoints (older callstats, the `zstd` tool, plain text),
     /// in one frame or several, read whole, as before.
     func testFilesWithoutCheckpointsReadAsBefore() throws {
