@@ -144,7 +144,8 @@ final class CheckpointTests: XCTestCase {
         var flushedAt: [(bytes: Int, lines: Int)] = []
         var i = 0
         while writer.textBytes < 6 << 20 {
-            let r = LogRecord.event(call: "long", ts: 1_000 + Int64(i), action: "log", type: "line-\(i)", detail: ["pad": .string(String(repeating: "x", count: 200))])
+            let r = LogRecord.event(
+                call: "long", ts: 1_000 + Int64(i), action: "log", type: "line-\(i)", detail: ["pad": .string(String(repeating: "x", count: 200))])
             try writer.append(r)
             written.append(r.jsonLine)
             i += 1
