@@ -184,26 +184,27 @@ public final class IngestServer: @unchecked Sendable {
         for line in startWarnings() { warn(line) }
         // The signals are taken over before the address is announced: a supervisor that sends
         // SIGHUP as soon as it reads that line must reach the reload, not the default action
-        // (which ends the process).
-        for s in [SIGTERM, SIGINT, SIGHUP] { signal(s, SIG_IGN) }
+        // (which ends the process). The handlers only write the signal's number into a pipe
+        // (`SignalPipe`); a dispatch source reads it. A signal source of its own registers
+        // asynchronously and, with the signal ignored meanwhile, lost signals sent at once.
         let queue = DispatchQueue(label: "callstats-serve-signals")
         let stop = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
-        for s in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: s, queue: queue)
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        hup.setEventHandler { [self] in
-            if tokens != nil || certificate == nil {
-                for line in reloadTokens() { line.problem ? warn(line.message) : announce("callstats serve: " + line.message) }
+        let signals = try SignalPipe.install([SIGTERM, SIGINT, SIGHUP])
+        let source = DispatchSource.makeReadSource(fileDescriptor: signals, queue: queue)
+        source.setEventHandler { [self] in
+            for s in SignalPipe.drain(signals) {
+                guard s == SIGHUP else {
+                    stop.signal()
+                    continue
+                }
+                if tokens != nil || certificate == nil {
+                    for line in reloadTokens() { line.problem ? warn(line.message) : announce("callstats serve: " + line.message) }
+                }
+                if let line = reloadCertificate() { announce("callstats serve: " + line) }
             }
-            if let line = reloadCertificate() { announce("callstats serve: " + line) }
         }
-        hup.resume()
-        sources.append(hup)
+        source.resume()
+        let sources = [source]
         let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
         let scheme = certificate == nil ? "http" : "https"
         announce("callstats serve: listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
@@ -212,5 +213,50 @@ public final class IngestServer: @unchecked Sendable {
         shutdown()
         announce("callstats serve: stopped; \(metrics.written) records written")
         for s in sources { s.cancel() }
+    }
+}
+
+/// Signals turned into bytes on a pipe, so that none is lost however soon it comes: the handler
+/// (async-signal-safe: one `write`) is installed before `install` returns, and the bytes wait
+/// in the pipe until read.
+enum SignalPipe {
+    nonisolated(unsafe) private static var writeEnd: Int32 = -1
+
+    /// Installs the handlers; returns the pipe's read end (non-blocking).
+    static func install(_ signals: [Int32]) throws -> Int32 {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw IngestServer.StartError(message: "cannot make a pipe for signals: \(String(cString: strerror(errno)))") }
+        for fd in ends { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        writeEnd = ends[1]
+        for s in signals {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(SignalPipe.writeEnd, &byte, 1)
+            }
+            #else
+            action.__sigaction_u.__sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(SignalPipe.writeEnd, &byte, 1)
+            }
+            #endif
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(s, &action, nil)
+        }
+        return ends[0]
+    }
+
+    /// The signals waiting in the pipe, in order.
+    static func drain(_ fd: Int32) -> [Int32] {
+        var out: [Int32] = []
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            guard n > 0 else { break }
+            out += buffer[0..<n].map { Int32($0) }
+        }
+        return out
     }
 }
