@@ -240,7 +240,8 @@ public final class IngestLog: @unchecked Sendable {
                 case .malformed: code = LineRejection.Code.malformedDelta
                 case .tooManyObjects: code = LineRejection.Code.tooManyObjects
                 }
-                release(chain: key)
+                // The chain is counted for as long as the decoder holds it (a malformed delta leaves it).
+                if decoder.objectCount(of: key) == 0 { release(chain: key) }
                 outcome.rejections.append(LineRejection(line: line.number, code: code, reason: error.description))
                 return
             }
