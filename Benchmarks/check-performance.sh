@@ -71,7 +71,7 @@ measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corp
 measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
 measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
 rm -f "$WORK/analyze.sqlite"
-measured[analyze-peak-heap]=$(peak_heap "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite")
+measured[analyze-peak-heap]=$(peak_heap "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite" --hand-off 1)
 instruction_workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26"
 memory_workloads="analyze-peak-heap"
 

@@ -46,6 +46,10 @@ public final class AnalyzeRun {
         /// (700 real-shaped calls, `analyze --calls-per-write`: 1.99-2.04 s at 2,000, the whole
         /// run in one write; 1.69-1.75 s at 128).
         public var callsPerWrite = 128
+        /// Calls (and issues) the readers may hand over before they wait for the writer. The
+        /// memory check runs with 1, so that how far the reader runs ahead, which varies with
+        /// thread scheduling, does not move the peak.
+        public var handOffCapacity = 2_048
         /// true: readers share every file, each taking its share of the calls; false: readers
         /// take whole files only; nil: whole files, and the last few (fewer than the readers)
         /// shared, so that no core idles at the end.
@@ -168,7 +172,7 @@ public final class AnalyzeRun {
         progress.filesSkipped = already.count
         progress.bytesToRead = work.reduce(0) { $0 + Int($1.fingerprint.size) }
         let reading = ReadProgress()
-        let queue = HandOffQueue(capacity: 2_048)
+        let queue = HandOffQueue(capacity: options.handOffCapacity)
         // Readers take whole files, largest first, while there are enough to go round. The last
         // `count % readers` files (the smallest; all of them when there are fewer files than
         // readers) would leave a core idle, so every reader reads those and takes its share of

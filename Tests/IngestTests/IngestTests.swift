@@ -407,6 +407,23 @@ final class IngestTests: XCTestCase {
         }
     }
 
+    /// A hand-off of one call at a time (the memory check's setting) gives the database of the
+    /// default hand-off: the writer is woken at the queue's capacity, never waits for more.
+    func testAHandOffOfOneCallGivesTheSameDatabase() throws {
+        let logs = try simulate(calls: 30, files: 2, seed: 17)
+        var dumps: [String] = []
+        for capacity in [2_048, 1] {
+            let db = dir.appendingPathComponent("hand-off-\(capacity).sqlite").path
+            var o = AnalyzeRun.Options(paths: [logs.path], database: db)
+            o.readers = 1
+            o.handOffCapacity = capacity
+            let report = try AnalyzeRun(options: o).run()
+            XCTAssertEqual(report.callsInRun, 30)
+            dumps.append(try dump(db))
+        }
+        XCTAssertEqual(dumps[0], dumps[1])
+    }
+
     /// One file read by several readers side by side, each taking its share of the calls, gives
     /// the database, the ledger entry and the issues of one reader taking the whole file.
     func testFileSharedByReadersEqualsOneReader() throws {

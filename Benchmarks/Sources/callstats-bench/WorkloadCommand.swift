@@ -91,10 +91,14 @@ struct AnalyzeWorkload: ParsableCommand {
     @Option(help: "The database to create (removed first).")
     var db: String
 
+    @Option(help: "Calls the reader may hand over before it waits for the writer (1: a peak that thread scheduling cannot move).")
+    var handOff = AnalyzeRun.Options(paths: [], database: "").handOffCapacity
+
     func run() throws {
         for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) }
         var options = AnalyzeRun.Options(paths: [folder], database: db)
         options.readers = 1
+        options.handOffCapacity = handOff
         options.secondsPerTransaction = .infinity
         let report = try AnalyzeRun(options: options).run()
         print("\(report.callsInRun) calls analysed")
