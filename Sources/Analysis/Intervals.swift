@@ -95,13 +95,22 @@ enum Intervals {
         // renegotiation, an ICE restart, an IP change). What `b` counts is what the stream did
         // since the restart, within this interval: measured from zero, so that those packets are
         // counted (the ones between `a` and the restart are unknown, and stay uncounted).
-        var a = a
-        if countersWentBack(a, b) {
-            resets += 1
-            a = a.restarted
-            // Below zero even from a restart: damage, not counters. No interval.
-            if countersWentBack(a, b) { return nil }
+        // (`a` is read where it lies, not copied: a reading is large, with strings in it.)
+        guard countersWentBack(a, b) else {
+            return measured(a, b, start: start, end: end, pair: pair, call: call, codecs: &codecs, config: config, received: &received)
         }
+        resets += 1
+        let restarted = a.restarted
+        // Below zero even from a restart: damage, not counters. No interval.
+        if countersWentBack(restarted, b) { return nil }
+        return measured(restarted, b, start: start, end: end, pair: pair, call: call, codecs: &codecs, config: config, received: &received)
+    }
+
+    /// `measure` once `a` is where `b`'s counters count from.
+    private static func measured(
+        _ a: StreamReading, _ b: StreamReading, start: Int64, end: Int64, pair: PairReading?,
+        call: String, codecs: inout CodecCache, config: AnalysisConfig, received: inout Bool
+    ) -> IntervalMetrics? {
         let seconds = Double(end - start) / 1000
         var i = IntervalMetrics(callID: call, streamID: b.streamID, startTs: start, endTs: end)
         let dPackets = delta(a.packets, b.packets)
@@ -171,7 +180,10 @@ enum Intervals {
     /// of 0 at both readings. Figures not reported: not silent (nothing says it was).
     static func silent(_ a: StreamReading, _ b: StreamReading) -> Bool {
         guard b.kind == .audio else { return false }
-        let a = countersWentBack(a, b) ? a.restarted : a
+        return countersWentBack(a, b) ? silentBetween(a.restarted, b) : silentBetween(a, b)
+    }
+
+    private static func silentBetween(_ a: StreamReading, _ b: StreamReading) -> Bool {
         if b.direction == .inbound, let dp = delta(a.packets, b.packets), dp > 0, let db = delta(a.bytes, b.bytes), db == 0 {
             return true
         }
