@@ -21,7 +21,9 @@ INSTRUCTIONS=Benchmarks/Thresholds/instructions.txt
 MEMORY=Benchmarks/Thresholds/memory.txt
 BUDGET=Benchmarks/Thresholds/budget.txt
 DRIFT_ALLOWED=5
-WORK=/tmp/callstats-perf-check
+# A folder of its own: two checks at once (a CI run beside a local one) must not share inputs.
+WORK=$(mktemp -d /tmp/callstats-perf-check.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
 mode=check release=""
 case "${1:-}" in
     --update) mode=update ;;
@@ -35,7 +37,6 @@ command -v valgrind >/dev/null || { echo "check-performance: valgrind is not ins
 swift build -c release --package-path Benchmarks --build-tests >/dev/null
 # Measured without its debug information: valgrind 3.19 cannot read the DWARF 5 the C targets'
 # compiler writes, and the counts need only the code.
-rm -rf "$WORK" && mkdir -p "$WORK"
 BENCH=$WORK/callstats-bench
 cp Benchmarks/.build/release/callstats-bench "$BENCH"
 strip --strip-debug "$BENCH"
