@@ -209,6 +209,7 @@ public struct DumpImport {
         var formats: Set<String> = []
         var stopped: DumpError?
         var getUserMedia = 0
+        var labels = self.labels
         do throws(DumpError) {
             let reader = DumpReader(source: try DumpSource(path: path))
             switch format {
@@ -229,6 +230,8 @@ public struct DumpImport {
                 timeline = outcome.timeline
                 userAgent = outcome.userAgent
                 (namedBrowser, namedOS) = (outcome.browser, outcome.os)
+                // The labels asked for on the command line win over the dump's own.
+                labels.merge(outcome.labels) { asked, _ in asked }
                 result.snapshots = outcome.snapshots
                 result.notes += outcome.notes
                 result.skipped += outcome.skipped

@@ -53,6 +53,8 @@ struct RTCStatsImporter {
         var lastStatsTs: Int64?
         var getUserMedia = 0
         var peerConnections = 0
+        /// Labels the dump itself gives the call (`conference`, `participant`).
+        var labels: [String: String] = [:]
     }
 
     /// What an object left out of a `getstats` delta means.
@@ -191,6 +193,15 @@ struct RTCStatsImporter {
             }
             if method == "userAgentData", let data = value.objectValue {
                 applyUserAgentData(data)
+            }
+            // Jitsi's `identity` line names the meeting and the endpoint: the conference this dump
+            // is one participant's leg of (`meetingUniqueId` is one meeting; `confID` is its room,
+            // which later meetings reuse, so only the fallback).
+            if method == "identity", let identity = value.objectValue {
+                if let meeting = (identity["meetingUniqueId"] ?? identity["confID"])?.stringValue, !meeting.isEmpty {
+                    outcome.labels["conference"] = meeting
+                }
+                if let endpoint = identity["endpointId"]?.stringValue, !endpoint.isEmpty { outcome.labels["participant"] = endpoint }
             }
             // Absolute times are the fourth element (a fifth is a sequence number); relative
             // ones the last. A line without one happened with the line before it.

@@ -35,6 +35,10 @@ public final class CallStore {
     /// The inserts that run for every call, stream, interval, event and finding, prepared once
     /// and held here: finding a cached statement by its SQL text hashed that text for every row.
     private var inserts: [InsertKey: Statement] = [:]
+    /// Calls written since conferences were last brought up to date (`linkConversations`), or
+    /// all of them after `deleteAllAnalyses`.
+    var touchedCalls: Set<String> = []
+    var allCallsTouched = false
     /// The same for rollup rows (`Rollups.swift`).
     var rollupInsertStatement: Statement?
     /// The `call_key` the next call written gets: one more than any stored (see `Schema`).
@@ -191,6 +195,7 @@ public final class CallStore {
     /// `replacing: false` is for a call the caller knows is not stored yet: it skips the deletes.
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool = true) throws {
         let id = analysis.call.callID
+        touchedCalls.insert(id)
         if replacing {
             // The keyed rows first, while the call's row still gives their key.
             for table in [IntervalsTable.name, EventsTable.name] {
@@ -215,6 +220,7 @@ public final class CallStore {
     /// material it was made from: a regrade writes them all again. Whole tables at once, which
     /// SQLite empties without visiting their rows (a delete per call took most of a regrade).
     public func deleteAllAnalyses() throws {
+        allCallsTouched = true
         for table in [CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name, FindingsTable.name, PeerConnectionsTable.name] {
             try db.run("DELETE FROM \(table)")
         }
@@ -253,7 +259,7 @@ public final class CallStore {
     /// order either way. Each row is bound where it lies: handed a row, a binder got a copy of
     /// it (a retain and a release for each of its strings). `key`: the call's `call_key`, for
     /// a table that files rows under it.
-    private func insertRows<Table: StoredTable>(_ table: Table.Type, _ rows: [Table.Row], key: Int64? = nil, most: Int = 1) throws {
+    func insertRows<Table: StoredTable>(_ table: Table.Type, _ rows: [Table.Row], key: Int64? = nil, most: Int = 1) throws {
         precondition((key != nil) == (table.keyColumn != nil), "\(table.name): a key exactly when the table has one")
         try rows.withUnsafeBufferPointer { rows in
             var start = 0, size = most

@@ -1,3 +1,5 @@
+import Analysis
+import Foundation
 import SQLiteDatabase
 
 /// The legs of one conversation: calls that two (or more) agents logged of the same exchange,
@@ -5,7 +7,8 @@ import SQLiteDatabase
 /// `conversations`).
 ///
 /// Legs are linked when
-/// - their `call` records carry the same label `conversation` (the explicit id), or
+/// - their `call` records carry the same label `conversation` (the explicit id), or the same
+///   label `conference` (the legs of one group call, `Conferences.swift`), or
 /// - the same SDK call id (the `call` record's `callId`, `calls.sdk_call_id`), or
 /// - one's outbound SSRC (not a capture's) is the other's inbound SSRC while both calls lasted. An SSRC sent by
 ///   more than one call (a collision, or copies of one recording) links nothing: a link must
@@ -21,6 +24,8 @@ import SQLiteDatabase
 package struct ConversationClues {
     /// Calls whose `call` record labels them with a conversation id.
     var labels: [(callID: String, conversation: String)] = []
+    /// Calls whose `call` record labels them with a conference id.
+    var conferenceLabels: [(callID: String, conference: String)] = []
     /// Calls with an SDK call id.
     var sdkCallIDs: [(callID: String, sdkCallID: String)] = []
     /// (sender, receiver): a call that alone sent an SSRC, and a call that heard it while both lasted.
@@ -71,6 +76,15 @@ package enum ConversationLinks {
             byLabel[label, default: []].append(id)
         }
         linkAll(byLabel, kind: "label")
+        var conferences: [String: String] = [:]
+        var byConference: [String: [String]] = [:]
+        for (id, label) in clues.conferenceLabels where !label.isEmpty {
+            conferences[id] = min(label, conferences[id] ?? label)
+            links.add(id)
+            kinds[id, default: []].insert("conference")
+            byConference[label, default: []].append(id)
+        }
+        linkAll(byConference, kind: "conference")
         var bySDK: [String: [String]] = [:]
         for (id, sdk) in clues.sdkCallIDs {
             sdkIDs[id] = sdk
@@ -82,8 +96,10 @@ package enum ConversationLinks {
         var out: [(callID: String, conversation: String, linkedBy: String)] = []
         for (_, legs) in links.groups() {
             // Two or more legs, or one leg with an explicit id whose other legs are not stored yet.
-            guard legs.count > 1 || labels[legs[0]] != nil else { continue }
-            let id = legs.compactMap { labels[$0] }.min() ?? legs.compactMap { sdkIDs[$0] }.min() ?? legs[0]
+            guard legs.count > 1 || labels[legs[0]] != nil || conferences[legs[0]] != nil else { continue }
+            let id =
+                legs.compactMap { labels[$0] }.min() ?? legs.compactMap { conferences[$0] }.min() ?? legs.compactMap { sdkIDs[$0] }.min()
+                ?? legs[0]
             let by = legs.reduce(into: Set<String>()) { $0.formUnion(kinds[$1] ?? []) }.sorted().joined(separator: "+")
             for leg in legs { out.append((leg, id, by)) }
         }
@@ -100,6 +116,12 @@ extension CallStore {
             guard let id = row[0].string, let label = row[1].string else { continue }
             clues.labels.append((id, label))
         }
+        for row in try db.rows(
+            "SELECT call_id, json_extract(labels, '$.conference') FROM calls WHERE labels LIKE '%\"conference\"%'")
+        {
+            guard let id = row[0].string, let label = row[1].string else { continue }
+            clues.conferenceLabels.append((id, label))
+        }
         for row in try db.rows("SELECT call_id, sdk_call_id FROM calls WHERE sdk_call_id IS NOT NULL") {
             guard let id = row[0].string, let sdk = row[1].string else { continue }
             clues.sdkCallIDs.append((id, sdk))
@@ -114,7 +136,42 @@ extension CallStore {
                 "INSERT INTO call_conversations(call_id, conversation_id, linked_by) VALUES (?, ?, ?)",
                 [.text(leg.callID), .text(leg.conversation), .text(leg.linkedBy)])
         }
+        try ConferenceLinking.update(self, touched: allCallsTouched ? nil : touchedCalls, config: recordedSettings())
+        touchedCalls.removeAll()
+        allCallsTouched = false
     }
+}
+
+extension CallStore: ConferenceRowAccess {
+    /// `ID_LIST` as one placeholder a value.
+    private func listed(_ sql: String, _ values: [String]) -> String {
+        sql.replacingOccurrences(of: "ID_LIST", with: Array(repeating: "?", count: max(1, values.count)).joined(separator: ", "))
+    }
+
+    package func conferenceRows(_ sql: String, values: [String]) throws -> [[String?]] {
+        try db.rows(listed(sql, values), values.isEmpty && sql.contains("ID_LIST") ? [.null] : values.map { .text($0) }).map { row in
+            row.map { v in
+                switch v {
+                case .null, .blob: nil
+                case .integer(let i): String(i)
+                case .real(let d): String(d)
+                case .text(let s): s
+                }
+            }
+        }
+    }
+
+    package func conferenceExecute(_ sql: String, values: [String]) throws {
+        try db.run(listed(sql, values), values.isEmpty ? [.null] : values.map { .text($0) })
+    }
+
+    package func insertConference(_ result: ConferenceResult) throws {
+        try insertRows(ConferenceParticipantsTable.self, result.participants)
+        try insertRows(ConferenceMatrixTable.self, result.cells, most: Self.intervalsPerStatement)
+        try insertRows(FindingsTable.self, result.findings)
+    }
+
+    package func labelSQL(_ key: String) -> String { "json_extract(c.labels, '$.\(key)')" }
 }
 
 /// Disjoint sets of call ids; `groups` lists each set's members sorted, the sets by their first.

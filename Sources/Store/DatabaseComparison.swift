@@ -139,6 +139,10 @@ public enum DatabaseComparison {
             if try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'call_conversations'")?.int64 == 1 {
                 try rows(of: "call_conversations")
             }
+            // Version 7's.
+            if try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'conference_matrix'")?.int64 == 1 {
+                for table in [ConferenceParticipantsTable.name, ConferenceMatrixTable.name] { try rows(of: table) }
+            }
             switch options.material {
             case .none: break
             case .count: queries.append("SELECT count(*) FROM \(MaterialTable.name)")
@@ -229,7 +233,7 @@ extension DatabaseComparison {
     /// that makes later runs behave alike.
     package static let crossStoreTables = [
         CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, PeerConnectionsTable.name, "rollups", MaterialTable.name,
-        "call_conversations",
+        "call_conversations", ConferenceParticipantsTable.name, ConferenceMatrixTable.name, "conferences", "conference_offenders",
         "ingested_files", "rollup_pending", "meta",
     ]
 

@@ -65,6 +65,8 @@ enum PostgresSchema {
         );
         CREATE INDEX IF NOT EXISTS call_conversations_id ON call_conversations(conversation_id);
 
+        \(ConferenceSchema.tables(postgres: true))
+
         CREATE TABLE IF NOT EXISTS rollup_pending (
             period TEXT NOT NULL, bucket_ts BIGINT NOT NULL, PRIMARY KEY (period, bucket_ts)
         );
@@ -169,6 +171,8 @@ enum PostgresSchema {
                    round(100.0 * (poor + no_media) / greatest(1, calls - unanswered), 1) AS poor_pct,
                    round(mos_p50::numeric, 2) AS mos_p50, round(mos_p5::numeric, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
             FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
+
+        \(ConferenceSchema.views(create: "CREATE VIEW") { "round((\($0))::numeric, \($1))::double precision" })
         """
     }
 
@@ -180,6 +184,7 @@ enum PostgresSchema {
             names(CallsTable.self), names(StreamsTable.self), names(IntervalsTable.self), names(EventsTable.self),
             names(FindingsTable.self), names(MaterialTable.self), names(PeerConnectionsTable.self), ("rollups", RollupBuilder.columns),
             ("call_conversations", ["call_id", "conversation_id", "linked_by"]),
+            names(ConferenceParticipantsTable.self), names(ConferenceMatrixTable.self),
         ]
         let r = try db.query(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()")
@@ -191,10 +196,11 @@ enum PostgresSchema {
         }
     }
 
-    static let viewNames = [
-        "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
-        "findings_summary", "conversation_legs", "conversations", "daily_quality",
-    ]
+    static let viewNames =
+        [
+            "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
+            "findings_summary", "conversation_legs", "conversations", "daily_quality",
+        ] + ConferenceSchema.viewNames
 
     /// Creates the schema in an empty database, brings an older one to `Schema.version`, or
     /// checks a current one; refuses a newer one and a database holding other tables but no

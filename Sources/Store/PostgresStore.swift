@@ -244,6 +244,7 @@ public final class PostgresStore {
 
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool) throws {
         let id = analysis.call.callID
+        touchedCalls.insert(id)
         if replacing {
             if pendingCalls.contains(id) { try flush() }
             try query(
@@ -284,6 +285,7 @@ public final class PostgresStore {
     }
 
     public func deleteAllAnalyses() throws {
+        allCallsTouched = true
         try flush()
         try checked { try db.execute("TRUNCATE calls, streams, interval_rows, event_rows, findings, peer_connections") }
     }
@@ -459,6 +461,12 @@ public final class PostgresStore {
             guard let id = row[0], let label = row[1] else { continue }
             clues.labels.append((id, label))
         }
+        for row in try query(
+            "SELECT call_id, labels::jsonb ->> 'conference' FROM calls WHERE labels LIKE '%\"conference\"%'"
+        ).rows {
+            guard let id = row[0], let label = row[1] else { continue }
+            clues.conferenceLabels.append((id, label))
+        }
         for row in try query("SELECT call_id, sdk_call_id FROM calls WHERE sdk_call_id IS NOT NULL").rows {
             guard let id = row[0], let sdk = row[1] else { continue }
             clues.sdkCallIDs.append((id, sdk))
@@ -473,9 +481,18 @@ public final class PostgresStore {
             rows.add(leg.callID); rows.add(leg.conversation); rows.add(leg.linkedBy)
             rows.endRow()
         }
-        guard rows.rows > 0 else { return }
-        try checked { try db.copy("COPY call_conversations(call_id, conversation_id, linked_by) FROM STDIN", data: rows.data) }
+        if rows.rows > 0 {
+            try checked { try db.copy("COPY call_conversations(call_id, conversation_id, linked_by) FROM STDIN", data: rows.data) }
+        }
+        try ConferenceLinking.update(self, touched: allCallsTouched ? nil : touchedCalls, config: recordedSettings())
+        touchedCalls.removeAll()
+        allCallsTouched = false
     }
+
+    /// Calls written since conferences were last brought up to date (`linkConversations`), or
+    /// all of them after `deleteAllAnalyses`.
+    private var touchedCalls: Set<String> = []
+    private var allCallsTouched = false
 
     // MARK: - Totals
 
@@ -548,4 +565,33 @@ final class PostgresRollups: RollupStorage {
         try body(&rows.value)
         rows.value.endRow()
     }
+}
+
+extension PostgresStore: ConferenceRowAccess {
+    private func listed(_ sql: String) -> String { sql.replacingOccurrences(of: "ID_LIST", with: "SELECT unnest($1::text[])") }
+
+    package func conferenceRows(_ sql: String, values: [String]) throws -> [[String?]] {
+        try flush()
+        let parameters: [PostgresValue] = sql.contains("ID_LIST") ? [.text(PostgresStore.textArray(values))] : []
+        return try checked { try db.query(listed(sql), parameters).rows }
+    }
+
+    package func conferenceExecute(_ sql: String, values: [String]) throws {
+        try flush()
+        try checked { try db.query(listed(sql), [.text(PostgresStore.textArray(values))]) }
+    }
+
+    package func insertConference(_ result: ConferenceResult) throws {
+        func copy<T: StoredTable>(_ table: T.Type, _ values: [T.Row]) throws {
+            guard !values.isEmpty else { return }
+            var rows = CopyRows()
+            values.withUnsafeBufferPointer { v in for i in v.indices { table.copy(v.baseAddress! + i, to: &rows) } }
+            try checked { try db.copy("COPY \(table.name)(\(table.columnNames.joined(separator: ", "))) FROM STDIN", data: rows.data) }
+        }
+        try copy(ConferenceParticipantsTable.self, result.participants)
+        try copy(ConferenceMatrixTable.self, result.cells)
+        try copy(FindingsTable.self, result.findings)
+    }
+
+    package func labelSQL(_ key: String) -> String { "(c.labels::jsonb ->> '\(key)')" }
 }

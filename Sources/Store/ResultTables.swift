@@ -242,3 +242,57 @@ package enum MaterialTable: StoredTable {
         try t.column("material", .notNull) { $0.material }
     }
 }
+
+/// The legs of conferences (schema version 7, migration `v7-conferences`), recomputed for a
+/// conference whenever its legs change (`Conferences.swift`).
+package enum ConferenceParticipantsTable: StoredTable {
+    package typealias Row = ConferenceParticipant
+    package static let name = "conference_participants"
+
+    package static func columns<Visitor: ColumnVisitor<Row>>(_ t: inout Visitor) throws {
+        try t.column("conference_id", .notNull) { $0.conferenceID }
+        try t.column("call_id", .primaryKey) { $0.callID }
+        try t.column("participant", .notNull) { $0.participant }
+        try t.column("joined_ts", .notNull) { $0.joinedTs }
+        try t.column("left_ts", .notNull) { $0.leftTs }
+        try t.column("linked_by", .notNull) { $0.linkedBy }
+        try t.column("streams_sent", .notNull) { $0.streamsSent }
+        try t.column("streams_received", .notNull) { $0.streamsReceived }
+        try t.column("streams_matched", .notNull) { $0.streamsMatched }
+        try t.column("poor_received_minutes", .notNull) { $0.poorReceivedMinutes }
+        try t.column("own_downlink_minutes", .notNull) { $0.ownDownlinkMinutes }
+        try t.column("spoiled_for_others_minutes", .notNull) { $0.spoiledForOthersMinutes }
+        try t.column("spoiled_participants", .notNull) { $0.spoiledParticipants }
+    }
+}
+
+/// Every received stream of a conference per slot, beside its sender's uplink, and the cause of
+/// each poor slot (version 7).
+package enum ConferenceMatrixTable: StoredTable {
+    package typealias Row = ConferenceCell
+    package static let name = "conference_matrix"
+
+    package static func columns<Visitor: ColumnVisitor<Row>>(_ t: inout Visitor) throws {
+        try t.column("conference_id", .notNull) { $0.conferenceID }
+        try t.column("receiver_call_id", .notNull) { $0.receiverCallID }
+        try t.column("receiver_participant", .notNull) { $0.receiverParticipant }
+        try t.column("stream_id", .notNull) { $0.streamID }
+        try t.column("kind", .notNull) { $0.kind }
+        try t.column("sender_call_id") { $0.senderCallID }
+        try t.column("sender_participant") { $0.senderParticipant }
+        try t.column("sender_stream_id") { $0.senderStreamID }
+        try t.column("matched_by", .notNull) { $0.matchedBy }
+        try t.column("slot_start_ts", .notNull) { $0.slotStartTs }
+        try t.column("slot_end_ts", .notNull) { $0.slotEndTs }
+        try t.column("loss_pct") { $0.lossPct }
+        try t.column("jitter_ms") { $0.jitterMs }
+        try t.column("concealment_pct") { $0.concealmentPct }
+        try t.column("mos_lq") { $0.mosLQ }
+        try t.column("freeze_pct") { $0.freezePct }
+        try t.column("uplink_loss_pct") { $0.uplinkLossPct }
+        try t.column("uplink_jitter_ms") { $0.uplinkJitterMs }
+        try t.column("uplink_rtt_ms") { $0.uplinkRttMs }
+        try t.column("poor", .notNull) { $0.poor }
+        try t.column("cause") { $0.cause }
+    }
+}

@@ -346,8 +346,3 @@ struct SQLiteRollups: RollupStorage {
         try store.rollupInsert().insertRow(body)
     }
 }
-
-@inline(__always) func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
-    let q = a / b
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
-}

@@ -141,6 +141,8 @@ public enum Schema {
 
         \(conversationTable)
 
+        \(ConferenceSchema.tables(postgres: false))
+
         CREATE TABLE IF NOT EXISTS rollup_pending (
             period TEXT NOT NULL, bucket_ts INTEGER NOT NULL,
             PRIMARY KEY (period, bucket_ts)
@@ -254,6 +256,8 @@ public enum Schema {
                    round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
                    round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
             FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
+
+        \(ConferenceSchema.views(create: "CREATE VIEW IF NOT EXISTS") { "round(\($0), \($1))" })
         """
     }
 
@@ -313,6 +317,12 @@ public enum Schema {
                 version: 6, name: "v6-peer-connections",
                 summary: "adds the table peer_connections (calls stored before get their rows at the next regrade)",
                 sql: { peerConnectionTable }),
+            // Conferences are made at the end of the upgrading run for every stored call.
+            Migration(
+                version: 7, name: "v7-conferences",
+                summary: "adds the tables conference_participants and conference_matrix and the views conferences and "
+                    + "conference_offenders (stored calls' conferences are linked at the end of the upgrading run)",
+                sql: { ConferenceSchema.tables(postgres: false) }),
         ]
     }
 

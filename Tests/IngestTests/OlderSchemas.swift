@@ -10,14 +10,25 @@ enum OlderSchemas {
             + StreamsTable.columnDescriptions.filter { $0.addedIn == 4 }.map { ("streams", $0.name) }
     }
 
-    /// Undoes version 6 in `db`: the table of peer connections.
+    /// Undoes version 7 in `db`: the conference tables and views.
+    static func makeVersion6(_ db: Database) throws {
+        try db.execute(
+            """
+            DROP VIEW conferences; DROP VIEW conference_offenders; DROP TABLE conference_participants; DROP TABLE conference_matrix;
+            DELETE FROM findings WHERE code LIKE 'caused_poor_%';
+            DELETE FROM meta WHERE key LIKE 'migration.v7-%'; UPDATE meta SET value = '6' WHERE key = 'schema_version';
+            """)
+    }
+
+    /// Undoes versions 7 and 6 in `db`: the table of peer connections.
     static func makeVersion5(_ db: Database) throws {
+        try makeVersion6(db)
         try db.execute(
             "DROP TABLE peer_connections; DELETE FROM meta WHERE key LIKE 'migration.v6-%'; UPDATE meta SET value = '5' WHERE key = 'schema_version';"
         )
     }
 
-    /// Undoes versions 6 and 5 in `db`: the sent direction's rollup metrics.
+    /// Undoes versions 7, 6 and 5 in `db`: the sent direction's rollup metrics.
     static func makeVersion4(_ db: Database) throws {
         try makeVersion5(db)
         try db.execute(
@@ -25,7 +36,7 @@ enum OlderSchemas {
                 + "\nDELETE FROM meta WHERE key LIKE 'migration.v5-%'; UPDATE meta SET value = '4' WHERE key = 'schema_version';")
     }
 
-    /// Undoes versions 6, 5 and 4 in `db`: their tables and columns, their rollup counts, metrics and
+    /// Undoes versions 7, 6, 5 and 4 in `db`: their tables and columns, their rollup counts, metrics and
     /// dimensions, the conversations table and views. Rows keep what they hold; callers change
     /// grades themselves.
     static func makeVersion3(_ db: Database) throws {
