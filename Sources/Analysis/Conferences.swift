@@ -235,22 +235,27 @@ private struct Attribution {
             }
             received.append(r)
         }
+        // Streams by index: (call, stream id) → position in `streams`.
+        var index: [String: [String: Int]] = [:]
+        for (n, s) in streams.enumerated() { index[s.callID, default: [:]][s.streamID] = n }
+        func key(_ s: ConferenceStream) -> Int { index[s.callID]![s.streamID]! }
+
         // A stream heard by two or more receivers went through a server: its receiver reports
         // are the server's, about the sender's uplink alone.
-        var hearers: [String: Set<String>] = [:]
-        for r in received { if let s = r.sender { hearers[s.callID + "\u{1}" + s.streamID, default: []].insert(r.receiver) } }
+        var hearers: [Int: Set<String>] = [:]
+        for r in received { if let s = r.sender { hearers[key(s), default: []].insert(r.receiver) } }
 
         // Slot figures per stream.
-        var figures: [String: [Int64: SlotFigures]] = [:]
-        for i in input.intervals where i.endTs > i.startTs && participantOf[i.callID] != nil {
+        var figures: [Int: [Int64: SlotFigures]] = [:]
+        for i in input.intervals where i.endTs > i.startTs {
+            guard let n = index[i.callID]?[i.streamID] else { continue }
             var slot = floorDiv(i.startTs, slotMs) * slotMs
             while slot < i.endTs {
                 let overlap = Double(min(i.endTs, slot + slotMs) - max(i.startTs, slot))
-                figures[i.callID + "\u{1}" + i.streamID, default: [:]][slot, default: SlotFigures()].add(i, overlap: overlap)
+                figures[n, default: [:]][slot, default: SlotFigures()].add(i, overlap: overlap)
                 slot += slotMs
             }
         }
-        func key(_ s: ConferenceStream) -> String { s.callID + "\u{1}" + s.streamID }
 
         // Each received stream's judged slots.
         struct Judged {
