@@ -6,13 +6,7 @@ import XCTest
 
 /// The commands as a user runs them: the built `callstats` binary, end to end.
 final class CommandLineTests: XCTestCase {
-    /// The built `callstats`, beside the test bundle in the build folder.
-    static let binary: URL = {
-        let bundle = Bundle(for: CommandLineTests.self).bundleURL
-        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()]
-            .map { $0.appendingPathComponent("callstats") }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+    static let binary = TestPaths.callstatsBinary
 
     var dir: URL!
     override func setUp() { dir = TestPaths.temporaryDirectory("cli") }

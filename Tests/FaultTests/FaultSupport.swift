@@ -30,15 +30,7 @@ enum Soak {
 
 /// The built `callstats` binary and ways to run it as a real process.
 enum Binary {
-    /// Beside the test bundle in the build folder (the test target depends on the executable).
-    static let url: URL = {
-        let bundle = Bundle(for: BundleMarker.self).bundleURL
-        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()]
-            .map { $0.appendingPathComponent("callstats") }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
-
-    private final class BundleMarker {}
+    static let url = TestPaths.callstatsBinary
 
     /// Runs `callstats args` to completion: exit status, stdout, stderr.
     @discardableResult

@@ -4,12 +4,7 @@ import XCTest
 
 /// The built `callstats` binary, beside the test bundle in the build folder.
 enum Binary {
-    static let callstats: URL = {
-        let bundle = Bundle(for: ServeProcess.self).bundleURL
-        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()]
-            .map { $0.appendingPathComponent("callstats") }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+    static let callstats = TestPaths.callstatsBinary
 
     /// Runs `callstats` to completion; returns exit status, stdout and stderr.
     @discardableResult

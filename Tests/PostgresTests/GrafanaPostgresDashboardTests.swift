@@ -26,7 +26,7 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
     static let sqliteFolder = TestPaths.repositoryRoot.appendingPathComponent("Dashboards/grafana")
     static let filters = [("all", "*"), ("network", "wifi"), ("app_version", "acme-phone 3.2.1"), ("candidate_type", "relay")]
 
-    static var binary: URL { callstatsBinary }
+    static var binary: URL { TestPaths.callstatsBinary }
 
     override class func setUp() {
         do {

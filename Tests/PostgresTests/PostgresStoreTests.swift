@@ -17,7 +17,7 @@ final class PostgresStoreTests: XCTestCase {
     nonisolated(unsafe) static var corpus: URL!
     nonisolated(unsafe) static var reference: String!
 
-    static var binary: URL { callstatsBinary }
+    static var binary: URL { TestPaths.callstatsBinary }
 
     override class func setUp() {
         do {

@@ -17,6 +17,16 @@ public enum TestPaths {
 
     public static let sampleData: URL = repositoryRoot.appendingPathComponent("Data")
 
+    /// The built `callstats` binary, which tests run as users do: beside the test bundle (SwiftPM
+    /// builds both into one folder; the test targets that run it depend on the executable).
+    public static let callstatsBinary: URL = {
+        let bundle = Bundle(for: BundleMarker.self).bundleURL
+        let candidates = [Bundle.main.bundleURL, bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("callstats") }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    private final class BundleMarker {}
+
     /// A fresh empty directory, removed when the process exits normally.
     public static func temporaryDirectory(_ name: String = "callstats-test") -> URL {
         let u = FileManager.default.temporaryDirectory
