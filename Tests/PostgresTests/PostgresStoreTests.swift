@@ -51,6 +51,10 @@ final class PostgresStoreTests: XCTestCase {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let sim = try callstats(["simulate", "--calls", "240", "--files", "4", "--seed", "5", "--days", "2", "--out", logs.path])
         XCTAssertEqual(sim.status, 0, sim.err)
+        // A 6-party conference, one leg a file: workers that share the files link its legs and
+        // attribute its poor streams as one run does.
+        let conference = try callstats(["simulate", "--conference", "6", "--seed", "2", "--seconds", "60", "--out", logs.path])
+        XCTAssertEqual(conference.status, 0, conference.err)
         if let recording = TestPaths.chromiumRecording {
             // The recording's two peers as two legs of one conversation, each in a file of its
             // own, as two agents would log them (linked by their SSRCs).
