@@ -19,11 +19,11 @@ final class BrowserConferenceTests: XCTestCase {
     static let dropFraction = 0.10
     static let callSeconds = 25
 
-    /// What one call left behind, shared by the tests (the call takes most of a minute).
+    /// What the one call left behind, shared by the tests (it takes half a minute).
     struct Outcome {
         var lines: [String]
         var database: String
-        /// Per leg of the impaired participant: its relays' counts, and their drops per SSRC.
+        /// The relays' counts summed per leg of the impaired participant, and per SSRC.
         var relayCounts: [String: ImpairingRelay.Counts]
         var ssrcCounts: [UInt32: ImpairingRelay.StreamCounts]
         var seconds: Double
@@ -139,6 +139,7 @@ final class BrowserConferenceTests: XCTestCase {
         let logs = dir.appendingPathComponent("logs")
         let server = try ServeProcess(directory: logs, arguments: ["--allow-origin", "*"])
         let broker = try RelayBroker(dropFraction: dropFraction, seed: 0xC0FF_EE07)
+        defer { broker.stop() }
         let html = dir.appendingPathComponent("conference.html")
         try page(collector: "http://127.0.0.1:\(server.port)", broker: "http://127.0.0.1:\(broker.port)")
             .write(to: html, atomically: true, encoding: .utf8)
@@ -256,7 +257,8 @@ final class BrowserConferenceTests: XCTestCase {
             }
             let total = relayed.dropped + relayed.forwarded
             let dropped = 100 * Double(relayed.dropped) / Double(max(1, total))
-            print("\(call) \(direction) \(kind) \(ssrc): relay dropped \(relayed.dropped) of \(total) (\(dropped) %), lost \(lost) (\(loss) %)")
+            let share = String(format: "%.2f", dropped)
+            print("\(call) \(direction) \(kind) \(ssrc): relay dropped \(relayed.dropped) of \(total) (\(share) %), lost \(lost) (\(loss) %)")
             if direction == "inbound" {
                 // The receiver's count of lost packets is the relay's count of drops on that SSRC.
                 // Slack: a drop is counted at the next packet that arrives, so drops in the last
@@ -264,17 +266,24 @@ final class BrowserConferenceTests: XCTestCase {
                 // 50 packets a second).
                 XCTAssertEqual(Double(lost), Double(relayed.dropped), accuracy: max(5, 0.05 * Double(relayed.dropped)), "\(kind) received on \(call)")
             } else {
-                // As the receiver reported it in RTCP receiver reports (which reach alice
-                // undropped), up to a report interval behind: audio reports come every few seconds.
-                XCTAssertGreaterThanOrEqual(Double(lost), 0.7 * Double(relayed.dropped), "\(kind) sent on \(call)")
+                // As the far end reported it in RTCP receiver reports (which reach alice
+                // undropped), as of its last report: libwebrtc reports audio every 2.5-7.5 s
+                // (5 s randomised) and video every 0.5-1.5 s, so up to 7.5 s of drops, under a
+                // third of the call, may not be in it yet.
+                XCTAssertGreaterThanOrEqual(Double(lost), 0.6 * Double(relayed.dropped), "\(kind) sent on \(call)")
                 XCTAssertLessThanOrEqual(lost, relayed.dropped + 2, "\(kind) sent on \(call)")
             }
             if kind == "audio" {
-                // Audio is one packet per 20 ms on its SSRC alone, so the share lost is the share
-                // dropped (the binomial spread of the drops is the same on both sides); the far
-                // end's reports may lag by the drops of a report interval (about 1 point).
-                XCTAssertEqual(loss, dropped, accuracy: direction == "inbound" ? 1 : 2.5, "\(direction) audio of \(call)")
-                XCTAssertGreaterThan(loss, 5, "\(direction) audio of \(call)")
+                // Audio is one packet per 20 ms on its SSRC alone, so the share the receiver lost
+                // is the share the relay dropped (the binomial spread of the drops is the same on
+                // both sides); the sender's figure lags by the report interval, as above.
+                if direction == "inbound" {
+                    XCTAssertEqual(loss, dropped, accuracy: 1, "inbound audio of \(call)")
+                } else {
+                    XCTAssertLessThanOrEqual(loss, dropped + 1, "outbound audio of \(call)")
+                    XCTAssertGreaterThanOrEqual(loss, 0.6 * dropped, "outbound audio of \(call)")
+                }
+                XCTAssertGreaterThan(loss, 4, "\(direction) audio of \(call)")
             } else {
                 // Chromium counts retransmissions and bandwidth-probing padding (RTX, an SSRC of
                 // its own) among a video stream's packets received, so its share lost is below the

@@ -33,7 +33,10 @@ public final class ImpairingRelay: @unchecked Sendable {
     /// One RTP stream's datagrams from the real address.
     public struct StreamCounts: Sendable, Equatable {
         public var forwarded = 0, dropped = 0
-        public init() {}
+        public init(forwarded: Int = 0, dropped: Int = 0) {
+            self.forwarded = forwarded
+            self.dropped = dropped
+        }
     }
 
     public enum Failure: Error { case socket(String, Int32) }
@@ -55,7 +58,7 @@ public final class ImpairingRelay: @unchecked Sendable {
     private var random: RelayRandom
 
     /// Opens the relay on `host` (a free port) in front of `realHost`:`realPort` (IPv4) and
-    /// starts relaying on a thread of its own.
+    /// starts relaying on a thread of its own, which holds the relay until `stop()`.
     public init(realHost: String, realPort: Int, host: String = "127.0.0.1", dropFraction: Double, seed: UInt64) throws {
         self.realHost = realHost
         self.realPort = realPort
@@ -84,8 +87,6 @@ public final class ImpairingRelay: @unchecked Sendable {
         thread.name = "relay \(host):\(port) -> \(realHost):\(realPort)"
         thread.start()
     }
-
-    deinit { stop() }
 
     /// The counts so far.
     public var snapshot: Counts {

@@ -9,7 +9,7 @@ import Glibc
 /// `GET /relay?leg=NAME&ip=A.B.C.D&port=N` opens a relay in front of that candidate (listening
 /// on the same address, so that the candidate stays on the network it was gathered on) and
 /// answers `{"ip":"A.B.C.D","port":M}`, with CORS open to any page. Requests are answered one at
-/// a time, on a thread of the broker's own.
+/// a time, on a thread of the broker's own, which holds the broker until `stop()`.
 public final class RelayBroker: @unchecked Sendable {
     public let port: Int
     public let dropFraction: Double
@@ -44,8 +44,6 @@ public final class RelayBroker: @unchecked Sendable {
         thread.name = "relay broker :\(port)"
         thread.start()
     }
-
-    deinit { stop() }
 
     /// The relays opened so far, in order, with the leg each was asked for.
     public var relays: [(leg: String, relay: ImpairingRelay)] {
