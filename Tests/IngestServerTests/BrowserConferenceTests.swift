@@ -53,7 +53,7 @@ final class BrowserConferenceTests: XCTestCase {
         const sleep = ms => new Promise(r => setTimeout(r, ms));
         function say(text) { document.title = text; }
         const people = [\(participants.map { "\"\($0)\"" }.joined(separator: ", "))], impaired = "\(impaired)";
-        const monitors = [], pcs = [];
+        const monitors = [], pcs = [], relays = {};
         const leg = (from, to) => from + "-to-" + to;
         let failed = null;
         function fail(e) {
@@ -70,6 +70,7 @@ final class BrowserConferenceTests: XCTestCase {
           const r = await fetch("\(broker)/relay?leg=" + name + "&ip=" + f[4] + "&port=" + f[5]);
           if (!r.ok) throw new Error("relay for " + c.candidate + ": " + await r.text());
           const relay = await r.json();
+          relays[name] = (relays[name] || 0) + 1;
           f[4] = relay.ip;
           f[5] = String(relay.port);
           return new RTCIceCandidate({candidate: f.join(" "), sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex});
@@ -117,7 +118,7 @@ final class BrowserConferenceTests: XCTestCase {
             for (let i = 0; i < people.length; i++) for (let j = i + 1; j < people.length; j++) await connect(people[i], people[j], streams);
             say("connecting");
             for (let waited = 0; pcs.some(pc => pc.connectionState !== "connected"); waited += 250) {
-              if (waited > 30000) throw new Error("not connected: " + pcs.map(pc => pc.connectionState).join(","));
+              if (waited > 30000) throw new Error("not connected: " + pcs.map(pc => pc.connectionState).join(",") + "; relays " + JSON.stringify(relays));
               await sleep(250);
             }
             say("connected");
