@@ -57,13 +57,13 @@ final class BrowserCallTests: XCTestCase {
         """
     }
 
-    /// Opens `page` in headless Chromium (fake camera and microphone) and waits until both of
-    /// its calls' `end` records reached `logs` (the page hangs up after `seconds`), or the
-    /// page's error did, or a minute more passed; returns the logs' lines as `callstats cat`
-    /// prints them.
+    /// Opens `page` in headless Chromium (fake camera and microphone) and waits until `ends` of
+    /// its calls' `end` records (both, by default) reached `logs` (the page hangs up after
+    /// `seconds`), or the page's error did, or a minute more passed; returns the logs' lines as
+    /// `callstats cat` prints them.
     static func runCall(
         chromium: String, page: String, profile: URL, logs: URL, seconds: Int = callSeconds, arguments: [String] = [],
-        browserLog: URL? = nil
+        browserLog: URL? = nil, ends: Int = 2
     ) throws -> [String] {
         let browser = Process()
         browser.executableURL = URL(fileURLWithPath: chromium)
@@ -82,8 +82,8 @@ final class BrowserCallTests: XCTestCase {
         while Date() < deadline {
             sleep(2)
             lines = try Binary.cat(logs)
-            let ends = lines.filter { $0.contains(#""kind":"end""#) }.count
-            if ends >= 2 || lines.contains(where: { $0.contains("page-error") }) { break }
+            let ended = lines.filter { $0.contains(#""kind":"end""#) }.count
+            if ended >= ends || lines.contains(where: { $0.contains("page-error") }) { break }
         }
         return lines
     }

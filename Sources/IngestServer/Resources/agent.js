@@ -5,6 +5,7 @@
  *   <script src="https://collector.example/agent.js"></script>
  *   (or as a module: import { attach } from "https://collector.example/agent.mjs")
  *   const monitor = window.callstats.attach(pc, {callId: "c-42", token: "…", labels: {room: "a"}});
+ *   (a conference leg: attach(pc, {callId: "alice-to-bob", conference: "room-7", participant: "alice"}))
  *   monitor.event("callState", "mute");
  *   monitor.end("terminatedLocally");
  *
@@ -480,8 +481,11 @@
 
   /**
    * Starts recording `pc`. Options: callId, endpoint (default: the origin agent.js came from),
-   * token, intervalMs (statistics, default 1000), labels, direction, app, appVersion, pcId,
-   * media, statsFormat, maxBufferedRecords, maxBatchRecords, flushIntervalMs, onReply.
+   * token, intervalMs (statistics, default 1000), labels, conference, participant, direction,
+   * app, appVersion, pcId, media, statsFormat, maxBufferedRecords, maxBatchRecords,
+   * flushIntervalMs, onReply. `conference` (the conference's id) and `participant` (who this
+   * leg is) go into the `call` record as the labels of the same names, over any in `labels`;
+   * a conference is one leg (one attach) per peer connection, all with the same `conference`.
    * Returns {event(action, type, detail), end(reason, fields), callId, flush()}.
    */
   function attach(pc, options) {
@@ -521,6 +525,15 @@
       return kinds.length ? kinds : ["audio"];
     }
 
+    /** `labels` with `conference` and `participant` set from the options (as strings), or null. */
+    function callLabels() {
+      var labels = {}, any = !!options.labels;
+      for (var k in options.labels || {}) labels[k] = options.labels[k];
+      if (options.conference !== undefined && options.conference !== null) { labels.conference = String(options.conference); any = true; }
+      if (options.participant !== undefined && options.participant !== null) { labels.participant = String(options.participant); any = true; }
+      return any ? labels : null;
+    }
+
     function writeCall() {
       if (callWritten) return;
       callWritten = true;
@@ -528,7 +541,8 @@
                 platform: "web", network: networkType(), media: media() };
       if (options.app) f.app = options.app;
       if (options.appVersion) f.appVersion = options.appVersion;
-      if (options.labels) f.labels = options.labels;
+      var labels = callLabels();
+      if (labels) f.labels = labels;
       if (typeof navigator !== "undefined" && navigator.userAgent) f.userAgent = navigator.userAgent;
       record("call", f, attachedAt);
     }
