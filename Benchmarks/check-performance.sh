@@ -46,6 +46,7 @@ strip --strip-debug "$BENCH"
 "$BENCH" workload capture-pcap --packets 200000 --streams 100 "$WORK/g711.pcap"
 "$BENCH" workload growing-chain --records 13 "$WORK/chain-13" >/dev/null
 "$BENCH" workload growing-chain --records 26 "$WORK/chain-26" >/dev/null
+"$BENCH" workload conference --participants 12 --seconds 300 "$WORK/conference" >/dev/null
 
 # Runs one workload under valgrind in a fixed environment.
 under() {
@@ -55,6 +56,13 @@ under() {
 # Its instruction count (callgrind).
 instructions() {
     under --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" "$@"
+    awk '/Collected :/ { print $NF }' "$WORK/valgrind.log"
+}
+# Its instruction count inside the functions whose symbols match a pattern (callgrind's
+# --toggle-collect): one step of a larger run.
+instructions_in() {
+    local pattern=$1; shift
+    under --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" --collect-atstart=no --toggle-collect="$pattern" "$@"
     awk '/Collected :/ { print $NF }' "$WORK/valgrind.log"
 }
 # Its peak heap in bytes, requested plus allocator overhead (massif's largest snapshot).
@@ -71,9 +79,13 @@ measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$W
 measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
 measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
 measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
+# The attribution of a 12-party, 5-minute conference's streams (ConferenceAttribution.attribute,
+# never inlined so that its symbol marks it), within the analysis that stores its rows.
+measured[conference-attribution]=$(instructions_in '*ConferenceAttributionO9attribute*' \
+    "$BENCH" workload analyze "$WORK/conference" --db "$WORK/conference.sqlite")
 rm -f "$WORK/analyze.sqlite"
 measured[analyze-peak-heap]=$(peak_heap "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite" --hand-off 1)
-instruction_workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26"
+instruction_workloads="scanner analyze capture collector-writer serve-writer growing-chain-13 growing-chain-26 conference-attribution"
 memory_workloads="analyze-peak-heap"
 
 # Rewrites a thresholds file from this run: the allowed step and the baseline are kept (a new

@@ -33,6 +33,9 @@ public enum ConferenceAttribution {
     /// A slot is judged when intervals cover at least this share of it.
     static let minimumCoverage = 0.5
 
+    /// Never inlined: the instruction-count check (`conference-attribution`) counts what runs
+    /// inside this function by its symbol.
+    @inline(never)
     public static func attribute(_ input: ConferenceInput, config: AnalysisConfig) -> ConferenceResult {
         Attribution(input: input, config: config).run()
     }

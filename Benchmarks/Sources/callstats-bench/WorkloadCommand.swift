@@ -18,7 +18,7 @@ struct WorkloadCommand: ParsableCommand {
         commandName: "workload",
         abstract: "Fixed workloads for the instruction-count checks (check-performance.sh).",
         subcommands: [
-            CorpusWorkload.self, CapturePcapWorkload.self, GrowingChainWorkload.self,
+            CorpusWorkload.self, CapturePcapWorkload.self, GrowingChainWorkload.self, ConferenceWorkload.self,
             ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self,
             ServeWriterWorkload.self,
         ])
@@ -40,6 +40,28 @@ struct CorpusWorkload: ParsableCommand {
         config.workers = 1
         let summary = try Simulator(config).write(to: folder)
         print("\(summary.calls) calls, \(summary.records) records in \(folder)")
+    }
+}
+
+/// Writes a simulated conference through a media server, one log per participant (not
+/// measured; `analyze` of its folder is, and within it the attribution of its poor streams).
+struct ConferenceWorkload: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "conference", abstract: "Write a simulated conference's logs.")
+
+    @Option(help: "Participants.")
+    var participants = 12
+
+    @Option(help: "Seconds of the call.")
+    var seconds = 300
+
+    @Argument(help: "The folder to write.")
+    var folder: String
+
+    func run() throws {
+        var config = ConferenceSimulation.Configuration(participants: participants)
+        config.seconds = seconds
+        let summary = try ConferenceSimulation(config).write(to: folder)
+        print("\(summary.files.count) participants, \(summary.records) records in \(folder)")
     }
 }
 
