@@ -3,6 +3,7 @@ import Foundation
 import Ingest
 import Report
 import SQLiteDatabase
+import Simulator
 import Store
 import TestSupport
 
@@ -38,6 +39,34 @@ enum ReportFixtures {
         _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs], database: db)).run()
         return db
     }()
+
+    /// The simulated conference of six (`callstats simulate --conference 6`: p1's uplink and
+    /// p2's downlink impaired), analysed alone.
+    static let conferenceDatabase: String = {
+        let logs = directory.appendingPathComponent("conference-logs").path
+        let simulation = try! ConferenceSimulation(ConferenceSimulation.Configuration(participants: 6))
+        _ = try! simulation.write(to: logs)
+        let db = directory.appendingPathComponent("conference.sqlite").path
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [logs], database: db)).run()
+        return db
+    }()
+
+    /// The conference's database with every participant's name made hostile text: the page
+    /// must show them as text.
+    static func hostileConferenceDatabase() throws -> String {
+        let db = directory.appendingPathComponent("hostile-conference-\(UUID().uuidString).sqlite").path
+        try FileManager.default.copyItem(atPath: conferenceDatabase, toPath: db)
+        let store = try CallStore(path: db)
+        for (table, column) in [
+            ("conference_participants", "participant"), ("conference_matrix", "receiver_participant"),
+            ("conference_matrix", "sender_participant"),
+        ] {
+            try store.db.run("UPDATE \(table) SET \(column) = ? || \(column) WHERE \(column) IS NOT NULL", [.text(hostile)])
+        }
+        try store.db.run("UPDATE conference_participants SET conference_id = ? || conference_id", [.text(hostile)])
+        try store.db.run("UPDATE conference_matrix SET conference_id = ? || conference_id", [.text(hostile)])
+        return db
+    }
 
     /// Text that would run script or add markup if the page put it in as HTML.
     static let hostile = "</script><script>document.body.dataset.pwned='1'</script><img src=x onerror=\"document.body.dataset.pwned='2'\">"
