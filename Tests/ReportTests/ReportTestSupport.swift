@@ -18,11 +18,12 @@ enum ReportFixtures {
         return db
     }()
 
-    /// The sample with one conversation added (the sample's calls are each one agent's, linked
-    /// to none): two legs whose `call` records carry the label `conversation`, in the sample's
+    /// The sample with one conversation and one conference added (the sample's calls are each
+    /// one agent's, linked to none): two legs whose `call` records carry the label
+    /// `conversation`, and the simulated conference of six (`conferenceLogs`), in the sample's
     /// week, so that every dashboard panel has rows to show.
-    static let sampleWithConversation: String = {
-        let db = directory.appendingPathComponent("sample-conversation.sqlite").path
+    static let dashboardSample: String = {
+        let db = directory.appendingPathComponent("sample-dashboards.sqlite").path
         let legs = directory.appendingPathComponent("legs.ndjson").path
         let t0: Int64 = 1_795_003_200_000  // 2026-11-18 12:00 UTC
         let w = try! LogWriter(path: legs)
@@ -36,16 +37,22 @@ enum ReportFixtures {
         }
         try! w.close()
         let sample = TestPaths.sampleData.appendingPathComponent("sample").path
-        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs], database: db)).run()
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs, conferenceLogs], database: db)).run()
         return db
     }()
 
-    /// The simulated conference of six (`callstats simulate --conference 6`: p1's uplink and
-    /// p2's downlink impaired), analysed alone.
-    static let conferenceDatabase: String = {
+    /// The logs of the simulated conference of six (`callstats simulate --conference 6`, id
+    /// `conf-1`: p1's uplink and p2's downlink impaired), in the sample's week.
+    static let conferenceLogs: String = {
         let logs = directory.appendingPathComponent("conference-logs").path
         let simulation = try! ConferenceSimulation(ConferenceSimulation.Configuration(participants: 6))
         _ = try! simulation.write(to: logs)
+        return logs
+    }()
+
+    /// The simulated conference analysed alone.
+    static let conferenceDatabase: String = {
+        let logs = conferenceLogs
         let db = directory.appendingPathComponent("conference.sqlite").path
         _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [logs], database: db)).run()
         return db
