@@ -216,6 +216,26 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
         XCTAssertEqual(try run("variable conference_id").rows.map { $0[0].description }, ["conf-1"])
     }
 
+    /// The HTML report's conferences section reads PostgreSQL as it reads SQLite: the same
+    /// conferences, drill-downs and offenders in the page's data.
+    func testReportConferencesReadPostgresLikeSQLite() throws {
+        let sample = try analysedSample()
+        func conferences(_ db: String) throws -> NSDictionary {
+            let out = TestPaths.temporaryDirectory("grafana-pg").appendingPathComponent("report-\(UUID().uuidString).html").path
+            let run = try runProcess(Self.binary, ["report", "--db", db, "--out", out])
+            XCTAssertEqual(run.status, 0, "report --db \(db): \(run.err)")
+            let html = try String(contentsOfFile: out, encoding: .utf8)
+            let open = try XCTUnwrap(html.range(of: "<script type=\"application/json\" id=\"data\">"))
+            let close = try XCTUnwrap(html.range(of: "</script>", range: open.upperBound..<html.endIndex))
+            let data = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(html[open.upperBound..<close.lowerBound].utf8)) as? [String: Any])
+            return try XCTUnwrap(data["conferences"] as? NSDictionary, "the page has conferences")
+        }
+        let postgres = try conferences(sample.postgres)
+        XCTAssertEqual(postgres, try conferences(sample.sqlite))
+        let first = try XCTUnwrap((postgres["rows"] as? [[String: Any]])?.first)
+        XCTAssertEqual(first["worst_uplink"] as? String, "p1")
+    }
+
     func testSamePanelsAsTheSQLiteDashboardOnTheProvisionedDataSource() throws {
         let dashboard = try Self.dashboard(in: Self.folder)
         let sqliteDashboard = try Self.dashboard(in: Self.sqliteFolder)
