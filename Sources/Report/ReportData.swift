@@ -27,6 +27,9 @@ public struct ReportData {
         /// Participants drawn in a conference drill-down at most (those with the most poor
         /// minutes, received or caused).
         public var conferenceParticipants = 32
+        /// Senders named in a poor cell's tooltip at most (the rest counted): a receiver whose
+        /// downlink fails in a large conference has every sender's streams poor at once.
+        public var conferenceSendersPerCell = 3
 
         public init() {}
     }
@@ -317,8 +320,9 @@ public struct ReportData {
 
     /// One conference as participants × time: per participant, a state per column (`0` no
     /// received stream, `1` fine, `2` warn, `3` poor: a string of digits, one per column) and,
-    /// for its poor columns only, the causes and the senders whose streams were poor; and the
-    /// participants whose uplink or downlink spoiled minutes (`conference_offenders`).
+    /// for its poor columns only, `[column, cause letters, [[sender, kinds, cause letters]],
+    /// senders not named]`; and the participants whose uplink or downlink spoiled minutes
+    /// (`conference_offenders`).
     static func conferenceDrillDown(_ db: some StoreRows, id: String, options: Options, settings: AnalysisConfig) throws -> JSONValue {
         let participants = try db.selectRows(
             """
@@ -386,11 +390,12 @@ public struct ReportData {
         func ordered(_ letters: Set<String>) -> String { letterOrder.filter(letters.contains).joined() }
         let rows: [JSONValue] = participants.map { p in
             let cells: [JSONValue] = (poor[p] ?? [:]).sorted { $0.key < $1.key }.map { column, senders in
-                let list: [JSONValue] = senders.sorted { $0.key < $1.key }.map { sender, e in
+                let named = senders.sorted { $0.key < $1.key }.prefix(max(1, options.conferenceSendersPerCell))
+                let list: [JSONValue] = named.map { sender, e in
                     .array([.string(sender), .string(e.kinds.sorted().joined(separator: "+")), .string(ordered(e.causes))])
                 }
                 let causes = senders.values.reduce(into: Set<String>()) { $0.formUnion($1.causes) }
-                return .array([.number(Double(column)), .string(ordered(causes)), .array(list)])
+                return .array([.number(Double(column)), .string(ordered(causes)), .array(list), .number(Double(senders.count - named.count))])
             }
             return .object([
                 "name": .string(p), "states": .string((states[p] ?? Array(repeating: 0, count: columns)).map(String.init).joined()),

@@ -366,7 +366,7 @@ public enum ReportPage {
               let tip = r.name + " · " + clock(from) + "–" + clock(from + d.column_ms) + " UTC · " + STATES[st][0];
               if (p) {
                 td.textContent = p[1].slice(0, 2);
-                tip += "\npoor streams from: " + p[2].map(([sender, kinds, causes]) => sender + " " + kinds + " (" + causes.split("").map(causeName).join(", ") + ")").join("; ");
+                tip += "\npoor streams from: " + p[2].map(([sender, kinds, causes]) => sender + " " + kinds + " (" + causes.split("").map(causeName).join(", ") + ")").join("; ") + (p[3] ? "; and " + p[3] + " more" : "");
               }
               td.title = tip; td.style.width = td.style.minWidth = cell + "px"; tr.appendChild(td);
             }

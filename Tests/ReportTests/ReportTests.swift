@@ -189,6 +189,45 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(offenders.contains { $0[0] as? String == "p2" && ($0[3] as? Double ?? 0) > 0 }, "p2's own downlink")
     }
 
+    /// The page stays small on long and large conferences: a drill-down merges slots into at
+    /// most `conferenceColumns` columns (each the worst of its slots), draws at most
+    /// `conferenceParticipants` participants (those with the most poor minutes), and names at
+    /// most `conferenceSendersPerCell` senders in a cell, counting the rest.
+    func testConferenceDrillDownIsCapped() throws {
+        let store = try CallStore(path: ReportFixtures.conferenceDatabase, forWriting: false)
+        func drill(_ options: ReportData.Options) throws -> [String: Any] {
+            let data = try ReportData(database: store.db, name: "conference", generatedAt: 0, options: options)
+            let page = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(data.json.serialized().utf8)) as? [String: Any])
+            return try XCTUnwrap(((page["conferences"] as? [String: Any])?["drill"] as? [String: [String: Any]])?["conf-1"])
+        }
+        let full = try drill(ReportData.Options())
+        var options = ReportData.Options()
+        options.conferenceColumns = 5
+        options.conferenceParticipants = 3
+        options.conferenceSendersPerCell = 1
+        let capped = try drill(options)
+        let columns = try XCTUnwrap(full["columns"] as? Int)
+        let merge = (columns + 4) / 5
+        XCTAssertEqual(capped["columns"] as? Int, (columns + merge - 1) / merge)
+        XCTAssertEqual(capped["column_ms"] as? Int, 10_000 * merge)
+        let rows = try XCTUnwrap(capped["rows"] as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["name"] as? String }.first, "p1", "the participant with the most minutes spoiled comes first")
+        XCTAssertEqual(rows.count, 3)
+        let fullRows = try XCTUnwrap(full["rows"] as? [[String: Any]])
+        for row in rows {
+            let name = try XCTUnwrap(row["name"] as? String)
+            let fine = Array(try XCTUnwrap(fullRows.first { $0["name"] as? String == name }?["states"] as? String))
+            let merged = Array(try XCTUnwrap(row["states"] as? String))
+            for (c, state) in merged.enumerated() {
+                XCTAssertEqual(state, fine[(c * merge)..<min(fine.count, (c + 1) * merge)].max(), "\(name) column \(c): the worst of its slots")
+            }
+        }
+        // p2's downlink cells: every sender poor at once, one named and the rest counted.
+        let p2 = try XCTUnwrap(rows.first { $0["name"] as? String == "p2" }?["poor"] as? [[Any]])
+        XCTAssertTrue(p2.allSatisfy { ($0[2] as? [Any])?.count == 1 })
+        XCTAssertTrue(p2.contains { ($0[3] as? Int ?? 0) >= 4 }, "the senders not named are counted")
+    }
+
     /// A database without conferences, or one older than the conference tables, has no section.
     func testNoConferencesNoSection() throws {
         let (html, _) = try write(ReportFixtures.sampleDatabase)
