@@ -56,10 +56,12 @@ demo: build
 report: demo
 	$(BIN) report --db $(DB) --out report.html
 
-# Dashboards/report.png, the README's picture of the report (needs chromium).
+# Dashboards/report.png, the README's picture of the report, and Dashboards/conference.png,
+# a simulated conference's drill-down (needs chromium).
 screenshot: build
 	@rm -f $(DB) $(DB)-journal $(DB)-wal $(DB)-shm $(DB).lock
 	BIN=$(BIN) DB=$(DB) sh Dashboards/screenshot.sh
+	BIN=$(BIN) sh Dashboards/screenshot.sh conference
 
 test: test-deps format-check
 	$(SWIFT) build --build-tests

@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "PostgresDatabase", dependencies: ["CLibPQ"]),
         .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
-        .target(name: "Report", dependencies: ["CallLog", "SQLiteDatabase", "Store"]),
+        .target(name: "Report", dependencies: ["Analysis", "CallLog", "SQLiteDatabase", "Store"]),
         .target(
             name: "IngestServer",
             dependencies: [
@@ -131,7 +131,8 @@ let package = Package(
                 "Importers", "TestSupport", "MaterialTestSupport",
             ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
-        .testTarget(name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "TestSupport"]),
+        .testTarget(
+            name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "Simulator", "TestSupport"]),
         .testTarget(
             name: "IngestServerTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import Analysis
 import CallLog
 import SQLiteDatabase
 import Store
@@ -7,7 +8,9 @@ import Store
 /// Sized for millions of calls: quality over time and the breakdowns come from the `rollups`
 /// table (one row per bucket and dimension value, never per call); the distributions are one
 /// pass over `calls` into fixed bins; only the worst calls are read row by row, with their
-/// intervals, events and findings for the drill-down.
+/// intervals, events and findings for the drill-down. Conferences are read the same way: the
+/// worst few by their participants' rows, and only those few's slots, one conference at a time
+/// through the `conference_matrix_id` index, aggregated per participant per slot.
 public struct ReportData {
     public struct Options: Sendable {
         /// Calls listed in the worst-calls table (the filters then pick among them).
@@ -16,6 +19,17 @@ public struct ReportData {
         public var drillDowns = 50
         /// Hourly buckets up to this span, daily beyond (keeps the page small on long ranges).
         public var hourlyUpToDays = 14.0
+        /// Conferences listed (most poor participant-minutes first), each with its drill-down.
+        public var conferences = 50
+        /// Columns of a conference drill-down at most: a longer conference draws consecutive
+        /// slots merged into one column (the worst of them), so the page stays small.
+        public var conferenceColumns = 120
+        /// Participants drawn in a conference drill-down at most (those with the most poor
+        /// minutes, received or caused).
+        public var conferenceParticipants = 32
+        /// Senders named in a poor cell's tooltip at most (the rest counted): a receiver whose
+        /// downlink fails in a large conference has every sender's streams poor at once.
+        public var conferenceSendersPerCell = 3
 
         public init() {}
     }
@@ -24,6 +38,9 @@ public struct ReportData {
     public private(set) var json: JSONValue = .null
     public private(set) var callCount: Int64 = 0
     public private(set) var poorCount: Int64 = 0
+    /// Whether the page has a conferences section: the database has conference tables (schema
+    /// version 7) and at least one conference.
+    public private(set) var hasConferences = false
 
     /// Dimensions as named in `rollups.dimension`, in the order the page shows them.
     static let dimensions = ["network", "platform", "sdk", "app_version", "codec", "candidate_type", "media", "end_reason"]
@@ -38,11 +55,12 @@ public struct ReportData {
         ("sdk", "SDK score (0-100, mean over time)", "sdk_quality_mean", 0, 5, 21),
     ]
 
-    /// `grading`: the settings the calls were graded with, as the header says them.
+    /// `grading`: the settings the calls were graded with, as the header says them; `settings`:
+    /// those settings (their warn thresholds colour a conference's fair-but-impaired slots).
     /// `progress`: told each stage as it begins.
     public init(
-        database db: some StoreRows, name: String, generatedAt: Int64, grading: String = "defaults", options: Options = Options(),
-        progress: ((String) -> Void)? = nil
+        database db: some StoreRows, name: String, generatedAt: Int64, grading: String = "defaults",
+        settings: AnalysisConfig = AnalysisConfig(), options: Options = Options(), progress: ((String) -> Void)? = nil
     ) throws {
         progress?("counting calls")
         callCount = try db.selectRows("SELECT count(*) FROM calls", []).first?.first?.int64 ?? 0
@@ -74,6 +92,10 @@ public struct ReportData {
         root["worst"] = .array(worst.rows)
         progress?("\(callCount) calls: drill-downs of \(min(options.drillDowns, worst.ids.count)) calls")
         root["drill"] = try ReportData.drillDowns(db, calls: Array(worst.ids.prefix(options.drillDowns)))
+        progress?("conferences: the \(options.conferences) worst")
+        let conferences = try ReportData.conferences(db, options: options, settings: settings)
+        hasConferences = conferences != .null
+        root["conferences"] = conferences
         json = .object(root)
     }
 
@@ -248,6 +270,142 @@ public struct ReportData {
             out[id] = .object(["audio": .array(audio), "video": .array(video), "events": .array(ev), "findings": .array(fi)])
         }
         return .object(out)
+    }
+
+    // MARK: - Conferences
+
+    /// The `conferences` view's columns the page shows, and the names it reads them by.
+    static let conferenceColumns: [(column: String, name: String)] = [
+        ("conference_id", "id"), ("participants", "participants"), ("legs", "legs"), ("start_ts", "start"), ("end_ts", "end"),
+        ("poor_participant_minutes", "poor_minutes"), ("spoiled_by_uplinks_minutes", "uplink_minutes"),
+        ("own_downlink_minutes", "downlink_minutes"), ("worst_uplink", "worst_uplink"), ("stream_slots", "stream_slots"),
+        ("poor_slots", "poor_slots"), ("sender_uplink_slots", "sender_uplink"), ("receiver_downlink_slots", "receiver_downlink"),
+        ("both_slots", "both"), ("server_or_path_slots", "server_or_path"), ("unknown_slots", "unknown"),
+    ]
+
+    /// The letter a cause is drawn with in a drill-down cell (the page's legend says them).
+    static let causeLetters = [
+        "sender_uplink": "U", "receiver_downlink": "D", "both": "B", "server_or_path": "S", "unknown": "?",
+    ]
+
+    /// The worst conferences (most poor participant-minutes first) and a drill-down of each;
+    /// `.null` for a database without conferences, or older than the conference tables (it
+    /// is reported as it is, without the section).
+    ///
+    /// Bounded on big databases: the worst are chosen from `conference_participants` (one row
+    /// per leg), and each chosen conference is read by its id alone, which the
+    /// `conference_matrix_id` index (`conference_id` first) finds without a scan.
+    static func conferences(_ db: some StoreRows, options: Options, settings: AnalysisConfig) throws -> JSONValue {
+        guard options.conferences > 0, try db.hasColumn("conference_matrix", "cause"), try db.hasColumn("conferences", "unknown_slots")
+        else { return .null }
+        let ids = try db.selectRows(
+            """
+            SELECT conference_id FROM conference_participants GROUP BY conference_id
+            ORDER BY sum(poor_received_minutes) DESC, min(joined_ts), conference_id LIMIT ?
+            """, [.integer(Int64(options.conferences))]
+        ).compactMap { $0[0].string }
+        guard !ids.isEmpty else { return .null }
+        let select = "SELECT \(conferenceColumns.map(\.column).joined(separator: ", ")) FROM conferences WHERE conference_id = ?"
+        var rows: [JSONValue] = []
+        var drill = JSONObject()
+        for id in ids {
+            guard let row = try db.selectRows(select, [.text(id)]).first else { continue }
+            var o = JSONObject()
+            for (i, c) in conferenceColumns.enumerated() { o[c.name] = json(row[i]) }
+            rows.append(.object(o))
+            drill[id] = try conferenceDrillDown(db, id: id, options: options, settings: settings)
+        }
+        return .object(["rows": .array(rows), "drill": .object(drill)])
+    }
+
+    /// One conference as participants × time: per participant, a state per column (`0` no
+    /// received stream, `1` fine, `2` warn, `3` poor: a string of digits, one per column) and,
+    /// for its poor columns only, `[column, cause letters, [[sender, kinds, cause letters]],
+    /// senders not named]`; and the participants whose uplink or downlink spoiled minutes
+    /// (`conference_offenders`).
+    static func conferenceDrillDown(_ db: some StoreRows, id: String, options: Options, settings: AnalysisConfig) throws -> JSONValue {
+        let participants = try db.selectRows(
+            """
+            SELECT participant, sum(poor_received_minutes) + sum(spoiled_for_others_minutes), min(joined_ts)
+            FROM conference_participants WHERE conference_id = ? GROUP BY participant
+            ORDER BY 2 DESC, 3, participant LIMIT ?
+            """, [.text(id), .integer(Int64(max(1, options.conferenceParticipants)))]
+        ).compactMap { $0[0].string }
+        let shown = Set(participants)
+        // Per receiver and slot: the worst of its received streams. Warn: not poor, yet a
+        // stream lost `loss_warn_pct`, froze `freeze_warn_pct` or fell below MOS `mos_fair`.
+        let slots = try db.selectRows(
+            """
+            SELECT receiver_participant, slot_start_ts, max(slot_end_ts - slot_start_ts), max(poor),
+                   max(CASE WHEN loss_pct >= ? OR freeze_pct >= ? OR mos_lq < ? THEN 1 ELSE 0 END)
+            FROM conference_matrix WHERE conference_id = ? GROUP BY receiver_participant, slot_start_ts
+            """,
+            [.real(settings.lossWarnPct), .real(settings.freezeWarnPct), .real(settings.mosFair), .text(id)])
+        let poorStreams = try db.selectRows(
+            """
+            SELECT receiver_participant, slot_start_ts, sender_participant, kind, cause
+            FROM conference_matrix WHERE conference_id = ? AND poor = 1
+            GROUP BY receiver_participant, slot_start_ts, sender_participant, kind, cause
+            """, [.text(id)])
+        let offenders: [JSONValue] = try db.selectRows(
+            """
+            SELECT participant, spoiled_minutes, participants_affected, own_downlink_minutes
+            FROM conference_offenders WHERE conference_id = ? ORDER BY spoiled_minutes DESC, participant LIMIT 10
+            """, [.text(id)]
+        ).map { .array($0.map(json)) }
+        let starts = slots.compactMap { $0[1].int64 }
+        guard let first = starts.min(), let last = starts.max() else {
+            // Legs without a slot of media: each participant a row without columns.
+            let rows: [JSONValue] = participants.map { .object(["name": .string($0), "states": .string(""), "poor": .array([])]) }
+            return .object([
+                "start": .null, "slot_ms": .null, "column_ms": .null, "columns": 0, "rows": .array(rows), "offenders": .array(offenders),
+            ])
+        }
+        let slotMs = max(1, slots.compactMap { $0[2].int64 }.max() ?? settings.windowMs)
+        let slotCount = Int((last - first) / slotMs) + 1
+        let merge = (slotCount + max(1, options.conferenceColumns) - 1) / max(1, options.conferenceColumns)
+        let columnMs = slotMs * Int64(merge)
+        let columns = Int((last - first) / columnMs) + 1
+        func column(_ ts: Int64) -> Int { min(columns - 1, Int((ts - first) / columnMs)) }
+
+        var states: [String: [UInt8]] = [:]
+        for row in slots {
+            guard let p = row[0].string, shown.contains(p), let ts = row[1].int64 else { continue }
+            let state: UInt8 = row[3].int64 == 1 ? 3 : row[4].int64 == 1 ? 2 : 1
+            var s = states[p] ?? Array(repeating: 0, count: columns)
+            s[column(ts)] = max(s[column(ts)], state)
+            states[p] = s
+        }
+        // Per receiver and poor column: each sender's poor kinds under each cause.
+        var poor: [String: [Int: [String: (kinds: Set<String>, causes: Set<String>)]]] = [:]
+        for row in poorStreams {
+            guard let p = row[0].string, shown.contains(p), let ts = row[1].int64 else { continue }
+            let sender = row[2].string ?? "an unmatched sender"
+            var entry = poor[p, default: [:]][column(ts), default: [:]][sender] ?? ([], [])
+            if let kind = row[3].string { entry.kinds.insert(kind) }
+            entry.causes.insert(causeLetters[row[4].string ?? "unknown"] ?? "?")
+            poor[p, default: [:]][column(ts), default: [:]][sender] = entry
+        }
+        let letterOrder = ["U", "D", "B", "S", "?"]
+        func ordered(_ letters: Set<String>) -> String { letterOrder.filter(letters.contains).joined() }
+        let rows: [JSONValue] = participants.map { p in
+            let cells: [JSONValue] = (poor[p] ?? [:]).sorted { $0.key < $1.key }.map { column, senders in
+                let named = senders.sorted { $0.key < $1.key }.prefix(max(1, options.conferenceSendersPerCell))
+                let list: [JSONValue] = named.map { sender, e in
+                    .array([.string(sender), .string(e.kinds.sorted().joined(separator: "+")), .string(ordered(e.causes))])
+                }
+                let causes = senders.values.reduce(into: Set<String>()) { $0.formUnion($1.causes) }
+                return .array([.number(Double(column)), .string(ordered(causes)), .array(list), .number(Double(senders.count - named.count))])
+            }
+            return .object([
+                "name": .string(p), "states": .string((states[p] ?? Array(repeating: 0, count: columns)).map(String.init).joined()),
+                "poor": .array(cells),
+            ])
+        }
+        return .object([
+            "start": .number(Double(first)), "slot_ms": .number(Double(slotMs)), "column_ms": .number(Double(columnMs)),
+            "columns": .number(Double(columns)), "rows": .array(rows), "offenders": .array(offenders),
+        ])
     }
 
     /// A database value as JSON, reals rounded to 3 decimals (the page shows at most 2).

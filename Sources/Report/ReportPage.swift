@@ -12,7 +12,7 @@ public enum ReportPage {
         return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             + "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             + "<title>callstats report</title><style>\(css)</style></head><body>"
-            + body
+            + body.replacingOccurrences(of: conferencesPlace, with: data.hasConferences ? conferencesSection : "")
             + "<script type=\"application/json\" id=\"data\">\(json)</script>"
             + "<script>\(script)</script></body></html>\n"
     }
@@ -40,7 +40,19 @@ public enum ReportPage {
         <section><h2>Worst calls</h2><p class="note">Poor calls, lowest sustained MOS first, then calls without media; click a row to see it on one time axis.</p>
         <div class="scroll"><table id="worst"><thead></thead><tbody></tbody></table></div></section>
         <section id="drill"><h2>Call drill-down</h2><div id="drill-title" class="note">Select a call above.</div><div id="drill-charts"></div></section>
+        \(conferencesPlace)
         <footer id="status"></footer>
+        """
+
+    /// Where the conferences section goes in `body`: only a database with conferences has one.
+    static let conferencesPlace = "<!-- conferences -->"
+
+    static let conferencesSection = """
+        <section id="conferences" data-part="conferences"><h2>Conferences</h2><p class="note">Group calls through a media server, most poor participant-minutes first \
+        (the time range applies); click a row to see whose network spoiled whose call.</p>
+        <div class="scroll"><table id="conf-list"><thead></thead><tbody></tbody></table></div></section>
+        <section id="conf-drill" data-part="conferences"><h2>Conference drill-down</h2><div id="conf-title" class="note">Select a conference above.</div>
+        <div class="legend" id="conf-legend"></div><div class="scroll" id="conf-matrix"></div><div id="conf-offenders"></div></section>
         """
 
     static let css = """
@@ -62,6 +74,13 @@ public enum ReportPage {
         .chip.poor{background:var(--poor)}.chip.warn{background:var(--fair)}.chip.info{background:var(--mute)}
         .bar{height:10px;background:var(--poor);border-radius:2px;display:inline-block;vertical-align:middle}
         #errors{color:#b00020;margin:0 24px;white-space:pre-wrap}footer{color:var(--mute);font-size:11px;margin:8px 24px 24px}
+        .causes{display:inline-flex;height:10px;width:120px;background:var(--line);border-radius:2px;overflow:hidden;vertical-align:middle}.causes i{display:block;height:10px}
+        table.matrix{width:auto;border-collapse:separate;border-spacing:1px}table.matrix th,table.matrix td{padding:0;border:0;font-size:11px}
+        table.matrix th.who{padding-right:8px;text-align:right;font-weight:600;color:var(--ink);max-width:220px;overflow:hidden;text-overflow:ellipsis}
+        table.matrix th.t{color:var(--mute);font-weight:400;text-align:left;height:16px;overflow:visible;max-width:14px}
+        table.matrix td{width:14px;min-width:14px;height:20px;text-align:center;color:#fff;font-weight:700;line-height:20px}
+        .s0{background:#d5d9e0}.s1{background:var(--good)}.s2{background:var(--fair)}.s3{background:var(--poor)}
+        #conf-offenders p{margin:6px 0}body[data-focus] > section:not([data-part]){display:none}
         @media (max-width:1000px){.grid2,.grid3{grid-template-columns:1fr}}
         """
 
@@ -287,6 +306,81 @@ public enum ReportPage {
           });
         }
 
+        // ---- conferences: the worst listed, one drawn as participants × time
+        // Drill-downs by conference id through a Map, as the calls' (ids are data).
+        const conferenceDrills = new Map(Object.entries(D.conferences ? D.conferences.drill : {}));
+        const CAUSES = [["U", "sender_uplink", "a sender's uplink", "#d9534f"], ["D", "receiver_downlink", "own downlink", "#6c4a9e"],
+          ["B", "both", "both", "#8b1e3f"], ["S", "server_or_path", "server or path", "#2b6cb0"], ["?", "unknown", "unknown", "#9aa1ad"]];
+        const causeName = letter => (CAUSES.find(c => c[0] === letter) || CAUSES[4])[2];
+        const STATES = [["no data", "s0"], ["fine", "s1"], ["warn", "s2"], ["poor", "s3"]];
+        const minutes = x => x === null || x === undefined ? "–" : String(+Number(x).toFixed(2));
+        const clock = ms => new Date(ms).toISOString().slice(11, 19);
+        function drawConferences() {
+          if (!D.conferences) return [];
+          const t = document.getElementById("conf-list"), head = t.tHead, bodyEl = t.tBodies[0];
+          head.textContent = ""; bodyEl.textContent = "";
+          const hr = el("tr");
+          [["started (UTC)", ""], ["conference", ""], ["participants", "num"], ["poor participant-min", "num"], ["by uplinks min", "num"], ["by own downlinks min", "num"], ["poor stream-slots by cause", ""], ["worst uplink", ""]].forEach(([n, c]) => hr.appendChild(el("th", c, n)));
+          head.appendChild(hr);
+          const list = D.conferences.rows.filter(c => c.start >= state.from && c.start < state.to + bucketMs);
+          list.forEach(c => {
+            const tr = el("tr", "pick");
+            tr.appendChild(el("td", null, iso(c.start)));
+            const idCell = el("td", "id", c.id.length > 24 ? c.id.slice(0, 22) + "…" : c.id); idCell.title = c.id; tr.appendChild(idCell);
+            tr.appendChild(el("td", "num", c.participants)); tr.appendChild(el("td", "num", minutes(c.poor_minutes)));
+            tr.appendChild(el("td", "num", minutes(c.uplink_minutes))); tr.appendChild(el("td", "num", minutes(c.downlink_minutes)));
+            const td = el("td"), bar = el("span", "causes"), poorSlots = CAUSES.reduce((s, k) => s + (c[k[1]] || 0), 0);
+            CAUSES.forEach(([letter, key, name, color]) => { if (!c[key]) return; const i = el("i"); i.style.width = (100 * c[key] / poorSlots) + "%"; i.style.background = color; i.title = name + ": " + c[key]; bar.appendChild(i); });
+            td.appendChild(bar);
+            td.appendChild(document.createTextNode(" " + CAUSES.filter(k => c[k[1]]).map(k => k[0] + " " + c[k[1]]).join(" · ")));
+            tr.appendChild(td); tr.appendChild(el("td", "worst-uplink", c.worst_uplink === null ? "–" : c.worst_uplink));
+            tr.onclick = () => { document.querySelectorAll("#conf-list tr.sel").forEach(r => r.classList.remove("sel")); tr.classList.add("sel"); drawConferenceDrill(c); };
+            bodyEl.appendChild(tr);
+          });
+          if (!list.length) { const tr = el("tr"); const td = el("td", "note", "No conferences in this time range."); td.colSpan = 8; tr.appendChild(td); bodyEl.appendChild(tr); }
+          return list;
+        }
+        function drawConferenceDrill(c) {
+          const d = conferenceDrills.get(c.id), box = document.getElementById("conf-matrix"), notes = document.getElementById("conf-offenders");
+          box.textContent = ""; notes.textContent = "";
+          document.getElementById("conf-title").textContent = c.id + " · started " + iso(c.start) + " UTC · " + c.participants + " participants · " + minutes(c.poor_minutes) + " poor participant-minutes";
+          const lg = document.getElementById("conf-legend"); lg.textContent = "";
+          STATES.forEach(([name, cls]) => { const s = el("span"); const i = el("i", cls); s.appendChild(i); s.appendChild(document.createTextNode(name)); lg.appendChild(s); });
+          CAUSES.forEach(([letter, , name]) => lg.appendChild(el("span", null, letter + " " + name)));
+          lg.appendChild(el("span", "note", "each cell: the worst stream the participant received in the slot; hover for the senders"));
+          if (!d || !d.columns) { box.appendChild(el("p", "note", "No received stream of this conference has a slot of media.")); return; }
+          // Cells as wide as the section allows (up to 40 px), so a short conference reads as well as a long one.
+          const table = el("table", "matrix"), head = el("tr"), cell = Math.max(14, Math.min(40, Math.floor(960 / d.columns)));
+          const step = Math.max(Math.ceil(56 / cell), Math.ceil(d.columns / 15));
+          head.appendChild(el("th"));
+          for (let col = 0; col < d.columns; col += step) {
+            const s = (col * d.column_ms) / 1000, th = el("th", "t", Math.floor(s / 60) + ":" + String(Math.round(s % 60)).padStart(2, "0"));
+            th.colSpan = Math.min(step, d.columns - col); head.appendChild(th);
+          }
+          table.appendChild(head);
+          [...d.rows].sort((a, b) => a.name.localeCompare(b.name, "en", {numeric: true})).forEach(r => {
+            const tr = el("tr"), who = el("th", "who", r.name), poor = new Map(r.poor.map(e => [e[0], e]));
+            who.title = r.name; tr.appendChild(who);
+            for (let col = 0; col < d.columns; col++) {
+              const st = +(r.states[col] || 0), td = el("td", "s" + st), from = d.start + col * d.column_ms, p = poor.get(col);
+              let tip = r.name + " · " + clock(from) + "–" + clock(from + d.column_ms) + " UTC · " + STATES[st][0];
+              if (p) {
+                td.textContent = p[1].slice(0, 2);
+                tip += "\npoor streams from: " + p[2].map(([sender, kinds, causes]) => sender + " " + kinds + " (" + causes.split("").map(causeName).join(", ") + ")").join("; ") + (p[3] ? "; and " + p[3] + " more" : "");
+              }
+              td.title = tip; td.style.width = td.style.minWidth = cell + "px"; tr.appendChild(td);
+            }
+            table.appendChild(tr);
+          });
+          box.appendChild(table);
+          d.offenders.forEach(([who, spoiled, affected, own]) => {
+            if (spoiled > 0) notes.appendChild(el("p", "offender", who + "'s uplink spoiled " + minutes(spoiled) + " receiver-minutes for " + affected + (affected === 1 ? " participant" : " participants")));
+            if (own > 0) notes.appendChild(el("p", "offender", who + "'s own downlink spoiled " + minutes(own) + " of its received minutes"));
+          });
+          if (!d.offenders.length) notes.appendChild(el("p", "note", "No participant's uplink or downlink spoiled a minute."));
+          document.body.dataset.conferenceRows = d.rows.length;
+        }
+
         function drawSummary(sel) {
           const box = document.getElementById("summary"); box.textContent = "";
           const sum = k => sel.reduce((s, r) => s + (r[cols[k]] || 0), 0);
@@ -305,12 +399,16 @@ public enum ReportPage {
             const list = drawWorst();
             const first = list.find(w => drills.has(w.id));
             if (first) { drawDrill(first); const tr = [...document.querySelectorAll("#worst tr.pick")][0]; if (tr) tr.classList.add("sel"); }
-            document.getElementById("status").textContent = "charts drawn: " + charts.drawn + " · worst calls listed: " + list.length;
+            const conferences = drawConferences();
+            if (conferences.length) { drawConferenceDrill(conferences[0]); document.querySelector("#conf-list tr.pick").classList.add("sel"); }
+            document.getElementById("status").textContent = "charts drawn: " + charts.drawn + " · worst calls listed: " + list.length + (D.conferences ? " · conferences listed: " + conferences.length : "");
             if (document.body.dataset.rendered !== "error") document.body.dataset.rendered = "ok";
             document.body.dataset.charts = charts.drawn;
           } catch (e) { fail(e && e.stack || String(e)); }
         }
 
+        // report.html#conferences shows the conferences alone (a link to them, or a screenshot).
+        if (location.hash === "#conferences" && D.conferences) document.body.dataset.focus = "conferences";
         document.getElementById("meta").textContent = D.meta.db + " · " + thousands(D.meta.calls) + " calls" + (D.meta.first !== null ? " · " + iso(D.meta.first) + " to " + iso(D.meta.last) + " UTC" : "") + " · graded with " + D.meta.grading + " · generated " + iso(D.meta.generated) + " UTC";
         if (!D.meta.calls) { document.getElementById("summary").textContent = "This database holds no calls yet: run callstats analyze first."; document.body.dataset.rendered = "ok"; document.body.dataset.charts = 0; }
         else { setupFilters(); draw(); }

@@ -21,14 +21,16 @@ public enum ReportWriter {
         let data: ReportData
         if StoreLocation.isPostgres(database) {
             let reader = try PostgresReader(url: database)
+            let settings = try reader.recordedSettings()
             data = try ReportData(
-                database: reader, name: reader.name, generatedAt: now, grading: try reader.recordedSettings().summaryText,
+                database: reader, name: reader.name, generatedAt: now, grading: settings.summaryText, settings: settings,
                 options: options, progress: progress)
         } else {
             let reader = try StoreReader(path: database)
+            let settings = try reader.recordedSettings()
             data = try ReportData(
                 database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-                grading: try reader.recordedSettingsSummary(), options: options, progress: progress)
+                grading: settings.summaryText, settings: settings, options: options, progress: progress)
         }
         progress?("writing \(output)")
         let page = Data(ReportPage.html(data).utf8)

@@ -67,8 +67,13 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
             try w.append(.end(call: id, ts: t0 + 60_000, reason: "terminatedLocally"))
         }
         try w.close()
+        // A simulated conference of six (conf-1: p1's uplink and p2's downlink impaired), in the
+        // sample's week, gives the conferences row rows.
+        let conference = folder.appendingPathComponent("conference").path
+        let simulate = try runProcess(Self.binary, ["simulate", "--conference", "6", "--out", conference])
+        XCTAssertEqual(simulate.status, 0, "simulate --conference 6: \(simulate.err)")
         for db in [url, sqlite] {
-            let run = try runProcess(Self.binary, ["analyze", logs, legs, "--db", db, "--quiet"])
+            let run = try runProcess(Self.binary, ["analyze", logs, legs, conference, "--db", db, "--quiet"])
             XCTAssertEqual(run.status, 0, "analyze --db \(db): \(run.err)")
         }
         Self.sample = (url, sqlite)
@@ -155,7 +160,7 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
         XCTAssertGreaterThan(all.filter { !$0.isVariable }.count, 20, "panels with queries")
         var ran = 0
         for (dimension, value) in Self.filters {
-            let variables = ["dimension": dimension, "value": value, "call_id": call]
+            let variables = ["dimension": dimension, "value": value, "call_id": call, "conference_id": "conf-1"]
             for q in all {
                 let context = "'\(q.panel)' (\(dimension) = \(value))"
                 XCTAssertFalse(q.sql.isEmpty, "'\(q.panel)': no query")
@@ -188,6 +193,47 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
         }
         XCTAssertEqual(ran, all.count * Self.filters.count)
         XCTAssertGreaterThan(ran, 100)
+    }
+
+    /// The conferences row answers alike in PostgreSQL: p1, whose uplink the simulation
+    /// impaired, is the conference's worst uplink and the only worst offender.
+    func testConferencePanelsNameTheImpairedUplink() throws {
+        let sample = try analysedSample()
+        let postgres = try StoreReader.open(sample.postgres)
+        let all = Self.queries(try Self.dashboard(in: Self.folder))
+        func run(_ panel: String) throws -> QueryResult {
+            let q = try XCTUnwrap(all.first { $0.panel == panel }, panel)
+            return try postgres.query(Self.fill(q.sql, from: 0, to: Int64.max / 2, variables: ["conference_id": "conf-1"]), limit: .max)
+        }
+        let conferences = try run("Conferences by poor participant-minutes")
+        XCTAssertEqual(conferences.rows.count, 1)
+        let row = Dictionary(uniqueKeysWithValues: zip(conferences.columns, try XCTUnwrap(conferences.rows.first)))
+        XCTAssertEqual(row["conference_id"]?.string, "conf-1")
+        XCTAssertEqual(row["worst_uplink"]?.string, "p1")
+        XCTAssertEqual(try run("Worst offenders").rows.map { $0[0].description }, ["p1"])
+        let drill = try run("Conference drill-down ($conference_id)")
+        XCTAssertTrue(drill.rows.contains { $0[0].string == "p2" && ($0[4].string ?? "").contains("receiver_downlink") })
+        XCTAssertEqual(try run("variable conference_id").rows.map { $0[0].description }, ["conf-1"])
+    }
+
+    /// The HTML report's conferences section reads PostgreSQL as it reads SQLite: the same
+    /// conferences, drill-downs and offenders in the page's data.
+    func testReportConferencesReadPostgresLikeSQLite() throws {
+        let sample = try analysedSample()
+        func conferences(_ db: String) throws -> NSDictionary {
+            let out = TestPaths.temporaryDirectory("grafana-pg").appendingPathComponent("report-\(UUID().uuidString).html").path
+            let run = try runProcess(Self.binary, ["report", "--db", db, "--out", out])
+            XCTAssertEqual(run.status, 0, "report --db \(db): \(run.err)")
+            let html = try String(contentsOfFile: out, encoding: .utf8)
+            let open = try XCTUnwrap(html.range(of: "<script type=\"application/json\" id=\"data\">"))
+            let close = try XCTUnwrap(html.range(of: "</script>", range: open.upperBound..<html.endIndex))
+            let data = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(html[open.upperBound..<close.lowerBound].utf8)) as? [String: Any])
+            return try XCTUnwrap(data["conferences"] as? NSDictionary, "the page has conferences")
+        }
+        let postgres = try conferences(sample.postgres)
+        XCTAssertEqual(postgres, try conferences(sample.sqlite))
+        let first = try XCTUnwrap((postgres["rows"] as? [[String: Any]])?.first)
+        XCTAssertEqual(first["worst_uplink"] as? String, "p1")
     }
 
     func testSamePanelsAsTheSQLiteDashboardOnTheProvisionedDataSource() throws {

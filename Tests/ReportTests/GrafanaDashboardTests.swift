@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteDatabase
+import Simulator
 import Store
 import TestSupport
 import XCTest
@@ -54,10 +55,10 @@ final class GrafanaDashboardTests: XCTestCase {
         return s
     }
 
-    /// On the sample with a conversation added (`sampleWithConversation`), so that the
-    /// conversations panel has one to show.
+    /// On the sample with a conversation and a conference added (`dashboardSample`), so that
+    /// the conversations and conferences panels have one to show.
     func testEveryQueryRunsOnTheSampleWithEveryFilter() throws {
-        let store = try CallStore(path: ReportFixtures.sampleWithConversation, forWriting: false)
+        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
         let from = try XCTUnwrap(store.db.scalar("SELECT min(start_ts) FROM calls")?.int64)
         let to = try XCTUnwrap(store.db.scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
         let call = try XCTUnwrap(
@@ -72,7 +73,7 @@ final class GrafanaDashboardTests: XCTestCase {
             let all = queries(dashboard)
             XCTAssertGreaterThan(all.filter { !$0.isVariable }.count, 20, "\(file): panels with queries")
             for (dimension, value) in [("all", "*"), ("network", "wifi"), ("app_version", "acme-phone 3.2.1"), ("candidate_type", "relay")] {
-                let variables = ["dimension": dimension, "value": value, "call_id": call]
+                let variables = ["dimension": dimension, "value": value, "call_id": call, "conference_id": "conf-1"]
                 for q in all {
                     XCTAssertFalse(q.sql.isEmpty, "\(file) '\(q.panel)': no query")
                     let sql = fill(q.sql, from: from, to: to, variables: variables)
@@ -119,7 +120,7 @@ final class GrafanaDashboardTests: XCTestCase {
     /// The sent direction per hour beside the received one (from the rollups' `mos_sent_*` and
     /// `loss_sent_*`, equal to what `calls` says), and the conversations with their legs.
     func testTheSentDirectionAndTheConversationsAreShown() throws {
-        let store = try CallStore(path: ReportFixtures.sampleWithConversation, forWriting: false)
+        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         func run(_ panel: String) throws -> (columns: [String], rows: [[SQLValue]]) {
             let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)
@@ -146,9 +147,54 @@ final class GrafanaDashboardTests: XCTestCase {
         XCTAssertGreaterThan(loss.rows.filter { $0[3].double != nil }.count, 10)
 
         let conversations = try run("Conversations")
-        XCTAssertEqual(conversations.rows.count, 1)
-        let c = try XCTUnwrap(conversations.rows.first).map(\.description)
+        XCTAssertEqual(conversations.rows.compactMap { $0[0].string }.sorted(), ["conf-1", "conv-grafana"], "the conference is one too")
+        let c = try XCTUnwrap(conversations.rows.first { $0[0].string == "conv-grafana" }).map(\.description)
         XCTAssertEqual(Array(c[0..<5]), ["conv-grafana", "2026-11-18 12:00:00", "2", "label", "grafana-leg-a grafana-leg-b"])
+    }
+
+    /// The conferences row on the simulated conference of six: listed with p1 as its worst
+    /// uplink, p1 the worst offender (and p2, whose downlink alone failed, not one), and the
+    /// drill-down of `conf-1` a row per participant and slot with p2's own downlink among the
+    /// causes; a time range without it lists nothing.
+    func testConferencePanelsShowTheSimulatedConference() throws {
+        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
+        let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
+        func run(_ panel: String, from: Int64 = 0, to: Int64 = Int64.max / 2) throws -> (columns: [String], rows: [[SQLValue]]) {
+            let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)
+            let r = try store.db.query(fill(q.sql, from: from, to: to, variables: ["conference_id": "conf-1"]))
+            return (r.columns, r.rows)
+        }
+        let conferences = try run("Conferences by poor participant-minutes")
+        XCTAssertEqual(conferences.rows.count, 1)
+        let conference = Dictionary(uniqueKeysWithValues: zip(conferences.columns, try XCTUnwrap(conferences.rows.first)))
+        XCTAssertEqual(conference["conference_id"]?.string, "conf-1")
+        XCTAssertEqual(conference["worst_uplink"]?.string, "p1")
+        XCTAssertEqual(conference["participants"]?.int64, 6)
+        XCTAssertEqual(conference["started"]?.string, "2026-11-21 09:00:00")
+
+        let offenders = try run("Worst offenders")
+        XCTAssertEqual(offenders.columns.first, "participant")
+        XCTAssertEqual(offenders.rows.map { $0[0].description }, ["p1"], "only p1's uplink spoiled others' streams")
+        let spoiled = try XCTUnwrap(store.db.scalar("SELECT spoiled_minutes FROM conference_offenders WHERE participant = 'p1'")?.double)
+        XCTAssertEqual(try XCTUnwrap(offenders.rows.first?[3].double), spoiled, accuracy: 0.001)
+        XCTAssertEqual(offenders.rows.first?[4].int64, 5, "participants affected")
+
+        let drill = try run("Conference drill-down ($conference_id)")
+        XCTAssertEqual(drill.columns, ["participant", "slot", "streams", "poor_streams", "causes", "poor_from"])
+        let cells = try XCTUnwrap(
+            store.db.scalar("SELECT count(*) FROM (SELECT DISTINCT receiver_participant, slot_start_ts FROM conference_matrix)")?.int64)
+        XCTAssertEqual(Int64(drill.rows.count), cells, "a row per participant and slot")
+        XCTAssertEqual(Set(drill.rows.compactMap { $0[0].string }), Set((1...6).map { "p\($0)" }))
+        let p2Downlink = drill.rows.filter { $0[0].string == "p2" && ($0[4].string ?? "").contains("receiver_downlink") }
+        XCTAssertFalse(p2Downlink.isEmpty, "p2's own downlink is a cause of its poor slots")
+        XCTAssertTrue(drill.rows.filter { $0[0].string == "p3" && ($0[3].int64 ?? 0) > 0 }.allSatisfy { $0[5].string == "p1" })
+        XCTAssertTrue(drill.rows.filter { $0[3].int64 == 0 }.allSatisfy { $0[4].string == "" && $0[5] == .null }, "fine slots name nothing")
+
+        let variable = try run("variable conference_id")
+        XCTAssertEqual(variable.rows.map { $0[0].description }, ["conf-1"])
+        let before = ConferenceSimulation.defaultStartMs - 1
+        XCTAssertTrue(try run("Conferences by poor participant-minutes", from: 0, to: before).rows.isEmpty, "the time range applies")
+        XCTAssertTrue(try run("Worst offenders", from: 0, to: before).rows.isEmpty, "the time range applies")
     }
 
     func testPanelsCoverTheQuestionsAndTheDataSourceIsProvisioned() throws {
@@ -159,7 +205,8 @@ final class GrafanaDashboardTests: XCTestCase {
             "Jitter (ms) per call", "RTT (ms) per call", "Time to media (ms) per call", "By network type", "By platform",
             "By sdk and version", "By app and version", "By audio codec", "By local candidate type", "Worst calls",
             "MOS-CQ", "Events and findings", "variable call_id", "SDK score per call", "MOS-CQ per hour: received and sent",
-            "Loss (%) per hour: received and sent", "Conversations",
+            "Loss (%) per hour: received and sent", "Conversations", "Conferences by poor participant-minutes", "Worst offenders",
+            "Conference drill-down ($conference_id)", "variable conference_id",
         ] {
             XCTAssertTrue(titles.contains(t), "panel '\(t)'")
         }

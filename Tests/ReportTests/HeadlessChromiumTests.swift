@@ -79,6 +79,35 @@ final class HeadlessChromiumTests: XCTestCase {
         }
     }
 
+    /// The simulated conference: its row is listed and its drill-down drawn, a row per
+    /// participant and a cell per slot, p1's uplink named below it, without a script error.
+    func testConferenceDrillDownRenders() throws {
+        _ = try browser()
+        let html = try page(ReportFixtures.conferenceDatabase)
+        let dom = try run(["--dump-dom", "file://" + html])
+        XCTAssertTrue(dom.contains("data-rendered=\"ok\""), "the script finished without an error")
+        XCTAssertTrue(dom.contains("<div id=\"errors\"></div>"), "no script error was shown")
+        XCTAssertTrue(dom.contains("data-conference-rows=\"6\""), "a row per participant")
+        XCTAssertTrue(dom.contains("<td class=\"id\" title=\"conf-1\">conf-1</td>"), "the conference is listed")
+        XCTAssertTrue(dom.contains("<td class=\"worst-uplink\">p1</td>"))
+        XCTAssertTrue(dom.contains("p1's uplink spoiled ") && dom.contains(" receiver-minutes for 5 participants"))
+        XCTAssertTrue(dom.contains("p2's own downlink spoiled "))
+        let poorCells = dom.matches(of: /<td class="s3" title="([^"]*)"/).map { String($0.1) }
+        XCTAssertFalse(poorCells.isEmpty, "poor cells are drawn")
+        XCTAssertTrue(poorCells.allSatisfy { $0.contains("poor streams from: ") }, "each poor cell names its senders")
+        XCTAssertTrue(poorCells.contains { $0.hasPrefix("p3 · ") && $0.contains("p1 audio+video (a sender's uplink)") })
+        XCTAssertTrue(poorCells.contains { $0.hasPrefix("p2 · ") && $0.contains("own downlink") })
+    }
+
+    func testHostileConferenceTextDoesNotRun() throws {
+        _ = try browser()
+        let dom = try run(["--dump-dom", "file://" + (try page(try ReportFixtures.hostileConferenceDatabase()))])
+        XCTAssertTrue(dom.contains("data-rendered=\"ok\""))
+        XCTAssertTrue(dom.contains("data-conference-rows=\"6\""), "the drill-down was drawn")
+        XCTAssertFalse(dom.contains("data-pwned"), "text from a log ran as script")
+        XCTAssertTrue(dom.contains("&lt;/script&gt;&lt;script&gt;"), "it is shown as text")
+    }
+
     func testHostileTextDoesNotRun() throws {
         _ = try browser()
         let dom = try run(["--dump-dom", "file://" + (try page(try ReportFixtures.hostileDatabase()))])

@@ -3,6 +3,7 @@ import Foundation
 import Ingest
 import Report
 import SQLiteDatabase
+import Simulator
 import Store
 import TestSupport
 
@@ -17,11 +18,12 @@ enum ReportFixtures {
         return db
     }()
 
-    /// The sample with one conversation added (the sample's calls are each one agent's, linked
-    /// to none): two legs whose `call` records carry the label `conversation`, in the sample's
+    /// The sample with one conversation and one conference added (the sample's calls are each
+    /// one agent's, linked to none): two legs whose `call` records carry the label
+    /// `conversation`, and the simulated conference of six (`conferenceLogs`), in the sample's
     /// week, so that every dashboard panel has rows to show.
-    static let sampleWithConversation: String = {
-        let db = directory.appendingPathComponent("sample-conversation.sqlite").path
+    static let dashboardSample: String = {
+        let db = directory.appendingPathComponent("sample-dashboards.sqlite").path
         let legs = directory.appendingPathComponent("legs.ndjson").path
         let t0: Int64 = 1_795_003_200_000  // 2026-11-18 12:00 UTC
         let w = try! LogWriter(path: legs)
@@ -35,9 +37,43 @@ enum ReportFixtures {
         }
         try! w.close()
         let sample = TestPaths.sampleData.appendingPathComponent("sample").path
-        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs], database: db)).run()
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [sample, legs, conferenceLogs], database: db)).run()
         return db
     }()
+
+    /// The logs of the simulated conference of six (`callstats simulate --conference 6`, id
+    /// `conf-1`: p1's uplink and p2's downlink impaired), in the sample's week.
+    static let conferenceLogs: String = {
+        let logs = directory.appendingPathComponent("conference-logs").path
+        let simulation = try! ConferenceSimulation(ConferenceSimulation.Configuration(participants: 6))
+        _ = try! simulation.write(to: logs)
+        return logs
+    }()
+
+    /// The simulated conference analysed alone.
+    static let conferenceDatabase: String = {
+        let logs = conferenceLogs
+        let db = directory.appendingPathComponent("conference.sqlite").path
+        _ = try! AnalyzeRun(options: AnalyzeRun.Options(paths: [logs], database: db)).run()
+        return db
+    }()
+
+    /// The conference's database with every participant's name made hostile text: the page
+    /// must show them as text.
+    static func hostileConferenceDatabase() throws -> String {
+        let db = directory.appendingPathComponent("hostile-conference-\(UUID().uuidString).sqlite").path
+        try FileManager.default.copyItem(atPath: conferenceDatabase, toPath: db)
+        let store = try CallStore(path: db)
+        for (table, column) in [
+            ("conference_participants", "participant"), ("conference_matrix", "receiver_participant"),
+            ("conference_matrix", "sender_participant"),
+        ] {
+            try store.db.run("UPDATE \(table) SET \(column) = ? || \(column) WHERE \(column) IS NOT NULL", [.text(hostile)])
+        }
+        try store.db.run("UPDATE conference_participants SET conference_id = ? || conference_id", [.text(hostile)])
+        try store.db.run("UPDATE conference_matrix SET conference_id = ? || conference_id", [.text(hostile)])
+        return db
+    }
 
     /// Text that would run script or add markup if the page put it in as HTML.
     static let hostile = "</script><script>document.body.dataset.pwned='1'</script><img src=x onerror=\"document.body.dataset.pwned='2'\">"
