@@ -77,7 +77,8 @@ final class HostileValueTests: XCTestCase {
         XCTAssertEqual(
             tables,
             [
-                "call_conversations", "call_material", "calls", "event_rows", "findings", "ingested_files", "interval_rows", "meta",
+                "call_conversations", "call_material", "calls", "conference_matrix", "conference_participants", "event_rows", "findings",
+                "ingested_files", "interval_rows", "meta",
                 "peer_connections", "rollup_pending",
                 "rollups", "streams",
             ])
