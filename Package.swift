@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "Analysis", dependencies: ["CallLog", "Quality", "MaterialScanning"]),
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite"]),
         .target(name: "PostgresDatabase", dependencies: ["CLibPQ"]),
-        .target(name: "Store", dependencies: ["MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
+        .target(name: "Store", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
         .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["Analysis", "CallLog", "SQLiteDatabase", "Store"]),
         .target(

@@ -11,12 +11,12 @@ import MaterialScanning
 /// - `sender_uplink`: the sender's uplink shows the impairment — the server's receiver reports
 ///   about the sender's stream (`remote-inbound-rtp`, measured on the sender's leg) lost at least
 ///   `loss_warn_pct` and at least half of what the receiver lost; or, where no server reports
-///   the uplink (a mesh, or a stream only one receiver hears), the sender's stream is poor at two
-///   or more receivers and at two thirds or more of those that hear it — and the receiver's
-///   streams from other senders are fine.
+///   the uplink (a mesh, or a stream only one receiver hears), the sender's stream is impaired
+///   (past a warn threshold) at two or more receivers and at two thirds or more of those that
+///   hear it — and the receiver's streams from other senders are fine.
 /// - `receiver_downlink`: the receiver's streams of the same kind from other senders, whose
-///   uplinks are fine, are poor too (two thirds or more of them, at least one), and the sender's
-///   uplink is fine.
+///   uplinks are fine, are impaired too (two thirds or more of them, at least one), and the
+///   sender's uplink is fine.
 /// - `both`: the sender's uplink and the receiver's downlink are each impaired.
 /// - `server_or_path`: the sender's uplink is measured fine (or its stream is fine at another
 ///   receiver), and the receiver's other streams are fine: neither end explains it.
@@ -263,6 +263,8 @@ private struct Attribution {
         // Each received stream's judged slots.
         struct Judged {
             var cell: ConferenceCell
+            /// Poor, or past a warn threshold (`isImpaired`).
+            var impaired: Bool
             var uplinkMeasured: Bool
             var uplinkBad: Bool?
         }
@@ -294,44 +296,47 @@ private struct Attribution {
                         uplinkBad = uplinkExplains(c)
                     }
                 }
-                cells.append(Judged(cell: c, uplinkMeasured: measured, uplinkBad: uplinkBad))
+                cells.append(Judged(cell: c, impaired: c.poor || isImpaired(c), uplinkMeasured: measured, uplinkBad: uplinkBad))
             }
             judged.append(cells)
         }
 
-        // Lookups for the cross-checks: by (sender participant, kind, slot) the receivers'
-        // verdicts; by (receiver participant, kind, slot) the cells.
+        // Lookups for the cross-checks: by (sender participant, kind, slot) whether each
+        // receiver's stream was impaired; by (receiver participant, kind, slot) its streams. The
+        // cross-checks ask for impairment (the warn thresholds), not poor: a path's loss shows on
+        // every stream it carries, though only some cross the poor line (a video stream's loss
+        // share is diluted by retransmissions and padding).
         struct SlotKey: Hashable {
             var participant: String
             var kind: String
             var slot: Int64
         }
-        var bySender: [SlotKey: [(receiver: String, poor: Bool)]] = [:]
-        var byReceiver: [SlotKey: [(sender: String, poor: Bool, uplinkBad: Bool?)]] = [:]
+        var bySender: [SlotKey: [(receiver: String, impaired: Bool)]] = [:]
+        var byReceiver: [SlotKey: [(sender: String, impaired: Bool)]] = [:]
         for cells in judged {
             for j in cells {
                 guard let sender = j.cell.senderParticipant else { continue }
                 bySender[SlotKey(participant: sender, kind: j.cell.kind, slot: j.cell.slotStartTs), default: []]
-                    .append((j.cell.receiverParticipant, j.cell.poor))
+                    .append((j.cell.receiverParticipant, j.impaired))
                 byReceiver[SlotKey(participant: j.cell.receiverParticipant, kind: j.cell.kind, slot: j.cell.slotStartTs), default: []]
-                    .append((sender, j.cell.poor, j.uplinkBad))
+                    .append((sender, j.impaired))
             }
         }
-        /// Whether the sender's stream was poor at most of its receivers (nil: too few to tell),
-        /// the uplink's evidence where no server reports it.
-        func poorAtOtherReceivers(_ c: ConferenceCell) -> Bool? {
+        /// Whether the sender's stream was impaired at most of its receivers (nil: too few to
+        /// tell), the uplink's evidence where no server reports it.
+        func impairedAtOtherReceivers(_ c: ConferenceCell) -> Bool? {
             guard let sender = c.senderParticipant else { return nil }
             let all = bySender[SlotKey(participant: sender, kind: c.kind, slot: c.slotStartTs)] ?? []
             let others = all.filter { $0.receiver != c.receiverParticipant }
             guard !others.isEmpty else { return nil }
-            let poor = all.filter(\.poor).count
-            return poor >= 2 && 3 * poor >= 2 * all.count
+            let impaired = all.filter(\.impaired).count
+            return impaired >= 2 && 3 * impaired >= 2 * all.count
         }
         /// The uplink of a sender as the cells of one slot show it: its measured figures, else
         /// its stream at other receivers.
         func uplinkBad(_ j: Judged) -> Bool? {
             if j.uplinkMeasured { return j.uplinkBad }
-            return poorAtOtherReceivers(j.cell)
+            return impairedAtOtherReceivers(j.cell)
         }
         var senderUplinkBad: [SlotKey: Bool] = [:]
         for cells in judged {
@@ -342,13 +347,13 @@ private struct Attribution {
             }
         }
         /// The receiver's other streams of the kind in the slot, from senders with fine uplinks:
-        /// true when most are poor, false when most are fine, nil when there are none.
+        /// true when most are impaired, false when most are fine, nil when there are none.
         func downlinkBad(_ c: ConferenceCell) -> Bool? {
             let others = (byReceiver[SlotKey(participant: c.receiverParticipant, kind: c.kind, slot: c.slotStartTs)] ?? [])
                 .filter { $0.sender != c.senderParticipant }
                 .filter { senderUplinkBad[SlotKey(participant: $0.sender, kind: c.kind, slot: c.slotStartTs)] != true }
             guard !others.isEmpty else { return nil }
-            return 3 * others.filter(\.poor).count >= 2 * others.count
+            return 3 * others.filter(\.impaired).count >= 2 * others.count
         }
 
         var result = ConferenceResult()
@@ -374,6 +379,15 @@ private struct Attribution {
         }
         summarise(legs: legs, streams: streams, received: received, slotMs: slotMs, into: &result)
         return result
+    }
+
+    /// Past a warn threshold: loss `loss_warn_pct`, MOS-LQ below `mos_fair`, frozen
+    /// `freeze_warn_pct` of the slot.
+    func isImpaired(_ c: ConferenceCell) -> Bool {
+        if let loss = c.lossPct, loss >= config.lossWarnPct { return true }
+        if let mos = c.mosLQ, mos < config.mosFair { return true }
+        if let freeze = c.freezePct, freeze >= config.freezeWarnPct { return true }
+        return false
     }
 
     func isPoor(_ c: ConferenceCell) -> Bool {

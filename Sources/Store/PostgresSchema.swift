@@ -196,12 +196,6 @@ enum PostgresSchema {
         }
     }
 
-    static let viewNames =
-        [
-            "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
-            "findings_summary", "conversation_legs", "conversations", "daily_quality",
-        ] + ConferenceSchema.viewNames
-
     /// Creates the schema in an empty database, brings an older one to `Schema.version`, or
     /// checks a current one; refuses a newer one and a database holding other tables but no
     /// callstats schema version. Under an advisory lock, in one transaction: workers that start
@@ -228,8 +222,19 @@ enum PostgresSchema {
             if found != Schema.version {
                 try db.execute(tables)
                 try db.execute(addedColumns)
-                try db.execute(viewNames.map { "DROP VIEW IF EXISTS \($0) CASCADE;" }.joined(separator: "\n"))
+            }
+            // Views made from other definitions (another release's) are made again, as in
+            // SQLite (`Schema.makeViews`): all of them, since they depend on each other.
+            let viewsHash = Schema.definitionHash(views)
+            let storedHash = hasMeta ? try db.scalar("SELECT value FROM meta WHERE key = 'views_hash'") : nil
+            if found != Schema.version || storedHash != viewsHash {
+                try db.execute(Schema.viewNames.map { "DROP VIEW IF EXISTS \($0) CASCADE;" }.joined(separator: "\n"))
                 try db.execute(views)
+                try db.query(
+                    "INSERT INTO meta(key, value) VALUES ('views_hash', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    [.text(viewsHash)])
+            }
+            if found != Schema.version {
                 try db.query(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                     [.text(String(Schema.version))])

@@ -1,4 +1,5 @@
 import Analysis
+import CallLog
 import Foundation
 import SQLiteDatabase
 
@@ -191,7 +192,7 @@ public enum Schema {
     static var eventColumns: String { EventsTable.columnNames.dropFirst().joined(separator: ", ") }
 
     /// The questions people ask first, as views; and the call's intervals and events by call id.
-    static var views: String {
+    package static var views: String {
         """
         CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
             SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
@@ -259,6 +260,32 @@ public enum Schema {
 
         \(ConferenceSchema.views(create: "CREATE VIEW IF NOT EXISTS") { "round(\($0), \($1))" })
         """
+    }
+
+    /// The views every database has, by name: those of `views` (SQLite) and
+    /// `PostgresSchema.views`, which a test holds to the statements. Only these are dropped when
+    /// their definitions change; views users made themselves are left alone.
+    package static let viewNames =
+        [
+            "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
+            "findings_summary", "conversation_legs", "conversations", "daily_quality",
+        ] + ConferenceSchema.viewNames
+
+    /// A hash of the views' definitions, kept in `meta.views_hash`. A database whose views were
+    /// made from other definitions (another release's) gets every view made again when it is
+    /// next opened for writing, whatever its schema version says: a changed view needs no
+    /// upgrade step of its own.
+    package static func definitionHash(_ sql: String) -> String { String(XXH64.hash(Array(sql.utf8)), radix: 16) }
+
+    /// Makes the views, first dropping them all when `meta.views_hash` says they were made from
+    /// other definitions (views depend on each other: all are made again together).
+    static func makeViews(_ db: Database) throws {
+        let hash = definitionHash(views)
+        if try db.scalar("SELECT value FROM meta WHERE key = 'views_hash'")?.string != hash {
+            for name in viewNames.reversed() { try db.execute("DROP VIEW IF EXISTS \(name)") }
+        }
+        try db.execute(views)
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES ('views_hash', ?)", [.text(hash)])
     }
 
     /// `columns` (comma-separated) each qualified with `table`.
@@ -422,7 +449,7 @@ public enum Schema {
             }
             try db.execute(tables)
             try db.execute(rollupTable)
-            try db.execute(views)
+            try makeViews(db)
             try recordVersion(version, in: db)
         }
         return found.flatMap { $0 < version ? $0 : nil }

@@ -17,7 +17,7 @@ final class BrowserConferenceTests: XCTestCase {
     static let participants = ["alice", "bob", "carol"]
     static let impaired = "alice"
     static let dropFraction = 0.10
-    static let callSeconds = 25
+    static let callSeconds = 35
 
     /// What the one call left behind, shared by the tests (it takes half a minute).
     struct Outcome {
@@ -306,7 +306,12 @@ final class BrowserConferenceTests: XCTestCase {
         let total = fromImpaired.reduce(0) { $0 + (Int($1[2]) ?? 0) }
         let uplink = fromImpaired.filter { $0[1] == "sender_uplink" }.reduce(0) { $0 + (Int($1[2]) ?? 0) }
         XCTAssertGreaterThan(total, 0, "poor slots in what \(Self.impaired) sent")
-        XCTAssertGreaterThanOrEqual(Double(uplink), 0.8 * Double(total), "blamed on \(Self.impaired)'s uplink")
+        // A slot only one receiver's intervals cover (the call's first and last, as legs connect
+        // and end at different moments) has no other receiver to compare with: `unknown`, never
+        // someone else's network. The others are her uplink's.
+        let unknown = fromImpaired.filter { $0[1] == "unknown" }.reduce(0) { $0 + (Int($1[2]) ?? 0) }
+        XCTAssertEqual(uplink + unknown, total, "\(Self.impaired)'s poor slots blamed on another network: \(fromImpaired)")
+        XCTAssertGreaterThanOrEqual(Double(uplink), 0.6 * Double(total), "blamed on \(Self.impaired)'s uplink: \(fromImpaired)")
         let blamed = rows.filter { $0[0] != Self.impaired && ($0[1] == "sender_uplink" || $0[1] == "both") }
         XCTAssertEqual(blamed.count, 0, "a clean participant's uplink blamed: \(blamed)")
     }

@@ -341,6 +341,24 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(try scalar(plain, "SELECT count(*) FROM ingested_files"), "1")
     }
 
+    /// A view whose definition changed (another release's, same schema version) is made again
+    /// by the next worker, as in SQLite; a view of the user's stays.
+    func testAChangedViewReachesAnExistingDatabase() throws {
+        let url = try server.createDatabase()
+        let database = String(url.split(separator: "/").last!)
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[0], "--db", url, "--quiet"]).status, 0)
+        try server.psql(
+            """
+            DROP VIEW conversations; CREATE VIEW conversations AS SELECT 1 AS an_older_definition;
+            CREATE VIEW my_calls AS SELECT call_id FROM calls;
+            UPDATE meta SET value = 'an-older-hash' WHERE key = 'views_hash';
+            """, database: database)
+        XCTAssertEqual(try Self.callstats(["analyze", try logFiles[1], "--db", url, "--quiet"]).status, 0)
+        XCTAssertEqual(try scalar(url, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'conversations' AND column_name = 'worst_leg'"), "1")
+        XCTAssertGreaterThan(Int(try scalar(url, "SELECT count(*) FROM my_calls")) ?? 0, 0, "the user's own view is left alone")
+        XCTAssertNotEqual(try scalar(url, "SELECT value FROM meta WHERE key = 'views_hash'"), "an-older-hash")
+    }
+
     /// A database of version 5 gets `peer_connections` from the next run, which says it
     /// upgraded; a `regrade` gives the calls stored before their rows, as in SQLite.
     func testAVersion5DatabaseGetsThePeerConnectionsTable() throws {

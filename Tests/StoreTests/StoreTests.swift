@@ -556,6 +556,31 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.db.scalar("SELECT pc_id FROM peer_connections WHERE call_id = 'old'")?.string, "a")
     }
 
+    /// A view whose definition changed since the database was made (another release's, same
+    /// schema version) is made again at the next writing open; a view a user made stays.
+    func testAChangedViewReachesAnExistingDatabase() throws {
+        do {
+            let store = try CallStore(path: path)
+            let views = try store.db.rows("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name").compactMap { $0[0].string }
+            XCTAssertEqual(views, Schema.viewNames.sorted(), "Schema.viewNames lists exactly the views a database has")
+            try store.db.execute(
+                """
+                DROP VIEW conversations; CREATE VIEW conversations AS SELECT 1 AS an_older_definition;
+                CREATE VIEW my_calls AS SELECT call_id FROM calls;
+                UPDATE meta SET value = 'an-older-hash' WHERE key = 'views_hash';
+                """)
+        }
+        do {
+            let reader = try StoreReader(path: path).connection
+            XCTAssertEqual(try reader.rows("SELECT * FROM conversations").first?.first?.int64, 1, "a reader changes nothing")
+        }
+        let store = try CallStore(path: path)
+        let sql = try store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'conversations'")?.string ?? ""
+        XCTAssertTrue(sql.contains("worst_leg"), sql)
+        XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'views_hash'")?.string, Schema.definitionHash(Schema.views))
+        XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM my_calls")?.int64, 0, "the user's own view is left alone")
+    }
+
     func testNewerSchemaIsRefusedAndGarbageIsNotADatabase() throws {
         do {
             let store = try CallStore(path: path)
