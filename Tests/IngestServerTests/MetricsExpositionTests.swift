@@ -12,8 +12,7 @@ final class MetricsExpositionTests: XCTestCase {
     private var logs: URL { work.appendingPathComponent("logs") }
 
     override func setUpWithError() throws {
-        work = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-exposition-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        work = TestPaths.temporaryDirectory("metrics-exposition")
     }
 
     override func tearDownWithError() throws {

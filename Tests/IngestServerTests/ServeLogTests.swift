@@ -1,6 +1,7 @@
 import CallLog
 import Foundation
 import Logging
+import TestSupport
 import XCTest
 
 @testable import IngestServer
@@ -67,8 +68,9 @@ final class ServeLogTests: XCTestCase {
     /// Through the binary: an error names its request on standard error; log files and the stop
     /// are said on standard output.
     func testServeWritesItsLinesThroughTheHandler() throws {
-        let logs = FileManager.default.temporaryDirectory.appendingPathComponent("serve-log-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: logs) }
+        let work = TestPaths.temporaryDirectory("serve-log")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let logs = work.appendingPathComponent("logs")
         let server = try ServeProcess(directory: logs)
         let refused = try RawHTTP.post(port: server.port, Records.call("c-log"), headers: ["Content-Encoding": "br"])
         XCTAssertEqual(refused.status, 415)
