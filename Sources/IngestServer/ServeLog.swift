@@ -59,10 +59,19 @@ public struct ServeLogHandler: LogHandler {
         if let text = limiter.admit(line) { write(.standardError, text) }
     }
 
-    /// The process's standard output or error, one `write` per call.
+    /// The process's standard output or error. A stream that cannot be written (a supervisor
+    /// that read the address line and closed the pipe: `EPIPE`) loses the line and nothing more:
+    /// `FileHandle.write` would stop the process there, and the server must go on serving.
     static let writeToProcess: @Sendable (Stream, String) -> Void = { stream, text in
-        let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
-        handle.write(Data(text.utf8))
+        let fd = stream == .standardOutput ? STDOUT_FILENO : STDERR_FILENO
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
     }
 
     /// At most `linesPerSecond` lines in one second of the clock; the count of lines dropped is

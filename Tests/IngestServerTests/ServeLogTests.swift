@@ -88,4 +88,33 @@ final class ServeLogTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.hasPrefix("callstats serve: closed \(logs.path)/ingest-") }, server.stdout)
         XCTAssertEqual(lines.last, "callstats serve: stopped; 1 records written", server.stdout)
     }
+
+    /// A supervisor that reads the address line and closes the pipe: the lines written after it
+    /// are lost (`EPIPE`), and the server goes on serving and stops cleanly.
+    func testAClosedStandardOutputDoesNotStopTheServer() throws {
+        let work = TestPaths.temporaryDirectory("serve-log-closed")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let serve = Process()
+        serve.executableURL = Binary.callstats
+        serve.arguments = ["serve", "--listen", "127.0.0.1:0", "--out", work.appendingPathComponent("logs").path]
+        let output = Pipe()
+        serve.standardOutput = output
+        serve.standardError = FileHandle.nullDevice
+        try serve.run()
+        defer { if serve.isRunning { kill(serve.processIdentifier, SIGKILL) } }
+        var first = ""
+        while !first.contains("\n") {
+            let d = output.fileHandleForReading.availableData
+            if d.isEmpty { break }
+            first += String(decoding: d, as: UTF8.self)
+        }
+        let port = try XCTUnwrap(first.firstMatch(of: /127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) }, first)
+        try output.fileHandleForReading.close()
+        // The first record opens a log file, which is said on the closed standard output.
+        for i in 1...3 { XCTAssertEqual(try RawHTTP.post(port: port, Records.call("c-closed-\(i)")).status, 200) }
+        kill(serve.processIdentifier, SIGTERM)
+        serve.waitUntilExit()
+        XCTAssertEqual(serve.terminationReason, .exit)
+        XCTAssertEqual(serve.terminationStatus, 0)
+    }
 }
