@@ -36,6 +36,8 @@ test-deps: deps
 	@command -v sqlite3 >/dev/null || { DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq sqlite3 >/dev/null; } || true
 	@command -v openssl >/dev/null || { echo "Installing openssl (the HTTPS tests of callstats serve make their own CA)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openssl >/dev/null; }
+	@/usr/bin/python3 -c 'import prometheus_client.parser' 2>/dev/null || { echo "Installing python3-prometheus-client (/metrics is read by the Prometheus project's own parser)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-prometheus-client >/dev/null; }
 	@command -v chromium >/dev/null || { echo "Installing chromium (the HTML report is checked in a headless browser)"; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || true
 

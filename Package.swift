@@ -25,7 +25,9 @@ import PackageDescription
 //   Report                            the HTML report, read from a Store database
 //   Ingest                            the analyze job: log files -> calls -> database, incrementally
 //   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
-//                                     to rotating logs (SwiftNIO), and the browser agent it serves
+//                                     to rotating logs (SwiftNIO; swift-metrics into swift-prometheus
+//                                     for /metrics, swift-log for diagnostics), and the browser agent
+//                                     it serves
 //   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
 // Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
@@ -49,6 +51,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
@@ -86,6 +91,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ], resources: [.embedInCode("Resources/agent.js")]),
         .target(name: "ConsoleOutput"),
         .executableTarget(
@@ -137,6 +145,7 @@ let package = Package(
             name: "IngestServerTests",
             dependencies: [
                 "IngestServer", "callstats", "CallLog", "MaterialScanning", "Analysis", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "CLITests", dependencies: ["callstats", "TestSupport"]),
         // The PostgreSQL store against a real server (`PostgresServer`), through the binary.

@@ -8,22 +8,18 @@ import Foundation
 /// gets 401), so an operator can always withdraw a leaked token by editing the file. Only a
 /// file that cannot be read keeps the previous tokens, since then nothing says what to hold.
 /// At start a file without a token is an error: a server that accepts no one is a mistake.
-public final class TokenList: @unchecked Sendable {
+public final class TokenList: Sendable {
     public let path: String
-    private let lock = NSLock()
-    private var tokens: Set<String> = []
+    private let tokens: Locked<Set<String>>
 
     public init(path: String) throws {
         self.path = path
-        tokens = try TokenList.read(path)
-        guard !tokens.isEmpty else { throw TokenError(message: "\(path) holds no token (one per line, # for comments)") }
+        let read = try TokenList.read(path)
+        guard !read.isEmpty else { throw TokenError(message: "\(path) holds no token (one per line, # for comments)") }
+        tokens = Locked(read)
     }
 
-    public var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return tokens.count
-    }
+    public var count: Int { tokens.withLock { $0.count } }
 
     static func read(_ path: String) throws -> Set<String> {
         let text: String
@@ -53,17 +49,11 @@ public final class TokenList: @unchecked Sendable {
     public func reload() -> Reload {
         let fresh: Set<String>
         do { fresh = try TokenList.read(path) } catch { return .failed("\(error)") }
-        lock.lock()
-        tokens = fresh
-        lock.unlock()
+        tokens.withLock { $0 = fresh }
         return fresh.isEmpty ? .revokedAll : .loaded(fresh.count)
     }
 
-    public func contains(_ token: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return tokens.contains(token)
-    }
+    public func contains(_ token: String) -> Bool { tokens.withLock { $0.contains(token) } }
 
     /// A warning when the file may be read by its group or by others (tokens are secrets: any
     /// local user who reads them can post as any client); nil when only its owner can.
@@ -86,7 +76,7 @@ public struct TokenError: Error, CustomStringConvertible {
 /// the replies to its recent batches (`Callstats-Batch`), so that a retried batch gets the
 /// same reply and is not written twice, and the calls it posted records for in the current
 /// period, to refuse a client that fans out over too many calls.
-final class ClientState: @unchecked Sendable {
+final class ClientState: Sendable {
     /// A batch being written, or written with its reply.
     enum Batch {
         case inFlight(waiters: [@Sendable (Reply) -> Void])
@@ -98,14 +88,30 @@ final class ClientState: @unchecked Sendable {
         var body: String
     }
 
-    private let lock = NSLock()
-    private var batches: [String: Batch] = [:]
-    /// Insertion order of `batches`' keys, oldest first, for eviction.
-    private var batchOrder: [String] = []
-    private var batchOrderStart = 0
+    /// Everything that changes, behind one lock.
+    private struct Table {
+        var batches: [String: Batch] = [:]
+        /// Insertion order of `batches`' keys, oldest first, for eviction.
+        var batchOrder: [String] = []
+        var batchOrderStart = 0
+        var callsByClient: [String: Set<String>] = [:]
+        var periodStart: Int64
+
+        mutating func evictOldBatches(keeping maxBatches: Int) {
+            while batchOrder.count - batchOrderStart > maxBatches {
+                let old = batchOrder[batchOrderStart]
+                batchOrderStart += 1
+                if case .done? = batches[old] { batches[old] = nil }
+            }
+            if batchOrderStart > 4096 && batchOrderStart * 2 > batchOrder.count {
+                batchOrder.removeFirst(batchOrderStart)
+                batchOrderStart = 0
+            }
+        }
+    }
+
+    private let table: Locked<Table>
     private let maxBatches: Int
-    private var callsByClient: [String: Set<String>] = [:]
-    private var periodStart: Int64
     private let periodMs: Int64
     let maxCallsPerPeriod: Int
 
@@ -113,7 +119,7 @@ final class ClientState: @unchecked Sendable {
         self.maxBatches = maxBatches
         self.maxCallsPerPeriod = maxCallsPerPeriod
         self.periodMs = periodMs
-        periodStart = EpochClock.nowMs()
+        table = Locked(Table(periodStart: EpochClock.nowMs()))
     }
 
     enum BatchClaim {
@@ -126,62 +132,52 @@ final class ClientState: @unchecked Sendable {
     }
 
     func claim(batch key: String, waiter: @escaping @Sendable (Reply) -> Void) -> BatchClaim {
-        lock.lock()
-        defer { lock.unlock() }
-        switch batches[key] {
-        case .done(let reply)?:
-            return .answered(reply)
-        case .inFlight(var waiters)?:
-            waiters.append(waiter)
-            batches[key] = .inFlight(waiters: waiters)
-            return .waiting
-        case nil:
-            batches[key] = .inFlight(waiters: [])
-            batchOrder.append(key)
-            evictOldBatches()
-            return .claimed
+        table.withLock { t in
+            switch t.batches[key] {
+            case .done(let reply)?:
+                return .answered(reply)
+            case .inFlight(var waiters)?:
+                waiters.append(waiter)
+                t.batches[key] = .inFlight(waiters: waiters)
+                return .waiting
+            case nil:
+                t.batches[key] = .inFlight(waiters: [])
+                t.batchOrder.append(key)
+                t.evictOldBatches(keeping: maxBatches)
+                return .claimed
+            }
         }
     }
 
     /// Stores the reply of a claimed batch (only successes are kept: a batch that failed is
-    /// written when it is retried) and passes it to requests that waited for it.
+    /// written when it is retried) and passes it to requests that waited for it (outside the
+    /// lock: a waiter may claim again).
     func finish(batch key: String, reply: Reply) {
-        lock.lock()
-        var waiters: [@Sendable (Reply) -> Void] = []
-        if case .inFlight(let w)? = batches[key] { waiters = w }
-        if reply.status == 200 { batches[key] = .done(reply) } else { batches[key] = nil }
-        lock.unlock()
+        let waiters = table.withLock { t -> [@Sendable (Reply) -> Void] in
+            var waiters: [@Sendable (Reply) -> Void] = []
+            if case .inFlight(let w)? = t.batches[key] { waiters = w }
+            t.batches[key] = reply.status == 200 ? .done(reply) : nil
+            return waiters
+        }
         for w in waiters { w(reply) }
-    }
-
-    private func evictOldBatches() {
-        while batchOrder.count - batchOrderStart > maxBatches {
-            let old = batchOrder[batchOrderStart]
-            batchOrderStart += 1
-            if case .done? = batches[old] { batches[old] = nil }
-        }
-        if batchOrderStart > 4096 && batchOrderStart * 2 > batchOrder.count {
-            batchOrder.removeFirst(batchOrderStart)
-            batchOrderStart = 0
-        }
     }
 
     /// Admits `calls` for `client` in the current period, or returns how many it already has
     /// when that would take it past the limit (nothing is admitted then).
     func admit(calls: Set<String>, client: String) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
         let now = EpochClock.nowMs()
-        if now - periodStart >= periodMs {
-            callsByClient.removeAll(keepingCapacity: true)
-            periodStart = now
+        return table.withLock { t in
+            if now - t.periodStart >= periodMs {
+                t.callsByClient.removeAll(keepingCapacity: true)
+                t.periodStart = now
+            }
+            // In place: a copy of the client's set per request cost more than the rest of the
+            // request once a client had posted for thousands of calls.
+            let before = t.callsByClient[client]?.count ?? 0
+            let fresh = t.callsByClient[client].map { known in calls.reduce(0) { $0 + (known.contains($1) ? 0 : 1) } } ?? calls.count
+            guard before + fresh <= maxCallsPerPeriod else { return before }
+            if fresh > 0 { t.callsByClient[client, default: []].formUnion(calls) }
+            return nil
         }
-        // In place: a copy of the client's set per request cost more than the rest of the
-        // request once a client had posted for thousands of calls.
-        let before = callsByClient[client]?.count ?? 0
-        let fresh = callsByClient[client].map { known in calls.reduce(0) { $0 + (known.contains($1) ? 0 : 1) } } ?? calls.count
-        guard before + fresh <= maxCallsPerPeriod else { return before }
-        if fresh > 0 { callsByClient[client, default: []].formUnion(calls) }
-        return nil
     }
 }

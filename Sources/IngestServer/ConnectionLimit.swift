@@ -32,14 +32,15 @@ final class ConnectionLimit: Sendable {
         /// Only addresses with a connection open: an entry goes when its last connection closes,
         /// so the table holds at most `limit` entries whatever clients do.
         var byAddress: [String: Int] = [:]
-        var refused = 0
-        var refusedForAddress = 0
     }
     private let counts = Locked(Counts())
+    /// Where connections opened, closed and refused are counted (`/metrics`).
+    private let metrics: ServerMetrics?
 
-    init(limit: Int, perAddressLimit: Int? = nil) {
+    init(limit: Int, perAddressLimit: Int? = nil, metrics: ServerMetrics? = nil) {
         self.limit = max(1, limit)
         self.perAddressLimit = max(1, min(self.limit, perAddressLimit ?? Self.defaultPerAddressLimit(limit: limit)))
+        self.metrics = metrics
     }
 
     /// Counts `channel` in, or says which bound it would pass; a counted channel is counted out
@@ -47,33 +48,28 @@ final class ConnectionLimit: Sendable {
     func admit(_ channel: Channel) -> Admission {
         let key = channel.remoteAddress.map(Self.addressKey) ?? ""
         let admission = counts.withLock { c -> Admission in
-            guard c.open < limit else {
-                c.refused += 1
-                return .full
-            }
+            guard c.open < limit else { return .full }
             let fromAddress = c.byAddress[key, default: 0]
-            guard fromAddress < perAddressLimit else {
-                c.refusedForAddress += 1
-                return .fullForAddress
-            }
+            guard fromAddress < perAddressLimit else { return .fullForAddress }
             c.open += 1
             c.byAddress[key] = fromAddress + 1
             return .admitted
         }
-        guard admission == .admitted else { return admission }
-        channel.closeFuture.whenComplete { [counts] _ in
+        guard admission == .admitted else {
+            metrics?.connectionRefused(forAddress: admission == .fullForAddress)
+            return admission
+        }
+        metrics?.connectionOpened()
+        channel.closeFuture.whenComplete { [counts, metrics] _ in
             counts.withLock { c in
                 c.open -= 1
                 let left = c.byAddress[key, default: 1] - 1
                 c.byAddress[key] = left > 0 ? left : nil
             }
+            metrics?.connectionClosed()
         }
         return .admitted
     }
-
-    var openCount: Int { counts.withLock { $0.open } }
-    var refusedCount: Int { counts.withLock { $0.refused } }
-    var refusedForAddressCount: Int { counts.withLock { $0.refusedForAddress } }
 
     /// The address a client is counted by: IPv4 as it is, IPv6 by its first 64 bits.
     static func addressKey(_ address: SocketAddress) -> String {

@@ -1,5 +1,6 @@
 import CallLog
 import Foundation
+import Logging
 
 /// The server's log writer: one thread that appends posted records to rotating zstd files
 /// through CallLog's `LogWriter` (the writer the in-app collector's rotating writer is built
@@ -95,14 +96,13 @@ public final class IngestLog: @unchecked Sendable {
     private var heldByClient: [String: Int] = [:]
     private var lastIdleSweep: Int64 = 0
     private let metrics: ServerMetrics
+    /// Files started and closed (`.info`), and files that could not be closed (`.error`).
+    private let logger: Logger
 
-    /// Which of the server's logs this is (`ShardedIngestLog`), for the queue gauges.
-    let shard: Int
-
-    public init(settings: Settings, metrics: ServerMetrics, shard: Int = 0) throws {
+    public init(settings: Settings, metrics: ServerMetrics, logger: Logger) throws {
         self.settings = settings
         self.metrics = metrics
-        self.shard = shard
+        self.logger = logger
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: settings.directory, isDirectory: &isDirectory) {
             do {
@@ -145,7 +145,7 @@ public final class IngestLog: @unchecked Sendable {
         }
         pending.append(Submission(lines: lines, bytes: bytes, client: client, completion: completion))
         pendingBytes += bytes
-        metrics.setQueue(shard: shard, bytes: pendingBytes, submissions: pending.count)
+        metrics.queued(bytes: bytes, submissions: 1)
         condition.signal()
     }
 
@@ -169,9 +169,9 @@ public final class IngestLog: @unchecked Sendable {
             }
             let group = pending
             let finishing = stopping && pending.isEmpty
+            metrics.dequeued(bytes: pendingBytes, submissions: pending.count)
             pending.removeAll(keepingCapacity: true)
             pendingBytes = 0
-            metrics.setQueue(shard: shard, bytes: 0, submissions: 0)
             condition.unlock()
 
             if !group.isEmpty { commit(group) }
@@ -213,6 +213,7 @@ public final class IngestLog: @unchecked Sendable {
             abandonFile()
             for s in group { s.completion(.failure(failure)) }
             metrics.writeFailed()
+            logger.error("records of \(group.count) requests not written (each answered 503): \(failure.message)")
             return
         }
         metrics.flushed(seconds: seconds)
@@ -331,13 +332,20 @@ public final class IngestLog: @unchecked Sendable {
         writer = w
         openedAt = now
         metrics.fileOpened()
+        logger.info("writing \(path)")
         return w
     }
 
     private func closeFile() {
         guard let w = writer else { return }
         writer = nil
-        do { try w.close() } catch { metrics.writeFailed() }
+        do {
+            try w.close()
+            logger.info("closed \(w.path) (\(w.bytesWritten) bytes)")
+        } catch {
+            metrics.writeFailed()
+            logger.error("closing \(w.path) failed: \(error)")
+        }
     }
 
     private func abandonFile() {

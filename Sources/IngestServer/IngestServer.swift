@@ -1,5 +1,6 @@
 import CallLog
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -11,6 +12,8 @@ import NIOSSL
 public final class IngestServer: @unchecked Sendable {
     public let configuration: ServeConfiguration
     public let metrics = ServerMetrics()
+    /// Diagnostics: `ServeLogHandler` unless the caller gives another handler.
+    public let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let log: ShardedIngestLog
     private let tokens: TokenList?
@@ -24,7 +27,7 @@ public final class IngestServer: @unchecked Sendable {
         public var description: String { message }
     }
 
-    public init(configuration: ServeConfiguration) throws {
+    public init(configuration: ServeConfiguration, logger: Logger = ServeLogHandler.logger()) throws {
         if configuration.tokensPath == nil && !ServeConfiguration.isLoopback(configuration.host) {
             throw StartError(
                 message: """
@@ -46,6 +49,7 @@ public final class IngestServer: @unchecked Sendable {
                 message: "--allow-origin null would let any page post (sandboxed frames and local files send it): name the page's origin, or * for any")
         }
         self.configuration = configuration
+        self.logger = logger
         tokens = try configuration.tokensPath.map(TokenList.init(path:))
         var settings = IngestLog.Settings(directory: configuration.directory)
         settings.fileBytes = configuration.fileBytes
@@ -55,11 +59,11 @@ public final class IngestServer: @unchecked Sendable {
         settings.writerOptions.compressionLevel = configuration.compressionLevel
         settings.writerOptions.segmentBytes = configuration.segmentBytes
         settings.maxHeldObjectsPerClient = configuration.maxHeldObjectsPerClient
-        log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics)
-        serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens)
+        log = try ShardedIngestLog(settings: settings, shards: configuration.writerThreads, metrics: metrics, logger: logger)
+        serverContext = ServerContext(configuration: configuration, log: log, metrics: metrics, tokens: tokens, logger: logger)
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoopThreads))
         connections = ConnectionLimit(
-            limit: configuration.maxConnections, perAddressLimit: configuration.maxConnectionsPerAddress)
+            limit: configuration.maxConnections, perAddressLimit: configuration.maxConnectionsPerAddress, metrics: metrics)
         switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
         case (let cert?, let key?):
             do { certificate = try TLSCertificate(certificatePath: cert, keyPath: key) } catch {
@@ -70,7 +74,6 @@ public final class IngestServer: @unchecked Sendable {
         default:
             throw StartError(message: "--tls-cert and --tls-key go together: give both or neither")
         }
-        metrics.connections = connections
     }
 
     /// Binds and starts serving; returns the address bound (the port chosen for port 0).
@@ -80,6 +83,7 @@ public final class IngestServer: @unchecked Sendable {
         let readTimeout = TimeAmount.milliseconds(configuration.readTimeoutMs)
         let requestTimeout = TimeAmount.milliseconds(configuration.requestTimeoutMs)
         let metrics = self.metrics
+        let logger = self.logger
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -108,7 +112,7 @@ public final class IngestServer: @unchecked Sendable {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: certificate.context))
                     }
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
-                    let deadline = RequestDeadlineHandler(timeout: requestTimeout, metrics: metrics)
+                    let deadline = RequestDeadlineHandler(timeout: requestTimeout, metrics: metrics, logger: logger)
                     try channel.pipeline.syncOperations.addHandler(deadline)
                     // Reply headers are this server's own (names and values fixed here, an origin
                     // only when it equals one of --allow-origin, which is checked at start): NIO's
@@ -172,16 +176,13 @@ public final class IngestServer: @unchecked Sendable {
         try? group.syncShutdownGracefully()
     }
 
-    private func inFlightRequests() -> Int { serverContext.inFlight.value }
+    private func inFlightRequests() -> Int { serverContext.inFlight.withLock { $0 } }
 
-    /// Runs until SIGTERM or SIGINT; SIGHUP reloads the tokens and the certificate. Prints the
-    /// address bound.
-    public func runUntilSignalled(announce: @escaping @Sendable (String) -> Void) throws {
+    /// Runs until SIGTERM or SIGINT; SIGHUP reloads the tokens and the certificate. Logs the
+    /// address bound (`.info`: with `ServeLogHandler`, the first line on standard output).
+    public func runUntilSignalled() throws {
         let address = try start()
-        let warn: @Sendable (String) -> Void = { line in
-            FileHandle.standardError.write(Data(("callstats serve: " + line + "\n").utf8))
-        }
-        for line in startWarnings() { warn(line) }
+        for line in startWarnings() { logger.warning("\(line)") }
         // The signals are taken over before the address is announced: a supervisor that sends
         // SIGHUP as soon as it reads that line must reach the reload, not the default action
         // (which ends the process). The handlers only write the signal's number into a pipe
@@ -198,20 +199,22 @@ public final class IngestServer: @unchecked Sendable {
                     continue
                 }
                 if tokens != nil || certificate == nil {
-                    for line in reloadTokens() { line.problem ? warn(line.message) : announce("callstats serve: " + line.message) }
+                    for line in reloadTokens() { logger.log(level: line.problem ? .warning : .info, "\(line.message)") }
                 }
-                if let line = reloadCertificate() { announce("callstats serve: " + line) }
+                // Both outcomes on standard output, as Data/INGEST.md says (the previous
+                // certificate stays in service either way).
+                if let line = reloadCertificate() { logger.info("\(line)") }
             }
         }
         source.resume()
         let sources = [source]
         let hostText = address.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? configuration.host
         let scheme = certificate == nil ? "http" : "https"
-        announce("callstats serve: listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
+        logger.info("listening on \(scheme)://\(hostText):\(address.port ?? configuration.port)/ writing to \(configuration.directory)")
         stop.wait()
-        announce("callstats serve: stopping: no new connections, writing what is queued")
+        logger.info("stopping: no new connections, writing what is queued")
         shutdown()
-        announce("callstats serve: stopped; \(metrics.written) records written")
+        logger.info("stopped; \(metrics.written) records written")
         for s in sources { s.cancel() }
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// What the request deadline asks of the connection's request handler when it passes.
@@ -24,6 +25,7 @@ final class RequestDeadlineHandler: ChannelInboundHandler {
 
     private let timeout: TimeAmount
     private let metrics: ServerMetrics
+    private let logger: Logger
     weak var owner: RequestDeadlineOwner?
     private var context: ChannelHandlerContext?
     /// When the request under way began; nil between requests.
@@ -36,9 +38,10 @@ final class RequestDeadlineHandler: ChannelInboundHandler {
     /// is not parsed.
     private var expired = false
 
-    init(timeout: TimeAmount, metrics: ServerMetrics) {
+    init(timeout: TimeAmount, metrics: ServerMetrics, logger: Logger) {
         self.timeout = timeout
         self.metrics = metrics
+        self.logger = logger
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -101,7 +104,7 @@ final class RequestDeadlineHandler: ChannelInboundHandler {
             "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Connection: close\r\n\r\n" + body
         metrics.request(status: 408, seconds: nil)
-        ServerLog.note("from \(context.remoteAddress?.ipAddress ?? "-"): 408 request head not whole within \(seconds) s")
+        logger.warning("from \(context.remoteAddress?.ipAddress ?? "-"): 408 request head not whole within \(seconds) s")
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: reply))).whenComplete { _ in
             bound.value.close(promise: nil)

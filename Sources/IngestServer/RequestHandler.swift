@@ -1,5 +1,6 @@
 import CallLog
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -10,39 +11,28 @@ final class ServerContext: Sendable {
     let metrics: ServerMetrics
     let tokens: TokenList?
     let clients: ClientState
-    let inFlight: InFlightCounter
-    let requestNumbers = RequestNumbers()
+    let logger: Logger
+    /// Requests between their first byte and their reply (shutdown waits for them).
+    let inFlight = Locked(0)
+    /// The number of the last request begun.
+    private let requestNumbers = Locked(0)
 
-    init(configuration: ServeConfiguration, log: ShardedIngestLog, metrics: ServerMetrics, tokens: TokenList?) {
+    init(configuration: ServeConfiguration, log: ShardedIngestLog, metrics: ServerMetrics, tokens: TokenList?, logger: Logger) {
         self.configuration = configuration
         self.log = log
         self.metrics = metrics
         self.tokens = tokens
+        self.logger = logger
         clients = ClientState(
             maxBatches: configuration.rememberedBatches,
             maxCallsPerPeriod: configuration.maxCallsPerClient, periodMs: configuration.callPeriodMs)
-        inFlight = InFlightCounter()
     }
-}
 
-/// Requests between their first byte and their reply (shutdown waits for them).
-final class InFlightCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add(_ n: Int) { lock.lock(); count += n; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
-}
+    /// `r-` and a number: named in every error reply and log line about a request.
+    func takeRequestID() -> String { "r-\(requestNumbers.withLock { n in n += 1; return n })" }
 
-/// `r-` and a number: named in every error reply and log line about a request.
-final class RequestNumbers: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-    func take() -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        next += 1
-        return "r-\(next)"
-    }
+    func requestBegan() { inFlight.withLock { $0 += 1 } }
+    func requestEnded() { inFlight.withLock { $0 -= 1 } }
 }
 
 /// One connection's HTTP requests. Routes:
@@ -91,7 +81,7 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if request != nil { server.inFlight.add(-1) }
+        if request != nil { server.requestEnded() }
         request = nil
         context.fireChannelInactive()
     }
@@ -102,9 +92,9 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
         switch unwrapInboundIn(data) {
         case .head(let head):
             discarding = false
-            let id = server.requestNumbers.take()
+            let id = server.takeRequestID()
             request = Request(head: head, id: id, startedAt: deadline.requestStart)
-            server.inFlight.add(1)
+            server.requestBegan()
             headReceived(context: context, head: head, id: id)
         case .body(let buffer):
             guard !discarding, request != nil else { return }
@@ -198,9 +188,7 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
                     context: context, status: .unauthorized, problem,
                     extraHeaders: [("WWW-Authenticate", "Bearer realm=\"callstats\"")])
             }
-            reply(
-                context: context, status: .ok, contentType: "text/plain; version=0.0.4",
-                body: Array(server.metrics.render().utf8))
+            reply(context: context, status: .ok, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
         case (.GET, "/agent.js"), (.HEAD, "/agent.js"):
             reply(
                 context: context, status: .ok, contentType: "text/javascript; charset=utf-8", body: PackageResources.agent_js,
@@ -443,8 +431,8 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
             if request == nil {
                 request = Request(
                     head: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"),
-                    id: server.requestNumbers.take(), startedAt: .now())
-                server.inFlight.add(1)
+                    id: server.takeRequestID(), startedAt: .now())
+                server.requestBegan()
             }
             fail(context: context, status: .badRequest, message, close: true)
             return
@@ -462,7 +450,10 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
         var o: JSONObject = ["error": .string(message), "status": .number(Double(status.code)), "request": .string(id)]
         if let batch = request?.head.headers.first(name: "callstats-batch") { o["batch"] = .string(batch) }
         if status.code >= 400, status != .notFound {
-            ServerLog.note("\(id) from \(remoteAddress): \(status.code) \(message)")
+            // Rate-limited by the handler (`ServeLogHandler`): a client decides how often this runs.
+            server.logger.log(
+                level: status.code >= 500 ? .error : .warning, "from \(remoteAddress): \(status.code) \(message)",
+                metadata: ["request": .string(id)])
         }
         if !awaitingReply {
             // Answered before the request's end: the rest of it is not read.
@@ -503,41 +494,8 @@ final class RequestHandler: ChannelInboundHandler, RequestDeadlineOwner {
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             done.whenComplete { _ in bound.value.close(promise: nil) }
         }
-        server.inFlight.add(-1)
+        server.requestEnded()
         awaitingReply = false
         request = nil
-    }
-}
-
-/// Diagnostics on standard error, at most a few lines a second (a hostile client must not
-/// fill the disk through them).
-enum ServerLog {
-    private final class State: @unchecked Sendable {
-        let lock = NSLock()
-        var value = (second: Int64(0), lines: 0, suppressed: 0)
-    }
-    private static let state = State()
-
-    static func note(_ message: String) {
-        let now = EpochClock.nowMs() / 1000
-        state.lock.lock()
-        let line: String? = { (s: inout (second: Int64, lines: Int, suppressed: Int)) -> String? in
-            if s.second != now {
-                let dropped = s.suppressed
-                s = (now, 0, 0)
-                if dropped > 0 {
-                    s.lines += 1
-                    return "callstats serve: (\(dropped) similar lines suppressed)\n" + "callstats serve: " + message
-                }
-            }
-            guard s.lines < 10 else {
-                s.suppressed += 1
-                return nil
-            }
-            s.lines += 1
-            return "callstats serve: " + message
-        }(&state.value)
-        state.lock.unlock()
-        if let line { FileHandle.standardError.write(Data((line + "\n").utf8)) }
     }
 }

@@ -1,126 +1,143 @@
-import Foundation
+import CallLog
+import CoreMetrics
+import Prometheus
 
-/// Counters behind `GET /metrics`, in Prometheus' text exposition format (version 0.0.4).
-/// Every method takes one lock briefly; nothing here allocates per request beyond a dictionary
-/// slot for a status code not seen before.
-public final class ServerMetrics: @unchecked Sendable {
-    private let lock = NSLock()
-    private var requestsByStatus: [Int: Int] = [:]
-    private var recordsWritten = 0
-    private var recordsDuplicate = 0
-    private var recordsRejected = 0
-    private var bytesAccepted = 0
-    private var bytesRejected = 0
-    private var queueBytes: [Int: Int] = [:]
-    private var queueSubmissions: [Int: Int] = [:]
-    private var filesOpened = 0
-    private var writeFailures = 0
-    private var flushLatency = Histogram()
-    private var requestLatency = Histogram()
-    /// The server's connection count, read when rendered.
-    var connections: ConnectionLimit?
+/// What `GET /metrics` reports: the server's counters, gauges and histograms, recorded through
+/// swift-metrics (`Counter`, `Meter`, `Timer`) into this server's own swift-prometheus
+/// `PrometheusCollectorRegistry`, which renders Prometheus' text exposition format.
+///
+/// Each handler is made by the registry itself and handed to the swift-metrics type, rather than
+/// through `MetricsSystem.bootstrap` and `PrometheusMetricsFactory`:
+/// - the bootstrap is global and allowed once per process, while every `IngestServer` must count
+///   its own requests (tests run several servers in one process, one after another and at once);
+/// - the factory registers every metric without help text, and the registry refuses (stops the
+///   process) a second registration of a name with a different help text, so a family's
+///   `# HELP` line is only kept when the registry makes the handler.
+///
+/// Names, labels and types are those `Data/INGEST.md` documents; dashboards and alerts query them.
+/// Every family with fixed labels is registered here, at start, so that it is rendered (at 0)
+/// before its first event; requests by status appear with their first reply of that status.
+public final class ServerMetrics: Sendable {
+    /// The Prometheus registry behind `render()`: one per server.
+    public let registry = PrometheusCollectorRegistry()
 
-    public init() {}
+    private let recordsWritten: CoreMetrics.Counter
+    private let recordsDuplicate: CoreMetrics.Counter
+    private let recordsRejected: CoreMetrics.Counter
+    private let bytesAccepted: CoreMetrics.Counter
+    private let bytesRejected: CoreMetrics.Counter
+    private let queueBytes: Meter
+    private let queueRequests: Meter
+    private let filesOpened: CoreMetrics.Counter
+    private let writeFailures: CoreMetrics.Counter
+    private let connectionsOpen: Meter
+    private let connectionsRefused: CoreMetrics.Counter
+    private let connectionsRefusedForAddress: CoreMetrics.Counter
+    private let flushLatency: CoreMetrics.Timer
+    private let requestLatency: CoreMetrics.Timer
+    /// One counter per status code replied so far (a handful: the server's own statuses).
+    private let requestsByStatus = Locked<[Int: CoreMetrics.Counter]>([:])
+    /// Records written so far, for the line printed at stop: the registry's counters are written
+    /// to, never read back.
+    private let writtenTotal = Locked(0)
 
-    struct Histogram {
-        static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
-        var counts = [Int](repeating: 0, count: Histogram.bounds.count)
-        var sum = 0.0
-        var count = 0
+    private static var requests: MetricNameDescriptor { name("requests", "total", "HTTP requests answered, by status code.") }
 
-        mutating func observe(_ v: Double) {
-            for (i, b) in Histogram.bounds.enumerated() where v <= b { counts[i] += 1 }
-            sum += v
-            count += 1
-        }
-
-        func render(_ name: String, help: String, into out: inout String) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
-            for (i, b) in Histogram.bounds.enumerated() { out += "\(name)_bucket{le=\"\(b)\"} \(counts[i])\n" }
-            out += "\(name)_bucket{le=\"+Inf\"} \(count)\n\(name)_sum \(sum)\n\(name)_count \(count)\n"
-        }
+    /// `callstats_serve_METRIC_UNIT` (`UNIT` may be empty), with its help text.
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "callstats", subsystem: "serve", metricName: metric, unitName: unit, helpText: help)
     }
 
-    private func locked(_ body: () -> Void) {
-        lock.lock()
-        body()
-        lock.unlock()
+    /// The histograms' upper bounds, in seconds: from half a millisecond (a group commit on a fast
+    /// disk) to 2.5 s (a request held behind a slow fsync).
+    static let latencyBounds: [Duration] = [
+        .microseconds(500), .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+    ]
+
+    public init() {
+        let r = registry
+        func counter(_ name: MetricNameDescriptor, _ labels: [(String, String)] = []) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: name.name, dimensions: labels, handler: r.makeCounter(descriptor: name, labels: labels))
+        }
+        func meter(_ name: MetricNameDescriptor) -> Meter {
+            Meter(label: name.name, dimensions: [], handler: r.makeGauge(descriptor: name))
+        }
+        func timer(_ name: MetricNameDescriptor) -> CoreMetrics.Timer {
+            CoreMetrics.Timer(label: name.name, dimensions: [], handler: r.makeDurationHistogram(descriptor: name, buckets: Self.latencyBounds))
+        }
+        let records = Self.name(
+            "records", "total", "Posted records: written, duplicates of records already written (client retries), rejected.")
+        recordsWritten = counter(records, [("outcome", "written")])
+        recordsDuplicate = counter(records, [("outcome", "duplicate")])
+        recordsRejected = counter(records, [("outcome", "rejected")])
+        let bytes = Self.name("record_bytes", "total", "Bytes of posted NDJSON lines (decompressed), accepted or rejected.")
+        bytesAccepted = counter(bytes, [("outcome", "accepted")])
+        bytesRejected = counter(bytes, [("outcome", "rejected")])
+        queueBytes = meter(Self.name("queue", "bytes", "Posted bytes waiting for the writer."))
+        queueRequests = meter(Self.name("queue", "requests", "Requests waiting for the writer."))
+        filesOpened = counter(Self.name("files_opened", "total", "Log files started."))
+        writeFailures = counter(Self.name("write_failures", "total", "Group commits that failed (their requests got 503)."))
+        connectionsOpen = meter(Self.name("connections", "", "Connections open."))
+        connectionsRefused = counter(
+            Self.name("connections_refused", "total", "Connections answered 503 and closed: the limit was reached."))
+        connectionsRefusedForAddress = counter(
+            Self.name("connections_refused_address", "total", "Connections refused: the bound per client address was reached."))
+        flushLatency = timer(Self.name("flush", "seconds", "One group commit: append, flush and fsync."))
+        requestLatency = timer(Self.name("request", "seconds", "POST /v1/records from its last body byte to its reply."))
     }
 
+    /// A reply sent; `seconds`: for a POST that was written, from its last body byte to its reply.
     func request(status: Int, seconds: Double?) {
-        locked {
-            requestsByStatus[status, default: 0] += 1
-            if let seconds { requestLatency.observe(seconds) }
+        let counter = requestsByStatus.withLock { counters in
+            if let known = counters[status] { return known }
+            let labels = [("status", String(status))]
+            let made = CoreMetrics.Counter(
+                label: Self.requests.name, dimensions: labels, handler: registry.makeCounter(descriptor: Self.requests, labels: labels))
+            counters[status] = made
+            return made
         }
+        counter.increment()
+        if let seconds { requestLatency.recordSeconds(seconds) }
     }
 
     func records(written: Int, duplicates: Int, rejected: Int, bytesAccepted accepted: Int, bytesRejected rejectedBytes: Int) {
-        locked {
-            recordsWritten += written
-            recordsDuplicate += duplicates
-            recordsRejected += rejected
-            bytesAccepted += accepted
-            bytesRejected += rejectedBytes
-        }
+        recordsWritten.increment(by: written)
+        recordsDuplicate.increment(by: duplicates)
+        recordsRejected.increment(by: rejected)
+        bytesAccepted.increment(by: accepted)
+        bytesRejected.increment(by: rejectedBytes)
+        writtenTotal.withLock { $0 += written }
     }
 
-    func setQueue(shard: Int, bytes: Int, submissions: Int) {
-        locked {
-            queueBytes[shard] = bytes
-            queueSubmissions[shard] = submissions
-        }
+    /// A submission queued for a writer (any shard): the gauges are the sums over the shards.
+    func queued(bytes: Int, submissions: Int) {
+        queueBytes.increment(by: Double(bytes))
+        queueRequests.increment(by: Double(submissions))
     }
 
-    func flushed(seconds: Double) { locked { flushLatency.observe(seconds) } }
-    func fileOpened() { locked { filesOpened += 1 } }
-    func writeFailed() { locked { writeFailures += 1 } }
+    /// Submissions taken off a writer's queue; the same amounts `queued` added for them.
+    func dequeued(bytes: Int, submissions: Int) {
+        queueBytes.decrement(by: Double(bytes))
+        queueRequests.decrement(by: Double(submissions))
+    }
+
+    func flushed(seconds: Double) { flushLatency.recordSeconds(seconds) }
+    func fileOpened() { filesOpened.increment() }
+    func writeFailed() { writeFailures.increment() }
+
+    func connectionOpened() { connectionsOpen.increment() }
+    func connectionClosed() { connectionsOpen.decrement() }
+    func connectionRefused(forAddress: Bool) { (forAddress ? connectionsRefusedForAddress : connectionsRefused).increment() }
 
     /// Records written so far (for tests and the shutdown line).
-    public var written: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return recordsWritten
-    }
+    public var written: Int { writtenTotal.withLock { $0 } }
 
-    public func render() -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        var out = ""
-        out += "# HELP callstats_serve_requests_total HTTP requests answered, by status code.\n"
-        out += "# TYPE callstats_serve_requests_total counter\n"
-        for (status, n) in requestsByStatus.sorted(by: { $0.key < $1.key }) {
-            out += "callstats_serve_requests_total{status=\"\(status)\"} \(n)\n"
-        }
-        out += "# HELP callstats_serve_records_total Posted records: written, duplicates of records already written (client retries), rejected.\n"
-        out += "# TYPE callstats_serve_records_total counter\n"
-        out += "callstats_serve_records_total{outcome=\"written\"} \(recordsWritten)\n"
-        out += "callstats_serve_records_total{outcome=\"duplicate\"} \(recordsDuplicate)\n"
-        out += "callstats_serve_records_total{outcome=\"rejected\"} \(recordsRejected)\n"
-        out += "# HELP callstats_serve_record_bytes_total Bytes of posted NDJSON lines (decompressed), accepted or rejected.\n"
-        out += "# TYPE callstats_serve_record_bytes_total counter\n"
-        out += "callstats_serve_record_bytes_total{outcome=\"accepted\"} \(bytesAccepted)\n"
-        out += "callstats_serve_record_bytes_total{outcome=\"rejected\"} \(bytesRejected)\n"
-        out += "# HELP callstats_serve_queue_bytes Posted bytes waiting for the writer.\n# TYPE callstats_serve_queue_bytes gauge\n"
-        out += "callstats_serve_queue_bytes \(queueBytes.values.reduce(0, +))\n"
-        out += "# HELP callstats_serve_queue_requests Requests waiting for the writer.\n# TYPE callstats_serve_queue_requests gauge\n"
-        out += "callstats_serve_queue_requests \(queueSubmissions.values.reduce(0, +))\n"
-        out += "# HELP callstats_serve_files_opened_total Log files started.\n# TYPE callstats_serve_files_opened_total counter\n"
-        out += "callstats_serve_files_opened_total \(filesOpened)\n"
-        out += "# HELP callstats_serve_write_failures_total Group commits that failed (their requests got 503).\n"
-        out += "# TYPE callstats_serve_write_failures_total counter\n"
-        out += "callstats_serve_write_failures_total \(writeFailures)\n"
-        if let connections {
-            out += "# HELP callstats_serve_connections Connections open.\n# TYPE callstats_serve_connections gauge\n"
-            out += "callstats_serve_connections \(connections.openCount)\n"
-            out += "# HELP callstats_serve_connections_refused_total Connections answered 503 and closed: the limit was reached.\n"
-            out += "# TYPE callstats_serve_connections_refused_total counter\n"
-            out += "callstats_serve_connections_refused_total \(connections.refusedCount)\n"
-            out += "# HELP callstats_serve_connections_refused_address_total Connections refused: the bound per client address was reached.\n"
-            out += "# TYPE callstats_serve_connections_refused_address_total counter\n"
-            out += "callstats_serve_connections_refused_address_total \(connections.refusedForAddressCount)\n"
-        }
-        flushLatency.render("callstats_serve_flush_seconds", help: "One group commit: append, flush and fsync.", into: &out)
-        requestLatency.render("callstats_serve_request_seconds", help: "POST /v1/records from its last body byte to its reply.", into: &out)
+    /// The exposition text (format 0.0.4): every family with its `# HELP` and `# TYPE` lines.
+    public func render() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(4096)
+        registry.emit(into: &out)
         return out
     }
 }

@@ -1,5 +1,6 @@
 import CallLog
 import Foundation
+import Logging
 
 /// Several `IngestLog`s side by side, each with its own writer thread and files, a call always
 /// going to the same one (its chains live there). Restoring and re-encoding statistics is the
@@ -8,12 +9,12 @@ import Foundation
 public final class ShardedIngestLog: Sendable {
     let shards: [IngestLog]
 
-    public init(settings: IngestLog.Settings, shards count: Int, metrics: ServerMetrics) throws {
+    public init(settings: IngestLog.Settings, shards count: Int, metrics: ServerMetrics, logger: Logger) throws {
         var logs: [IngestLog] = []
         for i in 0..<max(1, count) {
             var s = settings
             if count > 1 { s.filePrefix = "\(settings.filePrefix)-\(i)" }
-            logs.append(try IngestLog(settings: s, metrics: metrics, shard: i))
+            logs.append(try IngestLog(settings: s, metrics: metrics, logger: logger))
         }
         shards = logs
     }
@@ -47,35 +48,38 @@ public final class ShardedIngestLog: Sendable {
         for s in shards { s.close() }
     }
 
-    /// Combines the shards' outcomes of one request.
-    final class Join: @unchecked Sendable {
-        private let lock = NSLock()
-        private var remaining: Int
-        private var outcome = IngestLog.Outcome()
-        private var failure: IngestLog.WriteFailure?
+    /// Combines the shards' outcomes of one request: `completion` runs once, after the last part
+    /// (outside the lock), with the sum of the outcomes or with a failure if any part failed.
+    final class Join: Sendable {
+        private struct Parts {
+            var remaining: Int
+            var outcome = IngestLog.Outcome()
+            var failure: IngestLog.WriteFailure?
+        }
+        private let parts: Locked<Parts>
         private let completion: @Sendable (Result<IngestLog.Outcome, IngestLog.WriteFailure>) -> Void
 
         init(parts: Int, completion: @escaping @Sendable (Result<IngestLog.Outcome, IngestLog.WriteFailure>) -> Void) {
-            remaining = parts
+            self.parts = Locked(Parts(remaining: parts))
             self.completion = completion
         }
 
         func add(_ result: Result<IngestLog.Outcome, IngestLog.WriteFailure>) {
-            lock.lock()
-            switch result {
-            case .success(let o):
-                outcome.written += o.written
-                outcome.duplicates += o.duplicates
-                outcome.rejections += o.rejections
-                outcome.flushSeconds = max(outcome.flushSeconds, o.flushSeconds)
-            case .failure(let f):
-                failure = f
+            let final = parts.withLock { p -> Result<IngestLog.Outcome, IngestLog.WriteFailure>? in
+                switch result {
+                case .success(let o):
+                    p.outcome.written += o.written
+                    p.outcome.duplicates += o.duplicates
+                    p.outcome.rejections += o.rejections
+                    p.outcome.flushSeconds = max(p.outcome.flushSeconds, o.flushSeconds)
+                case .failure(let f):
+                    p.failure = f
+                }
+                p.remaining -= 1
+                guard p.remaining == 0 else { return nil }
+                return p.failure.map { .failure($0) } ?? .success(p.outcome)
             }
-            remaining -= 1
-            let done = remaining == 0
-            let final: Result<IngestLog.Outcome, IngestLog.WriteFailure> = failure.map { .failure($0) } ?? .success(outcome)
-            lock.unlock()
-            if done { completion(final) }
+            if let final { completion(final) }
         }
     }
 }

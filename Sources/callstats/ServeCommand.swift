@@ -215,9 +215,7 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(2)
         }
         do {
-            try server.runUntilSignalled { line in
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
-            }
+            try server.runUntilSignalled()
         } catch {
             Terminal.error("error: \(error)")
             throw ExitCode(1)

@@ -197,7 +197,9 @@ final class EndpointTests: XCTestCase {
         XCTAssertEqual(metrics.status, 200)
         let refusedCount = metrics.body.firstMatch(of: /callstats_serve_connections_refused_total (\d+)/).flatMap { Int($0.1) }
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(refusedCount), 1)
-        XCTAssertTrue(metrics.body.contains("callstats_serve_connections 3\n"), "two idle and this one")
+        // A gauge's value is a float in the exposition (`3.0`).
+        let open = metrics.body.firstMatch(of: /\ncallstats_serve_connections (\S+)\n/).flatMap { Double($0.1) }
+        XCTAssertEqual(open, 3, "two idle and this one: \(metrics.body)")
     }
 
     /// A writer that cannot keep up: with room for one waiting request only, concurrent clients
