@@ -103,6 +103,9 @@ public final class ZstdDecoder: LogDecompressor {
     /// address space; pages are touched only as text is decoded, so resident memory stays
     /// within about twice the smaller of the window and the frame's decoded text.
     public static let windowSizeLimit = 1 << 31
+    /// This decoder's limit: `windowSizeLimit` unless a caller that knows its input needs less
+    /// (a request body) asks for a smaller one.
+    private let windowLimit: Int
     /// The largest piece zstd asks for: a block (skippable frames are stepped over).
     private static let largestPiece = Int(ZSTD_BLOCKSIZE_MAX) + 3
 
@@ -112,7 +115,8 @@ public final class ZstdDecoder: LogDecompressor {
     /// Set once the frame's header is read: it carries a checksum of its content.
     public private(set) var frameIsChecked = false
 
-    public init() {
+    public init(windowLimit: Int = ZstdDecoder.windowSizeLimit) {
+        self.windowLimit = min(windowLimit, Self.windowSizeLimit)
         dctx = ZSTD_createDCtx()
         staged = .allocate(byteCount: Self.largestPiece, alignment: 16)
     }
@@ -277,7 +281,7 @@ public final class ZstdDecoder: LogDecompressor {
                 headerBytes.append(contentsOf: UnsafeRawBufferPointer(start: piece, count: need))
                 var header = ZSTD_frameHeader()
                 if ZSTD_getFrameHeader(&header, headerBytes, headerBytes.count) == 0 {
-                    guard header.windowSize <= UInt64(Self.windowSizeLimit) else {
+                    guard header.windowSize <= UInt64(windowLimit) else {
                         guard
                             let resume = try report(
                                 ZSTD_error_frameParameter_windowTooLarge, at: pieceOffset, pieceStart: pieceStart,

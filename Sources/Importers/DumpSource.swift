@@ -1,5 +1,4 @@
-import CZlib
-import CZstd
+import CallLog
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -36,57 +35,44 @@ public struct DumpError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The decompressed bytes of a dump file, a chunk at a time: gzip (Chrome's "compressed" dump
-/// and rtcstats-server's stored dumps), zstd, or plain, told by the first bytes, not the name.
-/// Memory is one input and one output chunk, whatever the file's size.
+/// and rtcstats-server's stored dumps), zstd, or plain, told by the first bytes, not the name
+/// (`StreamCompression`), decompressed by `CallLog`'s `StreamDecompressor`.
+///
+/// Memory is bounded whatever the file's size or compression ratio: one input chunk, and the
+/// output of one small slice of it at a time (`sliceBytes`: a slice of a zstd frame made of
+/// run-length blocks decodes to at most about 16 MiB, of deflate to far less).
 public final class DumpSource {
-    public enum Compression: String, Sendable { case gzip, zstd, plain }
+    public typealias Compression = StreamCompression
 
     public let path: String
-    public private(set) var compression: Compression = .plain
+    public var compression: Compression { decompressor.compression }
     private let fd: Int32
     private var input: [UInt8]
     private var inputStart = 0
     private var inputEnd = 0
     private var atEOF = false
-    private var inflater: UnsafeMutablePointer<z_stream>?
-    private var zstd: OpaquePointer?
-    /// True while a compressed stream has started and not ended (a cut file ends inside one).
-    private var insideStream = false
+    private var decompressor: StreamDecompressor
+    /// Output decompressed and not yet handed out.
+    private var pending: [UInt8] = []
+    private var pendingStart = 0
     /// Decompressed bytes handed out so far.
     public private(set) var produced = 0
+    /// Compressed bytes given to the decompressor at a time.
+    static let sliceBytes = 512
 
     public init(path: String, chunkBytes: Int = 1 << 18) throws(DumpError) {
         self.path = path
-        fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw DumpError(file: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        self.fd = fd
         input = [UInt8](repeating: 0, count: chunkBytes)
+        decompressor = StreamDecompressor(.plain)
         try fill()
-        let head = Array(input[inputStart..<inputEnd].prefix(4))
-        if head.count >= 2 && head[0] == 0x1F && head[1] == 0x8B {
-            compression = .gzip
-            let z = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-            z.initialize(to: z_stream())
-            // 15 + 16: a gzip wrapper (members are restarted one after another below).
-            guard inflateInit2_(z, 15 + 16, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-                z.deallocate()
-                throw DumpError(file: path, message: "zlib could not be initialised")
-            }
-            inflater = z
-        } else if head.count == 4 && head == [0x28, 0xB5, 0x2F, 0xFD] {
-            compression = .zstd
-            zstd = ZSTD_createDStream()
-            ZSTD_initDStream(zstd)
-        }
+        let compression = StreamCompression(firstBytes: input[inputStart..<inputEnd])
+        if compression != .plain { decompressor = StreamDecompressor(compression) }
     }
 
-    deinit {
-        if let inflater {
-            inflateEnd(inflater)
-            inflater.deallocate()
-        }
-        if let zstd { ZSTD_freeDStream(zstd) }
-        close(fd)
-    }
+    deinit { close(fd) }
 
     private func fill() throws(DumpError) {
         if inputStart > 0 {
@@ -108,9 +94,16 @@ public final class DumpSource {
     /// Fills `buffer` with the next decompressed bytes; 0 at the end of the file.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(DumpError) -> Int {
         while true {
+            if pendingStart < pending.count {
+                let n = min(buffer.count, pending.count - pendingStart)
+                pending.withUnsafeBytes { p in buffer.baseAddress!.copyMemory(from: p.baseAddress! + pendingStart, byteCount: n) }
+                pendingStart += n
+                produced += n
+                return n
+            }
             if inputStart == inputEnd {
                 if atEOF {
-                    if insideStream {
+                    if decompressor.insideFrame {
                         throw DumpError(file: path, message: "the \(compression.rawValue) stream is cut short: the file ends inside it")
                     }
                     return 0
@@ -118,68 +111,29 @@ public final class DumpSource {
                 try fill()
                 continue
             }
-            let n: Int
-            switch compression {
-            case .plain:
-                n = min(buffer.count, inputEnd - inputStart)
+            if compression == .plain {
+                let n = min(buffer.count, inputEnd - inputStart)
                 input.withUnsafeBytes { p in buffer.baseAddress!.copyMemory(from: p.baseAddress! + inputStart, byteCount: n) }
                 inputStart += n
-            case .gzip:
-                n = try inflate(into: buffer)
-            case .zstd:
-                n = try unzstd(into: buffer)
+                produced += n
+                return n
             }
-            produced += n
-            if n > 0 { return n }
-            if inputStart == inputEnd && !atEOF { try fill() }
+            pending.removeAll(keepingCapacity: true)
+            pendingStart = 0
+            let slice = min(Self.sliceBytes, inputEnd - inputStart)
+            do {
+                try input.withUnsafeBytes { p in
+                    try decompressor.decompress(UnsafeRawBufferPointer(rebasing: p[inputStart..<(inputStart + slice)])) {
+                        pending.append(contentsOf: $0)
+                    }
+                }
+            } catch StreamDecompressionError.damaged(let why, let decompressed) {
+                throw DumpError(file: path, message: "damaged \(compression.rawValue) data after \(decompressed) decompressed bytes: \(why)")
+            } catch {
+                throw DumpError(file: path, message: "\(error)")
+            }
+            inputStart += slice
         }
-    }
-
-    private func inflate(into buffer: UnsafeMutableRawBufferPointer) throws(DumpError) -> Int {
-        guard let z = inflater else { return 0 }
-        if !insideStream {
-            // A new member starts here (gzip files may hold several, one after another).
-            inflateReset(z)
-            insideStream = true
-        }
-        let available = inputEnd - inputStart
-        let result: Int32 = input.withUnsafeMutableBytes { p in
-            z.pointee.next_in = p.baseAddress!.assumingMemoryBound(to: Bytef.self) + inputStart
-            z.pointee.avail_in = uInt(available)
-            z.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
-            z.pointee.avail_out = uInt(buffer.count)
-            return CZlib.inflate(z, Z_NO_FLUSH)
-        }
-        inputStart += available - Int(z.pointee.avail_in)
-        let n = buffer.count - Int(z.pointee.avail_out)
-        switch result {
-        case Z_OK, Z_BUF_ERROR:
-            return n
-        case Z_STREAM_END:
-            insideStream = false
-            return n
-        default:
-            let why = z.pointee.msg.map { String(cString: $0) } ?? "code \(result)"
-            throw DumpError(file: path, message: "damaged gzip data after \(produced + n) decompressed bytes: \(why)")
-        }
-    }
-
-    private func unzstd(into buffer: UnsafeMutableRawBufferPointer) throws(DumpError) -> Int {
-        let available = inputEnd - inputStart
-        var inBuf = ZSTD_inBuffer(src: nil, size: 0, pos: 0)
-        var outBuf = ZSTD_outBuffer(dst: buffer.baseAddress, size: buffer.count, pos: 0)
-        let r: Int = input.withUnsafeBytes { p in
-            inBuf = ZSTD_inBuffer(src: p.baseAddress! + inputStart, size: available, pos: 0)
-            return ZSTD_decompressStream(zstd, &outBuf, &inBuf)
-        }
-        inputStart += inBuf.pos
-        if ZSTD_isError(r) != 0 {
-            throw DumpError(
-                file: path, message: "damaged zstd data after \(produced + outBuf.pos) decompressed bytes: \(String(cString: ZSTD_getErrorName(r)))")
-        }
-        // 0: a frame is complete and fully flushed.
-        insideStream = r != 0
-        return outBuf.pos
     }
 }
 
