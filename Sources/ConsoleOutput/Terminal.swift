@@ -45,19 +45,20 @@ public enum AlignedRows {
     }
 }
 
-/// Prints rows of label/value columns aligned: text to the left, figures to the right.
-/// A column without a header (a marker such as `*`) gets no rule under it, and is left out
-/// when no row has anything in it, so that header, rule and rows line up whatever is shown.
+/// Prints rows of columns aligned: text to the left, figures to the right; the one table
+/// renderer of the commands (`config`, `internal compare-databases`, `query`). A column without
+/// a header (a marker such as `*`) gets no rule under it, and is left out when no row has
+/// anything in it, so that header, rule and rows line up whatever is shown.
 public struct Table {
-    public init(header: [String], rows: [[String]] = [], textColumns: Set<Int> = []) {
+    public init(header: [String], rows: [[String]] = [], textColumns: Set<Int> = [], firstColumnIsText: Bool = true) {
         self.header = header
         self.rows = rows
-        self.textColumns = textColumns
+        self.textColumns = firstColumnIsText ? textColumns.union([0]) : textColumns
     }
 
     public var header: [String]
     public var rows: [[String]] = []
-    /// Columns of text (besides the first, always text), aligned to the left.
+    /// Columns of text, aligned to the left (the first unless the caller says otherwise).
     public var textColumns: Set<Int> = []
 
     public func render() -> String {
@@ -67,7 +68,7 @@ public struct Table {
         func line(_ cells: [String]) -> String {
             shown.map { i in
                 let c = i < cells.count ? cells[i] : ""
-                return i == 0 || textColumns.contains(i)
+                return textColumns.contains(i)
                     ? c.padding(toLength: widths[i], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[i] - c.count) + c
             }.joined(separator: "  ").trimmingTrailingSpaces

@@ -1,6 +1,7 @@
 import ConsoleOutput
 import Foundation
 import ArgumentParser
+import CallLog
 import SQLiteDatabase
 import Store
 
@@ -108,25 +109,14 @@ enum ResultFormatter {
                 }
             }
         }
-        var widths = r.columns.map { Printable.escaped($0).count }
-        for row in cells { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.count) } }
         let numeric = r.columns.indices.map { i in
             r.rows.contains { if case .integer = $0[i] { true } else if case .real = $0[i] { true } else { false } }
         }
-        func pad(_ s: String, _ i: Int) -> String {
-            let fill = String(repeating: " ", count: widths[i] - s.count)
-            return numeric[i] ? fill + s : s + fill
-        }
-        func line(_ cells: [String]) -> String {
-            var text = cells.indices.map { pad(cells[$0], $0) }.joined(separator: "  ")
-            while text.last == " " { text.removeLast() }
-            return text
-        }
-        var lines = [line(r.columns.map { Printable.escaped($0) })]
-        lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
-        for row in cells { lines.append(line(row)) }
-        lines.append("(\(r.rows.count) row\(r.rows.count == 1 ? "" : "s"))")
-        return lines
+        let table = Table(
+            header: r.columns.map { Printable.escaped($0) }, rows: cells,
+            textColumns: Set(r.columns.indices.filter { !numeric[$0] }), firstColumnIsText: !(numeric.first ?? false))
+        return table.render().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            + ["(\(r.rows.count) row\(r.rows.count == 1 ? "" : "s"))"]
     }
 
     static func csv(_ r: QueryResult) -> [String] {
@@ -159,19 +149,10 @@ enum ResultFormatter {
         return out + "]"
     }
 
+    /// `s` as a JSON string, escaped as the log writer escapes it.
     static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out + "\""
+        var out: [UInt8] = []
+        JSONValue.writeString(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }
