@@ -321,7 +321,7 @@ public final class IngestLog: @unchecked Sendable {
         var path: String
         repeat {
             fileCounter += 1
-            path = settings.directory + "/" + IngestFileName.make(prefix: settings.filePrefix, epochMs: now, counter: fileCounter)
+            path = settings.directory + "/" + LogFileName.make(prefix: settings.filePrefix, epochMs: now, counter: fileCounter, compression: .zstd)
         } while FileManager.default.fileExists(atPath: path)
         let w: LogWriter
         do { w = try LogWriter(path: path, options: settings.writerOptions) } catch {
@@ -381,21 +381,5 @@ enum EpochClock {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
-}
-
-/// `PREFIX-YYYYMMDDTHHMMSSmmmZ-NNNN.ndjson.zst`: sorts by creation time.
-enum IngestFileName {
-    static func make(prefix: String, epochMs: Int64, counter: Int) -> String {
-        var seconds = time_t(epochMs / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ n: Int, _ width: Int) -> String {
-            let t = String(n)
-            return String(repeating: "0", count: max(0, width - t.count)) + t
-        }
-        let date = pad(Int(parts.tm_year) + 1900, 4) + pad(Int(parts.tm_mon) + 1, 2) + pad(Int(parts.tm_mday), 2)
-        let time = pad(Int(parts.tm_hour), 2) + pad(Int(parts.tm_min), 2) + pad(Int(parts.tm_sec), 2) + pad(Int(epochMs % 1000), 3)
-        return "\(prefix)-\(date)T\(time)Z-\(pad(counter % 10_000, 4)).ndjson.zst"
     }
 }
