@@ -135,12 +135,9 @@ public final class AnalyzeRun {
 
     /// Opens the database `options.database` names (`StoreLocation`) and runs.
     public func run() throws -> Report {
-        if StoreLocation.isPostgres(options.database) {
-            return try run(into: PostgresStore(url: options.database))
-        }
-        let store = try CallStore(path: options.database, willUpgrade: onUpgrade)
-        store.setReaderWait(seconds: options.readerWaitSeconds)
-        store.onReaderWait = onReaderWait
+        let store = try StoreLocation.openForWriting(
+            options.database,
+            sqlite: .init(willUpgrade: onUpgrade, readerWaitSeconds: options.readerWaitSeconds, onReaderWait: onReaderWait))
         return try run(into: store)
     }
 

@@ -47,9 +47,8 @@ public final class RegradeRun {
 
     /// Opens the database `options.database` names (`StoreLocation`) and regrades it.
     public func run() throws -> Report {
-        if StoreLocation.isPostgres(options.database) { return try run(on: PostgresStore(url: options.database)) }
-        guard FileManager.default.fileExists(atPath: options.database) else { throw RegradeError.noDatabase(options.database) }
-        return try run(on: CallStore(path: options.database))
+        guard StoreLocation.exists(options.database) else { throw RegradeError.noDatabase(options.database) }
+        return try run(on: StoreLocation.openForWriting(options.database))
     }
 
     private func run<Results: ResultStore>(on store: Results) throws -> Report {

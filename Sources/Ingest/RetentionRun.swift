@@ -61,8 +61,7 @@ public enum RetentionRun {
 
     /// The store `database` names (`StoreLocation`).
     private static func open(_ database: String) throws -> any RetentionStore {
-        if StoreLocation.isPostgres(database) { return try PostgresStore(url: database) }
-        return try CallStore(path: database)
+        try StoreLocation.openForWriting(database)
     }
 
     private static func remove(

@@ -18,20 +18,11 @@ public enum ReportWriter {
     ) throws -> Result {
         let started = Date()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let data: ReportData
-        if StoreLocation.isPostgres(database) {
-            let reader = try PostgresReader(url: database)
-            let settings = try reader.recordedSettings()
-            data = try ReportData(
-                database: reader, name: reader.name, generatedAt: now, grading: settings.summaryText, settings: settings,
-                options: options, progress: progress)
-        } else {
-            let reader = try StoreReader(path: database)
-            let settings = try reader.recordedSettings()
-            data = try ReportData(
-                database: reader.connection, name: (database as NSString).lastPathComponent, generatedAt: now,
-                grading: settings.summaryText, settings: settings, options: options, progress: progress)
-        }
+        let reader = try StoreLocation.openForReading(database)
+        let settings = try reader.queries.recordedSettings()
+        let data = try ReportData(
+            database: reader.rows, name: reader.name, generatedAt: now, grading: settings.summaryText, settings: settings,
+            options: options, progress: progress)
         progress?("writing \(output)")
         let page = Data(ReportPage.html(data).utf8)
         try page.write(to: URL(fileURLWithPath: output), options: .atomic)

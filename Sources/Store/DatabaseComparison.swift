@@ -238,6 +238,13 @@ extension DatabaseComparison {
         "ingested_files", "rollup_pending", "meta",
     ]
 
+    /// Two databases wherever they are (`StoreLocation`): `compare` for two SQLite files, else
+    /// `compareAcrossStores` (rows as multisets, reals to 12 digits).
+    public static func compare(locations first: String, _ second: String, materialByContent: Bool = false) throws -> [TableComparison] {
+        StoreLocation.isPostgres(first) || StoreLocation.isPostgres(second)
+            ? try compareAcrossStores(first, second) : try compare(first, second, materialByContent: materialByContent)
+    }
+
     /// `compare` for two databases in any stores (`StoreLocation`: an SQLite file or a
     /// PostgreSQL URL each). Rows are compared as multisets with REAL values rounded to 12
     /// significant digits: sums made in another order (a rollup's minutes, of calls starting in

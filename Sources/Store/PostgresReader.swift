@@ -64,12 +64,7 @@ extension PostgresReader: StoreRows {
     }
 }
 
-extension StoreReader: QueryableStore {
-    /// The reader of `location` (`StoreLocation`): an SQLite file or a PostgreSQL server.
-    public static func open(_ location: String) throws -> any QueryableStore {
-        StoreLocation.isPostgres(location) ? try PostgresReader(url: location) : try StoreReader(path: location)
-    }
-}
+extension StoreReader: QueryableStore {}
 
 /// A reader of a PostgreSQL callstats database. A user's SQL runs in a read-only transaction
 /// (`SET TRANSACTION READ ONLY`) that is rolled back, and as one statement: libpq's extended

@@ -102,20 +102,6 @@ extension CallStore: ResultStore {
     public var sharedByOtherWriters: Bool { false }
 }
 
-/// Where `--db` points: a PostgreSQL server for a `postgres://` or `postgresql://` URL, an
-/// SQLite file for anything else. The one place that tells them apart.
-public enum StoreLocation {
-    public static func isPostgres(_ location: String) -> Bool {
-        let lower = location.lowercased()
-        return lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://")
-    }
-
-    /// `location` as messages show it: a URL without its password.
-    public static func displayName(_ location: String) -> String {
-        isPostgres(location) ? PostgresConnection.withoutPassword(location) : location
-    }
-}
-
 /// A file in the ledger: content already read, by fingerprint.
 public struct LedgerEntry: Sendable {
     public var path: String

@@ -37,11 +37,7 @@ struct CompareDatabasesCommand: ParsableCommand {
     var materialByContent = false
 
     func run() throws {
-        // A PostgreSQL database on either side: rows compared across stores (reals to 12 digits).
-        let tables =
-            StoreLocation.isPostgres(first) || StoreLocation.isPostgres(second)
-            ? try DatabaseComparison.compareAcrossStores(first, second)
-            : try DatabaseComparison.compare(first, second, materialByContent: materialByContent)
+        let tables = try DatabaseComparison.compare(locations: first, second, materialByContent: materialByContent)
         var table = Table(header: ["table", "rows (1st)", "rows (2nd)", "only in 1st", "only in 2nd"])
         for t in tables {
             if t.rows.first == nil || t.rows.second == nil {

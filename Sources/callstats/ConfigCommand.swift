@@ -42,12 +42,13 @@ struct SettingsOptions: ParsableArguments {
 
     /// A database's settings, or the defaults when the file does not exist yet.
     static func recordedSettings(of database: String) throws -> AnalysisConfig {
-        if StoreLocation.isPostgres(database) {
+        guard StoreLocation.exists(database) else { return AnalysisConfig() }
+        do {
+            return try StoreLocation.openForReading(database).queries.recordedSettings()
+        } catch StoreError.notADatabase where StoreLocation.isPostgres(database) {
             // A server without the schema yet has no settings: the defaults, as for a new file.
-            do { return try StoreReader.open(database).recordedSettings() } catch StoreError.notADatabase { return AnalysisConfig() }
+            return AnalysisConfig()
         }
-        guard FileManager.default.fileExists(atPath: database) else { return AnalysisConfig() }
-        return try StoreReader.open(database).recordedSettings()
     }
 }
 
@@ -81,7 +82,7 @@ struct ConfigCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        if let db, !StoreLocation.isPostgres(db), !FileManager.default.fileExists(atPath: db) { throw CommandFailure(message: "\(db): no such database") }
+        if let db, !StoreLocation.exists(db) { throw CommandFailure(message: "\(db): no such database") }
         let config: AnalysisConfig
         if let asked = try settings.settings(database: db) {
             config = asked

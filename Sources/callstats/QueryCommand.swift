@@ -42,7 +42,7 @@ struct QueryCommand: ParsableCommand {
     }
 
     func run() throws {
-        let reader = try StoreReader.open(db)
+        let reader = try StoreLocation.openForReading(db).queries
         let result: QueryResult
         if let describe {
             result = try reader.columns(of: describe)

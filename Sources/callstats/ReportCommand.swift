@@ -45,7 +45,7 @@ struct ReportCommand: ParsableCommand {
         var options = ReportData.Options()
         options.worstCalls = worst
         options.drillDowns = min(drillDowns, worst)
-        guard StoreLocation.isPostgres(db) || FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
+        guard StoreLocation.exists(db) else { throw CommandFailure(message: "\(db): no such database") }
         let r: ReportWriter.Result
         do {
             defer { Terminal.clearStatus() }

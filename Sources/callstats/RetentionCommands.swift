@@ -63,7 +63,7 @@ struct PruneCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard StoreLocation.isPostgres(db) || FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
+        guard StoreLocation.exists(db) else { throw CommandFailure(message: "\(db): no such database") }
         let cutoff: Int64
         if let before, let ms = SimulateCommand.parseDate(before) {
             cutoff = ms
@@ -133,7 +133,7 @@ struct ForgetCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard StoreLocation.isPostgres(db) || FileManager.default.fileExists(atPath: db) else { throw CommandFailure(message: "\(db): no such database") }
+        guard StoreLocation.exists(db) else { throw CommandFailure(message: "\(db): no such database") }
         let pseudonymizer = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map { CallPseudonymizer(key: $0) }
         let report = try RetentionRun.forget(
             database: db, callIDs: calls, user: user, pseudonymizer: pseudonymizer, reclaim: vacuum, readerWaitSeconds: vacuumWait,

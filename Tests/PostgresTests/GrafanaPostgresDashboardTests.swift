@@ -143,8 +143,8 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
 
     func testEveryQueryRunsOnPostgresWithEveryFilterLikeTheSQLitePanel() throws {
         let sample = try analysedSample()
-        let postgres = try StoreReader.open(sample.postgres)
-        let sqlite = try StoreReader.open(sample.sqlite)
+        let postgres = try StoreLocation.openForReading(sample.postgres).queries
+        let sqlite = try StoreLocation.openForReading(sample.sqlite).queries
         func scalar(_ sql: String) throws -> SQLValue? { try postgres.query(sql, limit: 1).rows.first?.first }
         let from = try XCTUnwrap(try scalar("SELECT min(start_ts) FROM calls")?.int64)
         let to = try XCTUnwrap(try scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
@@ -199,7 +199,7 @@ final class GrafanaPostgresDashboardTests: XCTestCase {
     /// impaired, is the conference's worst uplink and the only worst offender.
     func testConferencePanelsNameTheImpairedUplink() throws {
         let sample = try analysedSample()
-        let postgres = try StoreReader.open(sample.postgres)
+        let postgres = try StoreLocation.openForReading(sample.postgres).queries
         let all = Self.queries(try Self.dashboard(in: Self.folder))
         func run(_ panel: String) throws -> QueryResult {
             let q = try XCTUnwrap(all.first { $0.panel == panel }, panel)
