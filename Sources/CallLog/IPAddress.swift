@@ -1,10 +1,31 @@
-/// An IPv4 or IPv6 address, parsed from and printed as text (RFC 5952 form for IPv6).
-public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
+/// An IPv4 or IPv6 address, parsed from and printed as text (RFC 5952 form for IPv6): the one
+/// address type, of the pseudonymiser, the capture's flows and serve's configuration. A small
+/// fixed-size value, hashable without allocation (a capture keys every packet's flow by two).
+public enum IPAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
     case v4(UInt32)
     /// High and low 64 bits.
     case v6(UInt64, UInt64)
 
-    public init?(_ text: String) { self.init(utf8: ArraySlice(text.utf8)) }
+    /// Text as in a URL or SDP: `192.0.2.1`, `2001:db8::1`, `[2001:db8::1]`.
+    public init?(_ text: some StringProtocol) {
+        var s = ArraySlice(text.utf8)
+        if s.first == UInt8(ascii: "["), s.last == UInt8(ascii: "]") { s = s.dropFirst().dropLast() }
+        self.init(utf8: s)
+    }
+
+    public init(ipv4 value: UInt32) { self = .v4(value) }
+
+    public init(high: UInt64, low: UInt64) { self = .v6(high, low) }
+
+    /// IPv4 before IPv6, each in numeric order.
+    public static func < (a: IPAddress, b: IPAddress) -> Bool {
+        switch (a, b) {
+        case (.v4(let x), .v4(let y)): x < y
+        case (.v6(let xh, let xl), .v6(let yh, let yl)): xh != yh ? xh < yh : xl < yl
+        case (.v4, .v6): true
+        case (.v6, .v4): false
+        }
+    }
 
     public init?(utf8 s: ArraySlice<UInt8>) {
         if let v = IPAddress.parseV4(s) { self = .v4(v); return }
@@ -114,6 +135,9 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .v4(let a):
             return "\(a >> 24).\(a >> 16 & 255).\(a >> 8 & 255).\(a & 255)"
+        case .v6(0, let lo) where lo >> 32 == 0xFFFF:
+            // RFC 5952 §5: an IPv4-mapped address ends in dotted decimal, as Wireshark prints it.
+            return "::ffff:" + IPAddress.v4(UInt32(truncatingIfNeeded: lo)).description
         case .v6(let hi, let lo):
             let g = (0..<8).map { k -> UInt16 in
                 let word = k < 4 ? hi : lo

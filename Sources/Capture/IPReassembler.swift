@@ -1,3 +1,4 @@
+import CallLog
 /// Reassembles fragmented IPv4 and IPv6 datagrams, within fixed memory bounds.
 ///
 /// SIP INVITEs with large SDP bodies are the usual fragmented UDP in a call capture; media

@@ -1,3 +1,4 @@
+import CallLog
 /// A UDP datagram found in a captured frame.
 ///
 /// `payload` points into the frame (or into reassembled fragments) and is valid only while

@@ -1,3 +1,4 @@
+import CallLog
 /// One `m=` section of an SDP body, with the connection address that applies to it.
 public struct SDPMedia: Equatable, Sendable {
     public var media: String

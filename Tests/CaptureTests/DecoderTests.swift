@@ -1,3 +1,4 @@
+import CallLog
 import Capture
 import TestSupport
 import XCTest
@@ -44,7 +45,13 @@ final class DecoderTests: XCTestCase {
         XCTAssertEqual(IPAddress("::1")?.description, "::1")
         XCTAssertEqual(IPAddress("2001:db8:0:1:1:1:1:1")?.description, "2001:db8:0:1:1:1:1:1")
         XCTAssertEqual(IPAddress("192.168.1.2")?.description, "192.168.1.2")
-        XCTAssertEqual(IPAddress("::ffff:10.0.0.1"), IPAddress("10.0.0.1"))
+        // An IPv4-mapped IPv6 address is IPv6 (a real IPv6 packet may carry one), printed as
+        // Wireshark prints it.
+        XCTAssertEqual(IPAddress("::ffff:10.0.0.1")?.description, "::ffff:10.0.0.1")
+        XCTAssertNotEqual(IPAddress("::ffff:10.0.0.1"), IPAddress("10.0.0.1"))
+        XCTAssertEqual(IPAddress("[2001:db8::1]"), IPAddress("2001:db8::1"))
+        XCTAssertLessThan(IPAddress("10.0.0.1")!, IPAddress("10.0.0.2")!)
+        XCTAssertLessThan(IPAddress("255.255.255.255")!, IPAddress("::1")!)
         XCTAssertNil(IPAddress("1.2.3"))
         XCTAssertNil(IPAddress("1::2::3"))
     }
