@@ -232,11 +232,12 @@ private struct ComparedPostgres: ComparedStore {
 extension DatabaseComparison {
     /// The tables (and views) compared across stores: what users read, and the bookkeeping
     /// that makes later runs behave alike.
-    package static let crossStoreTables = [
-        CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, PeerConnectionsTable.name, "rollups", MaterialTable.name,
-        "call_conversations", ConferenceParticipantsTable.name, ConferenceMatrixTable.name, "conferences", "conference_offenders",
-        "ingested_files", "rollup_pending", "meta",
-    ]
+    package static let crossStoreTables =
+        [
+            CallsTable.name, StreamsTable.name, "intervals", "events", FindingsTable.name, PeerConnectionsTable.name, "rollups", MaterialTable.name,
+            "call_conversations", ConferenceParticipantsTable.name, ConferenceMatrixTable.name,
+            "ingested_files", "rollup_pending", "meta",
+        ] + Schema.viewNames.filter { $0 != "intervals" && $0 != "events" }
 
     /// Two databases wherever they are (`StoreLocation`): `compare` for two SQLite files, else
     /// `compareAcrossStores` (rows as multisets, reals to 12 digits).

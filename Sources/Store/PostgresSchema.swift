@@ -97,84 +97,8 @@ enum PostgresSchema {
             + added(FindingsTable.self) + added(MaterialTable.self) + added(PeerConnectionsTable.self) + rollups).joined(separator: "\n")
     }
 
-    /// A UTC time as SQLite's `datetime(seconds, 'unixepoch')` writes it.
-    private static func datetime(_ seconds: String) -> String {
-        "to_char(to_timestamp(\(seconds)) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
-    }
-
-    /// The views of `Schema.views`, the same columns and rows.
-    static var views: String {
-        """
-        CREATE VIEW intervals (call_id, \(Schema.intervalColumns)) AS
-            SELECT c.call_id, \(Schema.prefixed("i", Schema.intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
-
-        CREATE VIEW events (call_id, \(Schema.eventColumns)) AS
-            SELECT c.call_id, \(Schema.prefixed("e", Schema.eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
-
-        CREATE VIEW worst_calls AS
-            SELECT call_id, \(datetime("start_ts / 1000")) AS started, duration_ms / 1000 AS seconds,
-                   grade, round(mos_worst::numeric, 2) AS mos_worst, round(mos_cq::numeric, 2) AS mos,
-                   round(loss_pct::numeric, 2) AS loss_pct, round(jitter_ms::numeric, 1) AS jitter_ms,
-                   round(rtt_ms) AS rtt_ms, network, platform, grade_reason
-            FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
-            ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
-
-        CREATE VIEW worst_calls_last_day AS
-            SELECT * FROM worst_calls
-            WHERE started >= \(datetime("(SELECT max(start_ts) FROM calls) / 1000 - 86400"));
-
-        CREATE VIEW poor_share_by_network AS
-            SELECT network, count(*) AS calls,
-                   count(*) FILTER (WHERE grade = 'poor') AS poor, count(*) FILTER (WHERE grade = 'no_media') AS no_media,
-                   round(100.0 * count(*) FILTER (WHERE grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
-                   round(avg(mos_cq)::numeric, 2) AS mos_mean
-            FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
-
-        CREATE VIEW setup_p95_by_app_version AS
-            WITH ranked AS (
-                SELECT app || ' ' || app_version AS app_version, media_ms,
-                       row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
-                       count(*) OVER (PARTITION BY app, app_version) AS n
-                FROM calls WHERE media_ms IS NOT NULL)
-            SELECT app_version, max(n) AS calls,
-                   min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
-                   min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
-            FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
-
-        CREATE VIEW findings_summary AS
-            SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
-                   round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
-            FROM findings GROUP BY code, severity ORDER BY calls DESC;
-
-        CREATE VIEW conversation_legs AS
-            SELECT v.conversation_id, v.linked_by, c.call_id, c.start_ts, c.direction, c.sdk, c.grade,
-                   c.mos_cq, c.mos_worst, c.loss_pct, c.jitter_ms,
-                   c.mos_cq_sent, c.mos_worst_sent, c.loss_pct_sent, c.jitter_ms_sent, c.rtt_ms, c.grade_reason
-            FROM call_conversations v JOIN calls c USING (call_id);
-
-        CREATE VIEW conversations AS
-            SELECT conversation_id, min(linked_by) AS linked_by, count(*) AS legs,
-                   string_agg(call_id, ' ' ORDER BY call_id) AS call_ids,
-                   \(datetime("min(start_ts) / 1000")) AS started,
-                   min(mos_cq) AS mos_min, max(mos_cq) AS mos_max, min(mos_worst) AS mos_worst,
-                   (SELECT w.call_id FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
-                    ORDER BY w.mos_cq IS NULL, w.mos_cq, w.call_id LIMIT 1) AS worst_leg,
-                   (SELECT w.grade FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
-                    ORDER BY CASE w.grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 WHEN 'fair' THEN 2 WHEN 'good' THEN 3 ELSE 4 END,
-                             w.call_id LIMIT 1) AS grade
-            FROM conversation_legs l
-            GROUP BY conversation_id ORDER BY min(start_ts);
-
-        CREATE VIEW daily_quality AS
-            SELECT to_char(to_timestamp(bucket_ts / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-                   calls, good, fair, poor, no_media, unanswered, unmeasured,
-                   round(100.0 * (poor + no_media) / greatest(1, calls - unanswered), 1) AS poor_pct,
-                   round(mos_p50::numeric, 2) AS mos_p50, round(mos_p5::numeric, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
-            FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
-
-        \(ConferenceSchema.views(create: "CREATE VIEW") { "round((\($0))::numeric, \($1))::double precision" })
-        """
-    }
+    /// The views of `Schema.views`, the same columns and rows: `Views.sql` in PostgreSQL's words.
+    static var views: String { Views.sql(.postgres) }
 
     /// Refuses a database whose tables lack columns this version writes (someone altered a
     /// table): writing into it would fail mid-run, after work was done.

@@ -191,76 +191,9 @@ public enum Schema {
     static var intervalColumns: String { IntervalsTable.columnNames.dropFirst().joined(separator: ", ") }
     static var eventColumns: String { EventsTable.columnNames.dropFirst().joined(separator: ", ") }
 
-    /// The questions people ask first, as views; and the call's intervals and events by call id.
-    package static var views: String {
-        """
-        CREATE VIEW IF NOT EXISTS intervals (call_id, \(intervalColumns)) AS
-            SELECT c.call_id, \(prefixed("i", intervalColumns)) FROM interval_rows i JOIN calls c ON c.call_key = i.call_key;
-
-        CREATE VIEW IF NOT EXISTS events (call_id, \(eventColumns)) AS
-            SELECT c.call_id, \(prefixed("e", eventColumns)) FROM event_rows e JOIN calls c ON c.call_key = e.call_key;
-
-        CREATE VIEW IF NOT EXISTS worst_calls AS
-            SELECT call_id, datetime(start_ts / 1000, 'unixepoch') AS started, duration_ms / 1000 AS seconds,
-                   grade, round(mos_worst, 2) AS mos_worst, round(mos_cq, 2) AS mos, round(loss_pct, 2) AS loss_pct,
-                   round(jitter_ms, 1) AS jitter_ms, round(rtt_ms) AS rtt_ms, network, platform, grade_reason
-            FROM calls WHERE grade IN ('no_media', 'poor', 'fair')
-            ORDER BY CASE grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 ELSE 2 END, mos_worst;
-
-        CREATE VIEW IF NOT EXISTS worst_calls_last_day AS
-            SELECT * FROM worst_calls
-            WHERE started >= datetime((SELECT max(start_ts) FROM calls) / 1000 - 86400, 'unixepoch');
-
-        CREATE VIEW IF NOT EXISTS poor_share_by_network AS
-            SELECT network, count(*) AS calls,
-                   sum(grade = 'poor') AS poor, sum(grade = 'no_media') AS no_media,
-                   round(100.0 * sum(grade IN ('poor', 'no_media')) / count(*), 1) AS poor_pct,
-                   round(avg(mos_cq), 2) AS mos_mean
-            FROM calls WHERE grade != 'unanswered' GROUP BY network ORDER BY poor_pct DESC;
-
-        CREATE VIEW IF NOT EXISTS setup_p95_by_app_version AS
-            WITH ranked AS (
-                SELECT app || ' ' || app_version AS app_version, media_ms,
-                       row_number() OVER (PARTITION BY app, app_version ORDER BY media_ms) AS rn,
-                       count(*) OVER (PARTITION BY app, app_version) AS n
-                FROM calls WHERE media_ms IS NOT NULL)
-            SELECT app_version, max(n) AS calls,
-                   min(CASE WHEN rn >= 0.50 * n THEN media_ms END) AS setup_p50_ms,
-                   min(CASE WHEN rn >= 0.95 * n THEN media_ms END) AS setup_p95_ms
-            FROM ranked GROUP BY app_version ORDER BY setup_p95_ms DESC;
-
-        CREATE VIEW IF NOT EXISTS findings_summary AS
-            SELECT code, severity, count(DISTINCT call_id) AS calls, count(*) AS occurrences,
-                   round(avg(duration_ms) / 1000.0, 1) AS mean_seconds
-            FROM findings GROUP BY code, severity ORDER BY calls DESC;
-
-        CREATE VIEW IF NOT EXISTS conversation_legs AS
-            SELECT v.conversation_id, v.linked_by, c.call_id, c.start_ts, c.direction, c.sdk, c.grade,
-                   c.mos_cq, c.mos_worst, c.loss_pct, c.jitter_ms,
-                   c.mos_cq_sent, c.mos_worst_sent, c.loss_pct_sent, c.jitter_ms_sent, c.rtt_ms, c.grade_reason
-            FROM call_conversations v JOIN calls c USING (call_id);
-
-        CREATE VIEW IF NOT EXISTS conversations AS
-            SELECT conversation_id, linked_by, count(*) AS legs, group_concat(call_id, ' ') AS call_ids,
-                   datetime(min(start_ts) / 1000, 'unixepoch') AS started,
-                   min(mos_cq) AS mos_min, max(mos_cq) AS mos_max, min(mos_worst) AS mos_worst,
-                   (SELECT w.call_id FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
-                    ORDER BY w.mos_cq IS NULL, w.mos_cq, w.call_id LIMIT 1) AS worst_leg,
-                   (SELECT w.grade FROM conversation_legs w WHERE w.conversation_id = l.conversation_id
-                    ORDER BY CASE w.grade WHEN 'no_media' THEN 0 WHEN 'poor' THEN 1 WHEN 'fair' THEN 2 WHEN 'good' THEN 3 ELSE 4 END,
-                             w.call_id LIMIT 1) AS grade
-            FROM (SELECT * FROM conversation_legs ORDER BY conversation_id, call_id) l
-            GROUP BY conversation_id ORDER BY min(start_ts);
-
-        CREATE VIEW IF NOT EXISTS daily_quality AS
-            SELECT date(bucket_ts / 1000, 'unixepoch') AS day, calls, good, fair, poor, no_media, unanswered, unmeasured,
-                   round(100.0 * (poor + no_media) / max(1, calls - unanswered), 1) AS poor_pct,
-                   round(mos_p50, 2) AS mos_p50, round(mos_p5, 2) AS mos_p5, round(setup_p95) AS setup_p95_ms
-            FROM rollups WHERE period = 'day' AND dimension = 'all' ORDER BY bucket_ts;
-
-        \(ConferenceSchema.views(create: "CREATE VIEW IF NOT EXISTS") { "round(\($0), \($1))" })
-        """
-    }
+    /// The questions people ask first, as views, and the call's intervals and events by call id:
+    /// `Views.sql` in SQLite's words.
+    package static var views: String { Views.sql(.sqlite) }
 
     /// The views every database has, by name: those of `views` (SQLite) and
     /// `PostgresSchema.views`, which a test holds to the statements. Only these are dropped when
