@@ -3,11 +3,6 @@ import ArgumentParser
 import CallLog
 import Foundation
 import Importers
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `callstats import`: dumps users already have, as log format v1 (one call per dump).
 struct ImportCommand: ParsableCommand {
@@ -62,7 +57,7 @@ struct ImportCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (repeatable; needs --pseudonymize-key).", valueName: "prefix"))
     var keepAddress: [String] = []
 
-    var outIsFile: Bool { [".ndjson", ".ndjson.zst", ".jsonl", ".jsonl.zst"].contains { out.hasSuffix($0) } }
+    var outIsFile: Bool { DumpImportRun.Options(inputs: [], out: out).outIsFile }
 
     func validate() throws {
         guard every >= 1 else { throw ValidationError("--every must be at least 1") }
@@ -78,106 +73,31 @@ struct ImportCommand: ParsableCommand {
         if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
     }
 
-    /// With a key, what the output says of a dump: its folder and its name's pseudonym (a
-    /// dump's name is often its call's id or a person's), and messages with identifiers
-    /// replaced as in the records.
-    struct Shown {
-        let privacy: RecordPrivacy?
-
-        func input(_ path: String) -> String {
-            guard let privacy else { return path }
-            let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-            return String(path[..<slash]) + privacy.identifier(String(path[slash...]))
-        }
-
-        /// A peer connection's name as the records name it (`RecordPrivacy`).
-        func peerConnection(_ name: String) -> String {
-            guard let privacy, name != "pc" else { return name }
-            return privacy.identifier(name)
-        }
-
-        func message(_ text: String, input path: String) -> String {
-            guard let privacy else { return text }
-            let named = text.replacing(path, with: input(path))
-            return privacy.identifiers.scrubbed(privacy.addresses.scrub(named), secrets: []) ?? privacy.addresses.scrub(named)
-        }
-    }
-
     func run() throws {
-        var labelMap: [String: String] = [:]
+        var options = DumpImportRun.Options(inputs: inputs, out: out)
         for l in labels {
             let i = l.firstIndex(of: "=")!
-            labelMap[String(l[..<i])] = String(l[l.index(after: i)...])
+            options.labels[String(l[..<i])] = String(l[l.index(after: i)...])
         }
-        if !outIsFile {
-            do {
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-            } catch {
-                Terminal.error("\(out): cannot create the output directory (\((error as NSError).localizedDescription))")
-                throw ExitCode(ExitStatus.failure)
-            }
-        }
-        let privacy = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map {
+        options.callID = call
+        options.every = every
+        options.deltaStats = !fullSnapshots
+        options.privacy = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map {
             RecordPrivacy(key: $0, keepAddresses: keepAddress.compactMap(IPPrefix.init))
         }
-        let shown = Shown(privacy: privacy)
-        // Dumps named alike (two folders' webrtc_internals_dump.txt) get distinct calls.
-        var seen: [String: Int] = [:]
-        var imported = 0, failed = 0, partial = 0
-        for input in inputs {
-            var explicit = call
-            if explicit == nil {
-                let id = DumpImport.defaultCallID(input)
-                seen[id, default: 0] += 1
-                if seen[id]! > 1 { explicit = "\(id)-\(seen[id]!)" }
-            }
-            let target = outIsFile ? out : "\(out)/.importing-\(getpid()).ndjson.zst"
-            unlink(target)
-            var options = LogWriter.Options()
-            options.deltaStats = !fullSnapshots
-            let writer = try LogWriter(path: target, options: options)
-            let job = DumpImport(path: input, callID: explicit, labels: labelMap, every: every)
-            let result = job.run { try writer.append(privacy?.apply(to: $0) ?? $0) }
-            try writer.close()
-            let callID = privacy?.identifier(result.callID) ?? result.callID
-            for note in result.notes { Terminal.error(shown.message("\(input): note: \(note)", input: input)) }
-            for s in result.skipped { Terminal.error(shown.message(s.description, input: input)) }
-            if let failure = result.failure, result.records == 0 {
-                Terminal.error(shown.message(failure.description, input: input))
-                unlink(target)
-                failed += 1
-                continue
-            }
-            if let failure = result.failure { Terminal.error(shown.message(failure.description, input: input)) }
-            var path = target
-            if !outIsFile {
-                path = "\(out)/\(Self.fileName(callID)).ndjson.zst"
-                unlink(path)
-                guard rename(target, path) == 0 else {
-                    Terminal.error("\(path): cannot write: \(String(cString: strerror(errno)))")
-                    failed += 1
-                    continue
-                }
-            }
-            imported += 1
-            if !result.skipped.isEmpty || result.failure != nil { partial += 1 }
-            // Each peer connection's snapshots, or their total when there are many.
-            let pcs =
-                result.snapshots.count <= 6
-                ? result.snapshots.keys.sorted().map { "\(shown.peerConnection($0)): \(result.snapshots[$0]!)" }.joined(separator: ", ")
-                : "\(result.snapshots.values.reduce(0, +)) in all"
-            print(
-                "\(shown.input(input)): \(result.format?.rawValue ?? "?"), call \(callID), \(result.peerConnections) peer connection(s)"
-                    + (pcs.isEmpty ? ", no snapshots" : " (snapshots \(pcs))") + ", \(result.records) records -> \(path)")
+        let report: DumpImportRun.Report
+        do {
+            report = try DumpImportRun(options: options).run(
+                imported: { d in
+                    print(
+                        "\(d.input): \(d.result.format?.rawValue ?? "?"), call \(d.callID), \(d.result.peerConnections) peer connection(s)"
+                            + (d.snapshots.isEmpty ? ", no snapshots" : " (snapshots \(d.snapshots))") + ", \(d.result.records) records -> \(d.path)")
+                }, problem: { Terminal.error($0) })
+        } catch let e as DumpError {
+            Terminal.error(e.description)
+            throw ExitCode(ExitStatus.failure)
         }
-        if imported == 0 { throw ExitCode(ExitStatus.failure) }
-        if failed > 0 || partial > 0 { throw ExitCode(ExitStatus.skippedInput) }
-    }
-
-    /// A call id as a file name: path separators and leading dots replaced.
-    static func fileName(_ id: String) -> String {
-        var s = String(id.map { $0 == "/" || $0 == "\\" || $0 == "\0" ? "_" : $0 })
-        while s.hasPrefix(".") { s = "_" + s.dropFirst() }
-        return s.isEmpty ? "call" : String(s.prefix(200))
+        if report.imported == 0 { throw ExitCode(ExitStatus.failure) }
+        if report.failed > 0 || report.partial > 0 { throw ExitCode(ExitStatus.skippedInput) }
     }
 }
