@@ -5,25 +5,28 @@ import PackageDescription
 //   CZstd, CZlib, CPcap, CSQLite,     system libraries
 //   CLibPQ                            libpq's API, loaded at run time (dlopen) for PostgreSQL URLs only
 //   CByteCompare                      SSE2 byte comparisons for the scanner (a C header)
+//   Quality                           pure maths: E-model, MOS, video scores, RFC 3550 (no dependencies)
 //   CallLog                           the log format: records, zstd frames (gzip where zstd is
-//                                     missing), reader, writer
+//                                     missing), reader, writer; what producers share: whole-stream
+//                                     decompression, rotated logs' names, IP addresses, pseudonyms
 //   Importers                         dumps users already have (webrtc-internals, rtcstats, the
 //                                     project's Chromium test-page recording) -> log format v1
-//   Simulator, Capture, Collector,    producers and consumers of the format, side by side
-//                                     (Collector: the in-app library that samples calls and writes logs;
-//                                     Capture also uses Quality's RFC 3550 maths)
-//   Quality                           pure maths: E-model, MOS, video scores, RFC 3550 (no dependencies)
+//   Simulator, Capture, Collector,    producers of the format, side by side (Collector: the in-app
+//                                     library that samples calls and writes logs; Capture also uses
+//                                     Quality's RFC 3550 maths)
 //   MaterialScanning                  log lines -> per-call material: the JSON byte engine, the
 //                                     stats field table and scanner, `RecordIngestor`, `CallMaterial`
 //   MaterialCodec                     `CallMaterial` <-> stored bytes (its layouts and versions)
 //   Analysis                          material -> results, pure: intervals, summaries, setup,
-//                                     findings, grade, settings; `CallAnalysis` and its rows
+//                                     findings, grade, settings; `CallAnalysis` and its rows; a
+//                                     conference's attribution (several calls' results -> causes)
 //   SQLiteDatabase                    the SQLite C API made safe (connections, statements, values)
 //   PostgresDatabase                  libpq made safe (connections, parameterised statements, COPY)
 //   Store                             the schema and every SQL statement: writer, readers, comparison,
 //                                     for SQLite files and PostgreSQL servers
 //   Report                            the HTML report, read from a Store database
-//   Ingest                            the analyze job: log files -> calls -> database, incrementally
+//   Ingest                            the analyze, regrade, prune and forget jobs: log files -> calls
+//                                     -> database, incrementally
 //   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
 //                                     to rotating logs (SwiftNIO; swift-metrics into swift-prometheus
 //                                     for /metrics, swift-log for diagnostics), and the browser agent
@@ -70,7 +73,7 @@ let package = Package(
         // zstd where the platform has the library; iOS and the other Apple platforms ship only
         // zlib, and the collector writes gzip logs there (`LogCompression`).
         .target(name: "CallLog", dependencies: [.target(name: "CZstd", condition: .when(platforms: [.linux, .macOS])), "CZlib"]),
-        .target(name: "Importers", dependencies: ["CallLog", "CZstd", "CZlib"]),
+        .target(name: "Importers", dependencies: ["CallLog"]),
         .target(name: "Simulator", dependencies: ["CallLog"]),
         .target(name: "Capture", dependencies: ["CallLog", "Quality", "CPcap"]),
         .target(name: "Collector", dependencies: ["CallLog"]),
@@ -86,7 +89,7 @@ let package = Package(
         .target(
             name: "IngestServer",
             dependencies: [
-                "CallLog", "CZstd", "CZlib",
+                "CallLog",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
