@@ -195,15 +195,6 @@ public enum Schema {
     /// `Views.sql` in SQLite's words.
     package static var views: String { Views.sql(.sqlite) }
 
-    /// The views every database has, by name: those of `views` (SQLite) and
-    /// `PostgresSchema.views`, which a test holds to the statements. Only these are dropped when
-    /// their definitions change; views users made themselves are left alone.
-    package static let viewNames =
-        [
-            "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
-            "findings_summary", "conversation_legs", "conversations", "daily_quality",
-        ] + ConferenceSchema.viewNames
-
     /// A hash of the views' definitions, kept in `meta.views_hash`. A database whose views were
     /// made from other definitions (another release's) gets every view made again when it is
     /// next opened for writing, whatever its schema version says: a changed view needs no

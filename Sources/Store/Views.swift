@@ -104,3 +104,14 @@ enum Views {
         """
     }
 }
+
+extension Schema {
+    /// The views every database has, by name: those of `views` (SQLite) and
+    /// `PostgresSchema.views`, which a test holds to the statements. Only these are dropped when
+    /// their definitions change; views users made themselves are left alone.
+    package static let viewNames =
+        [
+            "intervals", "events", "worst_calls", "worst_calls_last_day", "poor_share_by_network", "setup_p95_by_app_version",
+            "findings_summary", "conversation_legs", "conversations", "daily_quality",
+        ] + ConferenceSchema.viewNames
+}
