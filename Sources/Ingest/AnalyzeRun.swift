@@ -105,7 +105,7 @@ public final class AnalyzeRun {
         /// Skipped input by category, and the first few issues in full.
         public var issueCounts: [String: Int]
         public var firstIssues: [LogIssue]
-        public var totals: CallStore.Totals
+        public var totals: StoreTotals
         public var callsInRun: Int
         public var gradesInRun: [Grade: Int]
         /// The schema version the run upgraded the database from, if it did.
@@ -148,7 +148,7 @@ public final class AnalyzeRun {
         let hasNoCalls = try store.hasNoCalls()
         let startedWithoutCalls = hasNoCalls && !store.sharedByOtherWriters
         // The key first: a run with another key is refused before it claims anything.
-        let keyFingerprint = options.pseudonymizer?.keyFingerprint ?? CallStore.noKeyFingerprint
+        let keyFingerprint = options.pseudonymizer?.keyFingerprint ?? MetaKey.noKeyFingerprint
         try store.checkKey(fingerprint: keyFingerprint)
         let config = try store.settingsForRun(asked: options.config, hasCalls: !hasNoCalls)
         // A database graded by another quality model keeps that model's name until a regrade
@@ -421,7 +421,7 @@ final class AtomicCounter: Sendable {
 }
 
 struct FileDone {
-    var entry: CallStore.FileEntry
+    var entry: LedgerEntry
     var textBytes: Int
     /// How many readers share the file, and how many of their parts this holds.
     var parts = 1

@@ -54,7 +54,7 @@ enum FileReading {
             reader.forEachLine({ intake.line($0, number: $1) }, issue: { intake.issue($0) })
         }
         intake.finish()
-        let entry = CallStore.FileEntry(
+        let entry = LedgerEntry(
             path: pseudonymizer?.ledgerPath(path) ?? path, fingerprint: fingerprint.description, size: fingerprint.size,
             mtime: fingerprint.mtime, records: intake.records, skipped: intake.skipped,
             calls: intake.ingestor.callsSeen)

@@ -10,7 +10,7 @@ import Store
 public enum RetentionRun {
     public struct Report: Sendable {
         public var database: String
-        public var removal: CallStore.Removal
+        public var removal: RemovalCounts
         public var matched: [String]
         /// Bytes of free pages in the file after the removal, and whether they were returned.
         public var freeBytes: Int64

@@ -1,18 +1,28 @@
 import Analysis
 import SQLiteDatabase
 
+/// The `meta` rows both stores keep about their calls (`Data/SCHEMA.md`, "Bookkeeping").
+public enum MetaKey {
+    /// The settings every stored call was graded with (JSON).
+    static let settings = "analysis_config"
+    /// The quality model that scored them.
+    static let qualityModel = "quality_model"
+    /// The fingerprint of the pseudonymisation key they were written with.
+    static let keyFingerprint = "pseudonymization_key"
+    /// The fingerprint a database written without `--pseudonymize-key` records.
+    public static let noKeyFingerprint = "none"
+}
+
 /// The analysis settings a database's calls were graded with, kept in `meta.analysis_config`
 /// (the JSON of `AnalysisConfig.settingsJSON`), so that later runs grade new calls alike and a
 /// run asking for other settings is refused instead of mixing two gradings in one rollup.
 extension CallStore {
-    static let settingsKey = "analysis_config"
-
     /// The recorded settings; the defaults for a database that records none (written before
     /// settings were recorded, when every run used the defaults).
     public func recordedSettings() throws -> AnalysisConfig { try Self.recordedSettings(in: db, path: path) }
 
     static func recordedSettings(in db: Database, path: String) throws -> AnalysisConfig {
-        guard let text = try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.settingsKey)])?.string else {
+        guard let text = try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(MetaKey.settings)])?.string else {
             return AnalysisConfig()
         }
         do {
@@ -27,16 +37,14 @@ extension CallStore {
 
     /// Records `config` as the settings of every call stored (inside the caller's transaction).
     public func record(settings config: AnalysisConfig) throws {
-        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.settingsKey), .text(config.settingsJSON)])
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(MetaKey.settings), .text(config.settingsJSON)])
     }
-
-    static let qualityModelKey = "quality_model"
 
     /// The version of the quality model (`CallAnalyzer.qualityModelVersion`) that graded the
     /// stored calls, as `meta.quality_model` records it; nil in a database written before it
     /// was kept.
     public func recordedQualityModel() throws -> String? {
-        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.qualityModelKey)])?.string
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(MetaKey.qualityModel)])?.string
     }
 
     /// Records `version` as the quality model of every stored call (inside the caller's
@@ -44,7 +52,7 @@ extension CallStore {
     /// `analyze` into a database that holds none (or records none); `analyze` adding calls
     /// to a database graded by another model keeps that model's name and warns.
     public func record(qualityModel version: String) throws {
-        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(Self.qualityModelKey), .text(version)])
+        try db.run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [.text(MetaKey.qualityModel), .text(version)])
     }
 
     /// The settings a run uses: `asked` when given (refused if calls graded otherwise are
@@ -59,15 +67,11 @@ extension CallStore {
         return asked
     }
 
-    static let keyFingerprintKey = "pseudonymization_key"
-    /// The fingerprint a database written without `--pseudonymize-key` records.
-    public static let noKeyFingerprint = "none"
-
     /// The pseudonymisation key's fingerprint the database records (`meta.pseudonymization_key`:
     /// a keyed hash of a fixed text under the key, or "none"); nil in a database written before
     /// it was kept.
     public func recordedKeyFingerprint() throws -> String? {
-        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(Self.keyFingerprintKey)])?.string
+        try db.scalar("SELECT value FROM meta WHERE key = ?", [.text(MetaKey.keyFingerprint)])?.string
     }
 
     /// Refuses a run whose key (`fingerprint`) is not the one the database was written with:
@@ -83,6 +87,6 @@ extension CallStore {
     /// Records the key's fingerprint unless one is recorded (inside the caller's transaction):
     /// a database that records none (written before it was kept) takes its next run's.
     public func record(keyFingerprint fingerprint: String) throws {
-        try db.run("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [.text(Self.keyFingerprintKey), .text(fingerprint)])
+        try db.run("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [.text(MetaKey.keyFingerprint), .text(fingerprint)])
     }
 }

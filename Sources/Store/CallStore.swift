@@ -146,14 +146,12 @@ public final class CallStore {
 
     // MARK: - Ledger
 
-    public typealias FileEntry = LedgerEntry
-
     /// The path under which content with this fingerprint was already ingested, if any.
     public func ingestedPath(fingerprint: String) throws -> String? {
         try db.scalar("SELECT path FROM ingested_files WHERE fingerprint = ?", [.text(fingerprint)], cached: true)?.string
     }
 
-    public func recordIngested(_ f: FileEntry, at now: Int64) throws {
+    public func recordIngested(_ f: LedgerEntry, at now: Int64) throws {
         try db.run(
             """
             INSERT OR REPLACE INTO ingested_files(path, fingerprint, size, mtime, records, skipped, calls, ingested_at)
@@ -278,15 +276,13 @@ public final class CallStore {
 
     // MARK: - Summary figures
 
-    public typealias Totals = StoreTotals
-
-    public func totals() throws -> Totals {
+    public func totals() throws -> StoreTotals {
         var byGrade: [String: Int] = [:]
         for r in try db.rows("SELECT grade, count(*) FROM calls GROUP BY grade") {
             byGrade[r[0].string ?? "?"] = Int(r[1].int64 ?? 0)
         }
         let files = Int(try db.scalar("SELECT count(*) FROM ingested_files")?.int64 ?? 0)
-        return Totals(calls: byGrade.values.reduce(0, +), byGrade: byGrade, files: files)
+        return StoreTotals(calls: byGrade.values.reduce(0, +), byGrade: byGrade, files: files)
     }
 
     public func findingCount() throws -> Int {

@@ -140,7 +140,7 @@ public final class PostgresReader: QueryableStore {
     }
 
     public func recordedSettings() throws -> AnalysisConfig {
-        guard let text = try checked({ try db.scalar("SELECT value FROM meta WHERE key = $1", [.text(CallStore.settingsKey)]) }) else {
+        guard let text = try checked({ try db.scalar("SELECT value FROM meta WHERE key = $1", [.text(MetaKey.settings)]) }) else {
             return AnalysisConfig()
         }
         do {

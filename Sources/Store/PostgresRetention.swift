@@ -35,10 +35,10 @@ extension PostgresStore: RetentionStore {
         }
     }
 
-    public func removeCalls(_ ids: [String]) throws -> CallStore.Removal {
+    public func removeCalls(_ ids: [String]) throws -> RemovalCounts {
         try begin()
         do {
-            var removal = CallStore.Removal()
+            var removal = RemovalCounts()
             var starts: [Int64] = []
             func deleted(_ sql: String, _ id: String) throws -> Int {
                 Int(try checked { try db.scalar("WITH d AS (\(sql) RETURNING 1) SELECT count(*) FROM d", [.text(id)]) } ?? "0") ?? 0
@@ -58,7 +58,7 @@ extension PostgresStore: RetentionStore {
                 removal.materials += try deleted("DELETE FROM call_material WHERE call_id = $1", id)
                 removal.calls += try deleted("DELETE FROM calls WHERE call_id = $1", id)
             }
-            let (hours, days) = CallStore.buckets(starts)
+            let (hours, days) = RollupBuckets.containing(starts)
             try markRollupsPending(forCallStarts: starts)
             try refreshPendingRollups()
             try linkConversations()

@@ -318,7 +318,7 @@ public final class PostgresStore {
     // MARK: - Settings
 
     public func recordedSettings() throws -> AnalysisConfig {
-        guard let text = try query("SELECT value FROM meta WHERE key = $1", [.text(CallStore.settingsKey)]).rows.first?.first ?? nil
+        guard let text = try query("SELECT value FROM meta WHERE key = $1", [.text(MetaKey.settings)]).rows.first?.first ?? nil
         else { return AnalysisConfig() }
         do {
             return try AnalysisConfig(settingsJSON: text, source: "meta.analysis_config")
@@ -331,17 +331,17 @@ public final class PostgresStore {
     /// worker's first transaction wait for the others'.
     public func record(settings config: AnalysisConfig) throws {
         if try recordedSettings() == config,
-            try query("SELECT 1 FROM meta WHERE key = $1", [.text(CallStore.settingsKey)]).rows.count == 1
+            try query("SELECT 1 FROM meta WHERE key = $1", [.text(MetaKey.settings)]).rows.count == 1
         {
             return
         }
         try query(
             "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [.text(CallStore.settingsKey), .text(config.settingsJSON)])
+            [.text(MetaKey.settings), .text(config.settingsJSON)])
     }
 
     public func recordedQualityModel() throws -> String? {
-        try query("SELECT value FROM meta WHERE key = $1", [.text(CallStore.qualityModelKey)]).rows.first?.first ?? nil
+        try query("SELECT value FROM meta WHERE key = $1", [.text(MetaKey.qualityModel)]).rows.first?.first ?? nil
     }
 
     /// Written only when it changes, as the settings are.
@@ -349,7 +349,7 @@ public final class PostgresStore {
         guard try recordedQualityModel() != version else { return }
         try query(
             "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            [.text(CallStore.qualityModelKey), .text(version)])
+            [.text(MetaKey.qualityModel), .text(version)])
     }
 
     /// Workers start together on a new database, none of them seeing calls yet: the settings are
@@ -361,7 +361,7 @@ public final class PostgresStore {
         let claimed = hasCalls ? AnalysisConfig() : asked ?? AnalysisConfig()
         try query(
             "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-            [.text(CallStore.settingsKey), .text(claimed.settingsJSON)])
+            [.text(MetaKey.settings), .text(claimed.settingsJSON)])
         let recorded = try recordedSettings()
         guard let asked else { return recorded }
         if asked != recorded {
@@ -371,7 +371,7 @@ public final class PostgresStore {
     }
 
     public func recordedKeyFingerprint() throws -> String? {
-        try query("SELECT value FROM meta WHERE key = $1", [.text(CallStore.keyFingerprintKey)]).rows.first?.first ?? nil
+        try query("SELECT value FROM meta WHERE key = $1", [.text(MetaKey.keyFingerprint)]).rows.first?.first ?? nil
     }
 
     /// Claimed as the settings are (inserted if absent, committed at once, read back): of
@@ -386,7 +386,7 @@ public final class PostgresStore {
     public func record(keyFingerprint fingerprint: String) throws {
         try query(
             "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-            [.text(CallStore.keyFingerprintKey), .text(fingerprint)])
+            [.text(MetaKey.keyFingerprint), .text(fingerprint)])
     }
 
     // MARK: - Rollups
@@ -396,7 +396,7 @@ public final class PostgresStore {
     /// this transaction's calls in its bucket are not yet visible to it. The queued rows are sent
     /// first, so that no writer sends its bulk while holding the lock the others wait for.
     public func markRollupsPending(forCallStarts callStarts: some Sequence<Int64>) throws {
-        let (hours, days) = CallStore.buckets(callStarts)
+        let (hours, days) = RollupBuckets.containing(callStarts)
         guard !hours.isEmpty || !days.isEmpty else { return }
         try flush()
         try takeCommitLock()
@@ -428,7 +428,7 @@ public final class PostgresStore {
         try query("DELETE FROM rollups")
         try query("DELETE FROM rollup_pending")
         let starts = try query("SELECT DISTINCT start_ts / 3600000 * 3600000 FROM calls").rows.compactMap { $0[0].flatMap { Int64($0) } }
-        let (hours, days) = CallStore.buckets(starts)
+        let (hours, days) = RollupBuckets.containing(starts)
         try rebuild(hours: hours, days: days)
     }
 

@@ -22,7 +22,7 @@ public protocol RetentionStore: AnyObject {
     func existingCallIDs(_ ids: [String]) throws -> [String]
     /// Removes the calls whole and rebuilds the rollup buckets they counted in, in one
     /// transaction: an interrupted removal changes nothing.
-    func removeCalls(_ ids: [String]) throws -> CallStore.Removal
+    func removeCalls(_ ids: [String]) throws -> RemovalCounts
     /// The database's size and the part of it that is free for reuse, in bytes.
     func fileSpace() throws -> (total: Int64, free: Int64)
     /// Gives free space back (SQLite: `VACUUM` rewrites the file, and its write-ahead log is
@@ -37,23 +37,24 @@ extension RetentionStore {
     }
 }
 
-extension CallStore: RetentionStore {
-    /// What a removal took away.
-    public struct Removal: Sendable, Equatable {
-        public var calls = 0
-        public var streams = 0
-        public var intervals = 0
-        public var events = 0
-        public var findings = 0
-        public var peerConnections = 0
-        public var materials = 0
-        /// Hour and day buckets rebuilt.
-        public var rollupBuckets = 0
-        public var firstStart: Int64?
-        public var lastStart: Int64?
+/// What a removal took away, in either store.
+public struct RemovalCounts: Sendable, Equatable {
+    public var calls = 0
+    public var streams = 0
+    public var intervals = 0
+    public var events = 0
+    public var findings = 0
+    public var peerConnections = 0
+    public var materials = 0
+    /// Hour and day buckets rebuilt.
+    public var rollupBuckets = 0
+    public var firstStart: Int64?
+    public var lastStart: Int64?
 
-        public init() {}
-    }
+    public init() {}
+}
+
+extension CallStore: RetentionStore {
 
     /// The ids of calls that started before `timestamp` (epoch ms), with stored material of
     /// calls that have no row yet (a call whose end never came and was never written whole).
@@ -91,9 +92,9 @@ extension CallStore: RetentionStore {
 
     /// Removes the calls `ids` whole and rebuilds the rollup buckets they counted in, in one
     /// transaction: an interrupted removal changes nothing.
-    public func removeCalls(_ ids: [String]) throws -> Removal {
+    public func removeCalls(_ ids: [String]) throws -> RemovalCounts {
         try db.transaction {
-            var removal = Removal()
+            var removal = RemovalCounts()
             var starts: [Int64] = []
             for id in ids {
                 let key = try db.scalar("SELECT call_key FROM calls WHERE call_id = ?", [.text(id)])?.int64
@@ -112,7 +113,7 @@ extension CallStore: RetentionStore {
                 removal.materials += try deleteCounting("DELETE FROM call_material WHERE call_id = ?", .text(id))
                 removal.calls += try deleteCounting("DELETE FROM calls WHERE call_id = ?", .text(id))
             }
-            let buckets = Set(starts.map { floorDiv($0, CallStore.hourMs) }).count + Set(starts.map { floorDiv($0, CallStore.dayMs) }).count
+            let buckets = Set(starts.map { floorDiv($0, RollupBuckets.hourMs) }).count + Set(starts.map { floorDiv($0, RollupBuckets.dayMs) }).count
             try refreshRollups(forCallStarts: starts)
             try linkConversations()
             removal.rollupBuckets = buckets

@@ -13,20 +13,33 @@ import SQLiteDatabase
 /// its end: rebuilding at every commit re-read a busy day's calls again each time, which grew
 /// with the square of the calls per day. A run that stops early leaves its marks, committed
 /// with its calls, and the next run rebuilds those buckets too.
-extension CallStore {
+/// The hour and day buckets rollups are kept in, for both stores.
+public enum RollupBuckets {
     public static let hourMs: Int64 = 3_600_000
     public static let dayMs: Int64 = 86_400_000
 
+    /// The hour and day buckets (their starts, epoch ms, UTC) holding each of `callStarts`.
+    static func containing(_ callStarts: some Sequence<Int64>) -> (hours: Set<Int64>, days: Set<Int64>) {
+        var hours = Set<Int64>(), days = Set<Int64>()
+        for t in callStarts {
+            hours.insert(floorDiv(t, hourMs) * hourMs)
+            days.insert(floorDiv(t, dayMs) * dayMs)
+        }
+        return (hours, days)
+    }
+}
+
+extension CallStore {
     /// Rebuilds the hour and day buckets containing each of `callStarts` (epoch ms, UTC).
     public func refreshRollups(forCallStarts callStarts: some Sequence<Int64>) throws {
-        let (hours, days) = CallStore.buckets(callStarts)
+        let (hours, days) = RollupBuckets.containing(callStarts)
         try rebuild(hours: hours, days: days)
     }
 
     /// Records that the buckets containing `callStarts` need rebuilding (in the caller's
     /// transaction, with the calls that touched them).
     public func markRollupsPending(forCallStarts callStarts: some Sequence<Int64>) throws {
-        let (hours, days) = CallStore.buckets(callStarts)
+        let (hours, days) = RollupBuckets.containing(callStarts)
         for (period, starts) in [("hour", hours), ("day", days)] {
             for start in starts {
                 try db.run(
@@ -62,15 +75,6 @@ extension CallStore {
         try db.execute("DELETE FROM rollup_pending")
         let starts = try db.rows("SELECT DISTINCT start_ts / 3600000 * 3600000 FROM calls").compactMap { $0.first?.int64 }
         try refreshRollups(forCallStarts: starts)
-    }
-
-    static func buckets(_ callStarts: some Sequence<Int64>) -> (hours: Set<Int64>, days: Set<Int64>) {
-        var hours = Set<Int64>(), days = Set<Int64>()
-        for t in callStarts {
-            hours.insert(floorDiv(t, CallStore.hourMs) * CallStore.hourMs)
-            days.insert(floorDiv(t, CallStore.dayMs) * CallStore.dayMs)
-        }
-        return (hours, days)
     }
 
     /// Rebuilds the given buckets (`RollupBuilder`).
@@ -132,14 +136,14 @@ package enum RollupBuilder {
         // regrade, which rebuilds them all).
         let dimensions = try storage.dimensions()
         for day in days.sorted() {
-            let calls = try storage.bucketCalls(from: day, length: CallStore.dayMs, dimensions: dimensions, values: &values)
+            let calls = try storage.bucketCalls(from: day, length: RollupBuckets.dayMs, dimensions: dimensions, values: &values)
             try replaceBucket(in: storage, period: "day", start: day, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
             // The day's calls come in start order: each hour's are a run of them.
             var i = 0
             while i < calls.count {
-                let hour = floorDiv(calls.starts[i], CallStore.hourMs) * CallStore.hourMs
+                let hour = floorDiv(calls.starts[i], RollupBuckets.hourMs) * RollupBuckets.hourMs
                 var j = i + 1
-                while j < calls.count, calls.starts[j] < hour + CallStore.hourMs { j += 1 }
+                while j < calls.count, calls.starts[j] < hour + RollupBuckets.hourMs { j += 1 }
                 if hoursLeft.remove(hour) != nil {
                     try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: i..<j, dimensions: dimensions, values: values)
                 }
@@ -148,7 +152,7 @@ package enum RollupBuilder {
         }
         // Hours whose day is not rebuilt (a mark left alone), and marked hours without calls now.
         for hour in hoursLeft.sorted() {
-            let calls = try storage.bucketCalls(from: hour, length: CallStore.hourMs, dimensions: dimensions, values: &values)
+            let calls = try storage.bucketCalls(from: hour, length: RollupBuckets.hourMs, dimensions: dimensions, values: &values)
             try replaceBucket(in: storage, period: "hour", start: hour, with: calls, in: 0..<calls.count, dimensions: dimensions, values: values)
         }
     }

@@ -452,10 +452,10 @@ public enum StoreError: Error, CustomStringConvertible {
             "\(p) holds calls graded with other settings than this run asks for: \(d). "
                 + "Regrade them first (callstats regrade --db \(p) with the same --config or --set), "
                 + "leave --config and --set out to use the database's settings, or use another --db"
-        case .otherKey(let p, let recorded, _) where recorded == CallStore.noKeyFingerprint:
+        case .otherKey(let p, let recorded, _) where recorded == MetaKey.noKeyFingerprint:
             "\(p) was written without --pseudonymize-key (its call ids are not pseudonyms), and this run gives a key: "
                 + "one call would be stored under two ids. Leave --pseudonymize-key out, or analyse into a new --db"
-        case .otherKey(let p, _, let asked) where asked == CallStore.noKeyFingerprint:
+        case .otherKey(let p, _, let asked) where asked == MetaKey.noKeyFingerprint:
             "\(p) is pseudonymised (written with --pseudonymize-key), and this run gives no key: it would store raw call ids in it. "
                 + "Give the key it was written with, or analyse into a new --db"
         case .otherKey(let p, let recorded, let asked):

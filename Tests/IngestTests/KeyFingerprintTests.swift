@@ -58,7 +58,7 @@ final class KeyFingerprintTests: XCTestCase {
         XCTAssertEqual(a, CallPseudonymizer(key: keyA).keyFingerprint)
         XCTAssertNotEqual(a, CallPseudonymizer(key: keyB).keyFingerprint)
         XCTAssertFalse(a.contains("0001020304"), a)
-        XCTAssertNotEqual(a, CallStore.noKeyFingerprint)
+        XCTAssertNotEqual(a, MetaKey.noKeyFingerprint)
     }
 
     func testAnotherKeyOrNoKeyIsRefusedAndTheSameKeyAccepted() throws {
@@ -78,7 +78,7 @@ final class KeyFingerprintTests: XCTestCase {
         let files = try logs()
         let db = dir.appendingPathComponent("plain.sqlite").path
         try analyze([files[0]], db: db, key: nil)
-        XCTAssertEqual(try recordedFingerprint(db), CallStore.noKeyFingerprint)
+        XCTAssertEqual(try recordedFingerprint(db), MetaKey.noKeyFingerprint)
         try assertRefused(db, saying: ["without --pseudonymize-key", "Leave --pseudonymize-key out"]) {
             try analyze([files[1]], db: db, key: keyA)
         }

@@ -334,7 +334,7 @@ final class PostgresStoreTests: XCTestCase {
 
         let plain = try server.createDatabase()
         XCTAssertEqual(try Self.callstats(["analyze", files[0], "--db", plain, "--quiet"]).status, 0)
-        XCTAssertEqual(try scalar(plain, "SELECT value FROM meta WHERE key = 'pseudonymization_key'"), CallStore.noKeyFingerprint)
+        XCTAssertEqual(try scalar(plain, "SELECT value FROM meta WHERE key = 'pseudonymization_key'"), MetaKey.noKeyFingerprint)
         let keyed = try Self.callstats(["analyze", files[1], "--db", plain, "--quiet", "--pseudonymize-key", keyA])
         XCTAssertNotEqual(keyed.status, 0)
         XCTAssertTrue(keyed.err.contains("without --pseudonymize-key"), keyed.err)
