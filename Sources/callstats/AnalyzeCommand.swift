@@ -60,17 +60,7 @@ struct AnalyzeCommand: ParsableCommand {
     @Option(help: "Print at most this many input problems individually (the rest are counted).")
     var showIssues = 20
 
-    @Option(
-        help: ArgumentHelp(
-            "Pseudonymise call ids, person fields and IP addresses with this key.",
-            valueName: "32 hex digits"))
-    var pseudonymizeKey: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
-            valueName: "prefix"))
-    var keepAddress: [String] = []
+    @OptionGroup var pseudonymization: PseudonymizationOptions
 
     /// Small transactions make a killed run stop between many commits (the fault tests use it).
     @Option(help: .hidden)
@@ -101,11 +91,6 @@ struct AnalyzeCommand: ParsableCommand {
     var callsPerWrite: Int?
 
     func validate() throws {
-        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
-            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
-        }
-        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
-        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
         if let threads { try OptionRange.check("--threads", threads, OptionRange.threads) }
     }
 
@@ -121,8 +106,8 @@ struct AnalyzeCommand: ParsableCommand {
         var options = AnalyzeRun.Options(paths: paths, database: db)
         options.force = force
         options.config = try settings.settings(database: db)
-        if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
-            options.pseudonymizer = CallPseudonymizer(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+        if let k = pseudonymization.key {
+            options.pseudonymizer = CallPseudonymizer(key: k, keepAddresses: pseudonymization.keptAddresses)
         }
         if let threads { options.readers = max(1, threads) }
         if let callsPerTransaction { options.callsPerTransaction = max(1, callsPerTransaction) }

@@ -47,15 +47,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Write every statistics snapshot in full (no deltas).")
     var fullSnapshots = false
 
-    @Option(
-        help: ArgumentHelp(
-            "Pseudonymise call ids, person fields and IP addresses with this key as the dumps are converted "
-                + "(as serve and analyze do with it); file names and messages name calls and inputs by pseudonym.",
-            valueName: "32 hex digits"))
-    var pseudonymizeKey: String?
-
-    @Option(help: ArgumentHelp("Keep addresses in this prefix as they are (repeatable; needs --pseudonymize-key).", valueName: "prefix"))
-    var keepAddress: [String] = []
+    @OptionGroup var pseudonymization: PseudonymizationOptions
 
     var outIsFile: Bool { DumpImportRun.Options(inputs: [], out: out).outIsFile }
 
@@ -66,11 +58,6 @@ struct ImportCommand: ParsableCommand {
         for l in labels where !l.contains("=") || l.hasPrefix("=") {
             throw ValidationError("--label \(l): expected key=value")
         }
-        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
-            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
-        }
-        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
-        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
     }
 
     func run() throws {
@@ -82,9 +69,7 @@ struct ImportCommand: ParsableCommand {
         options.callID = call
         options.every = every
         options.deltaStats = !fullSnapshots
-        options.privacy = pseudonymizeKey.flatMap(SipHashKey.init(hex:)).map {
-            RecordPrivacy(key: $0, keepAddresses: keepAddress.compactMap(IPPrefix.init))
-        }
+        options.privacy = pseudonymization.key.map { RecordPrivacy(key: $0, keepAddresses: pseudonymization.keptAddresses) }
         let report: DumpImportRun.Report
         do {
             report = try DumpImportRun(options: options).run(

@@ -118,17 +118,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Private key of --tls-cert, PEM; reloaded on SIGHUP.", valueName: "file"))
     var tlsKey: String?
 
-    @Option(
-        help: ArgumentHelp(
-            "Pseudonymise call ids, person fields and IP addresses with this key before writing.",
-            valueName: "32 hex digits"))
-    var pseudonymizeKey: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "Keep addresses in this prefix as they are (your own TURN relays; repeatable).",
-            valueName: "prefix"))
-    var keepAddress: [String] = []
+    @OptionGroup var pseudonymization: PseudonymizationOptions
 
     @Flag(help: "Add the posting client's IP address to its call records (clientAddress).")
     var recordClientAddress = false
@@ -152,11 +142,6 @@ struct ServeCommand: ParsableCommand {
         guard ServeConfiguration.parseListen(listen) != nil else {
             throw ValidationError("--listen must be HOST:PORT (e.g. 127.0.0.1:8471 or [::1]:8471), got \(listen)")
         }
-        if let k = pseudonymizeKey, SipHashKey(hex: k) == nil {
-            throw ValidationError("--pseudonymize-key must be 32 hexadecimal digits (a 128-bit key), got \(k.count) characters")
-        }
-        for p in keepAddress where IPPrefix(p) == nil { throw ValidationError("--keep-address: not a prefix: \(p) (e.g. 203.0.113.0/24)") }
-        if !keepAddress.isEmpty && pseudonymizeKey == nil { throw ValidationError("--keep-address needs --pseudonymize-key") }
         for (name, value) in [
             ("--max-body", maxBody), ("--max-decoded-body", maxDecodedBody), ("--max-line", maxLine),
             ("--max-queue", maxQueue),
@@ -206,8 +191,8 @@ struct ServeCommand: ParsableCommand {
         c.eventLoopThreads = threads
         c.writerThreads = writers
         c.compressionLevel = compressionLevel
-        if let k = pseudonymizeKey.flatMap(SipHashKey.init(hex:)) {
-            c.privacy = RecordPrivacy(key: k, keepAddresses: keepAddress.compactMap(IPPrefix.init))
+        if let k = pseudonymization.key {
+            c.privacy = RecordPrivacy(key: k, keepAddresses: pseudonymization.keptAddresses)
         }
         let server: IngestServer
         do { server = try IngestServer(configuration: c) } catch {
