@@ -30,6 +30,8 @@ import PackageDescription
 //                                     it serves
 //   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
+//   BenchmarkSupport                  entry points into the above for Benchmarks/ (package-access
+//                                     writer paths, copies of stored rows); the product never uses it
 // Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
 let package = Package(
     name: "callstats",
@@ -39,12 +41,13 @@ let package = Package(
         .library(name: "CallLog", targets: ["CallLog"]),
         .library(name: "Collector", targets: ["Collector"]),
         // Every module, for the benchmarks package beside this one (Benchmarks/): it measures
-        // them through their public API.
+        // them through their public API, and the product's internal paths through
+        // BenchmarkSupport's entry points.
         .library(
             name: "CallstatsModules",
             targets: [
                 "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
-                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
+                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput", "BenchmarkSupport",
             ]),
     ],
     dependencies: [
@@ -96,6 +99,14 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ], resources: [.embedInCode("Resources/agent.js")]),
         .target(name: "ConsoleOutput"),
+        // The product code's entry points for the benchmarks package (its writer paths, copies
+        // of stored rows): nothing the product uses.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                "CallLog", "Collector", "IngestServer", "SQLiteDatabase", "Store",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .executableTarget(
             name: "callstats",
             dependencies: [

@@ -75,8 +75,8 @@ declare -A measured
 measured[scanner]=$(instructions "$BENCH" workload scanner "$WORK/corpus")
 measured[analyze]=$(instructions "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite")
 measured[capture]=$(instructions "$BENCH" workload capture "$WORK/g711.pcap")
-measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/writer.ndjson.zst" --snapshots 1000)
-measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
+measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/collector-logs" --snapshots 1000)
+measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve-logs" --snapshots 1000)
 measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
 measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
 # The attribution of a 12-party, 5-minute conference's streams (ConferenceAttribution.attribute,
