@@ -30,9 +30,10 @@ import PackageDescription
 //                                     it serves
 //   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
-//   BenchmarkSupport                  entry points into the above for Benchmarks/ (package-access
-//                                     writer paths, copies of stored rows); the product never uses it
-// Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
+//   BenchmarkSupport,                 entry points into the above for Benchmarks/ (package-access
+//   ServeBenchmarkSupport             writer paths, copies of stored rows); the product never uses them
+// Benchmarks/ is a package of its own (`callstats-bench`, `callstats-bench-serve`), built on the
+// `CallstatsModules` and `ServeBenchmarkSupport` products.
 let package = Package(
     name: "callstats",
     platforms: [.macOS(.v13), .iOS(.v16)],
@@ -49,6 +50,10 @@ let package = Package(
                 "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
                 "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput", "BenchmarkSupport",
             ]),
+        // Serve's writer path for the benchmarks package, apart: SwiftNIO linked into the
+        // benchmark binary would add its start-up (relocations, protocol conformance scans) to
+        // every other workload's count.
+        .library(name: "ServeBenchmarkSupport", targets: ["ServeBenchmarkSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -101,12 +106,8 @@ let package = Package(
         .target(name: "ConsoleOutput"),
         // The product code's entry points for the benchmarks package (its writer paths, copies
         // of stored rows): nothing the product uses.
-        .target(
-            name: "BenchmarkSupport",
-            dependencies: [
-                "CallLog", "Collector", "IngestServer", "SQLiteDatabase", "Store",
-                .product(name: "Logging", package: "swift-log"),
-            ]),
+        .target(name: "BenchmarkSupport", dependencies: ["CallLog", "Collector", "SQLiteDatabase", "Store"]),
+        .target(name: "ServeBenchmarkSupport", dependencies: ["CallLog", "IngestServer", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "callstats",
             dependencies: [
