@@ -33,7 +33,10 @@ import PackageDescription
 //                                     it serves
 //   ConsoleOutput                     terminal lines, tables and exit codes for the command-line tools
 //   callstats                         the command line, wiring the above
-// Benchmarks/ is a package of its own (`callstats-bench`), built on the `CallstatsModules` product.
+//   BenchmarkSupport,                 entry points into the above for Benchmarks/ (package-access
+//   ServeBenchmarkSupport             writer paths, copies of stored rows); the product never uses them
+// Benchmarks/ is a package of its own (`callstats-bench`, `callstats-bench-serve`), built on the
+// `CallstatsModules` and `ServeBenchmarkSupport` products.
 let package = Package(
     name: "callstats",
     platforms: [.macOS(.v13), .iOS(.v16)],
@@ -42,13 +45,18 @@ let package = Package(
         .library(name: "CallLog", targets: ["CallLog"]),
         .library(name: "Collector", targets: ["Collector"]),
         // Every module, for the benchmarks package beside this one (Benchmarks/): it measures
-        // them through their public API.
+        // them through their public API, and the product's internal paths through
+        // BenchmarkSupport's entry points.
         .library(
             name: "CallstatsModules",
             targets: [
                 "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
-                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput",
+                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput", "BenchmarkSupport",
             ]),
+        // Serve's writer path for the benchmarks package, apart: SwiftNIO linked into the
+        // benchmark binary would add its start-up (relocations, protocol conformance scans) to
+        // every other workload's count.
+        .library(name: "ServeBenchmarkSupport", targets: ["ServeBenchmarkSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -99,6 +107,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ], resources: [.embedInCode("Resources/agent.js")]),
         .target(name: "ConsoleOutput"),
+        // The product code's entry points for the benchmarks package (its writer paths, copies
+        // of stored rows): nothing the product uses.
+        .target(name: "BenchmarkSupport", dependencies: ["CallLog", "Collector", "SQLiteDatabase", "Store"]),
+        .target(name: "ServeBenchmarkSupport", dependencies: ["CallLog", "IngestServer", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(
             name: "callstats",
             dependencies: [

@@ -19,6 +19,13 @@ let package = Package(
             .product(name: "CallstatsModules", package: mainPackage),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // `callstats serve`'s writer workload, in a binary of its own: SwiftNIO, which it links,
+        // would otherwise add its start-up to every workload of `callstats-bench`.
+        .executableTarget(name: "callstats-bench-serve", dependencies: [
+            .product(name: "CallLog", package: mainPackage),
+            .product(name: "ServeBenchmarkSupport", package: mainPackage),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // Run the built `callstats-bench`, so they need no module of their own.
         .testTarget(name: "BenchTests", dependencies: ["callstats-bench"]),
     ]

@@ -40,6 +40,10 @@ swift build -c release --package-path Benchmarks --build-tests >/dev/null
 BENCH=$WORK/callstats-bench
 cp Benchmarks/.build/release/callstats-bench "$BENCH"
 strip --strip-debug "$BENCH"
+# serve's writer workload, in a binary of its own (SwiftNIO's start-up stays out of the others).
+SERVE_BENCH=$WORK/callstats-bench-serve
+cp Benchmarks/.build/release/callstats-bench-serve "$SERVE_BENCH"
+strip --strip-debug "$SERVE_BENCH"
 
 # Inputs, made the same way every time (the simulator and the pcap generator are seeded).
 "$BENCH" workload corpus --calls 100 "$WORK/corpus" >/dev/null
@@ -75,8 +79,8 @@ declare -A measured
 measured[scanner]=$(instructions "$BENCH" workload scanner "$WORK/corpus")
 measured[analyze]=$(instructions "$BENCH" workload analyze "$WORK/corpus" --db "$WORK/analyze.sqlite")
 measured[capture]=$(instructions "$BENCH" workload capture "$WORK/g711.pcap")
-measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/writer.ndjson.zst" --snapshots 1000)
-measured[serve-writer]=$(instructions "$BENCH" workload serve-writer "$WORK/corpus" --out "$WORK/serve.ndjson.zst" --snapshots 1000)
+measured[collector-writer]=$(instructions "$BENCH" workload collector-writer "$WORK/corpus" --out "$WORK/collector-logs" --snapshots 1000)
+measured[serve-writer]=$(instructions "$SERVE_BENCH" "$WORK/corpus" --out "$WORK/serve-logs" --snapshots 1000)
 measured[growing-chain-13]=$(instructions "$BENCH" workload analyze "$WORK/chain-13" --db "$WORK/chain-13.sqlite")
 measured[growing-chain-26]=$(instructions "$BENCH" workload analyze "$WORK/chain-26" --db "$WORK/chain-26.sqlite")
 # The attribution of a 12-party, 5-minute conference's streams (ConferenceAttribution.attribute,

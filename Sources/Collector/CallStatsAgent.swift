@@ -110,19 +110,9 @@ public final class CallStatsAgent: @unchecked Sendable {
     init(configuration: Configuration, clock: any AgentClock, storage: any LogStorage) {
         self.configuration = configuration
         self.clock = clock
-        queue = RecordQueue(limits: .init(records: configuration.queueRecords, bytes: configuration.queueBytes))
-        var options = LogWriter.Options()
-        options.compressionLevel = configuration.compressionLevel
-        let settings = RotatingLogWriter.Settings(
-            directory: configuration.directory.hasSuffix("/") && configuration.directory.count > 1
-                ? String(configuration.directory.dropLast()) : configuration.directory,
-            filePrefix: configuration.filePrefix,
-            fileBytes: configuration.fileBytes, fileAgeMs: CallStatsAgent.ms(configuration.fileAge),
-            diskCapBytes: configuration.diskCap, retryIntervalMs: CallStatsAgent.ms(configuration.retryInterval),
-            agentRecordIntervalMs: CallStatsAgent.ms(configuration.lossReportInterval),
-            writerOptions: options, compression: configuration.compression, pseudonymizer: configuration.pseudonymizer,
-            statsMembers: configuration.statsMembers)
-        writer = RotatingLogWriter(settings: settings, storage: storage, clock: clock, queue: queue)
+        let writer = RotatingLogWriter(configuration: configuration, clock: clock, storage: storage)
+        self.writer = writer
+        queue = writer.queue
         let period = max(1000, min(CallStatsAgent.ms(configuration.retryInterval), 30_000))
         let housekeeping = clock.repeating(every: period, on: writerQueue) { [weak self] in self?.writer.tick() }
         state.withLock { $0.housekeeping = housekeeping }
@@ -209,7 +199,7 @@ public final class CallStatsAgent: @unchecked Sendable {
     }
 
     private func enqueue(snapshot: StatsSnapshot, callID: String) {
-        enqueue(QueuedItem(call: callID, ts: clock.now(), payload: .snapshot(snapshot), bytes: snapshot.approximateBytes + 128))
+        enqueue(QueuedItem(snapshot: snapshot, call: callID, ts: clock.now()))
     }
 
     private func enqueue(_ item: QueuedItem) {
@@ -283,7 +273,7 @@ public final class CallStatsAgent: @unchecked Sendable {
         if let snapshot {
             let now = clock.now()
             endTs = max(endTs, now)
-            enqueue(QueuedItem(call: slot.id, ts: now, payload: .snapshot(snapshot), bytes: snapshot.approximateBytes + 128))
+            enqueue(QueuedItem(snapshot: snapshot, call: slot.id, ts: now))
         }
         let r = LogRecord.end(
             call: slot.id, ts: endTs, reason: info.reason.rawValue, statusCode: info.statusCode,

@@ -3,7 +3,7 @@ import Foundation
 
 /// Time and timers for the agent. A seam so that sampling, file age and retry timing are
 /// tested exactly (a manual clock in the tests) rather than with sleeps.
-protocol AgentClock: Sendable {
+package protocol AgentClock: Sendable {
     /// Epoch milliseconds.
     func now() -> Int64
     /// Runs `body` on `queue` every `interval` ms, first after one interval, until cancelled.
@@ -12,7 +12,7 @@ protocol AgentClock: Sendable {
     func after(_ delay: Int64, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable
 }
 
-protocol Cancellable: Sendable {
+package protocol Cancellable: Sendable {
     func cancel()
 }
 

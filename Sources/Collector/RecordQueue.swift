@@ -63,13 +63,21 @@ struct QueuedItem {
     }
 }
 
+extension QueuedItem {
+    /// A snapshot as the agent queues it: its size in the queue is the snapshot's and a
+    /// record's framing.
+    init(snapshot: StatsSnapshot, call: String, ts: Int64) {
+        self.init(call: call, ts: ts, payload: .snapshot(snapshot), bytes: snapshot.approximateBytes + 128)
+    }
+}
+
 /// The bounded queue between the app's threads and the writer, and the loss ledger.
 ///
 /// Statistics snapshots and other records wait in two FIFOs numbered from one sequence, so
 /// that "drop the oldest snapshot" is O(1) and the writer still gets everything in arrival
 /// order. Snapshots are what is dropped first: each is one of many samples of a call, while
 /// an event or an `end` is the only record of what it says.
-final class RecordQueue: Sendable {
+package final class RecordQueue: Sendable {
     struct Limits {
         var records: Int
         var bytes: Int
@@ -134,6 +142,12 @@ final class RecordQueue: Sendable {
         }
     }
 
+    /// Queues a snapshot as the agent does (`push(_:)`).
+    @discardableResult
+    package func push(snapshot: StatsSnapshot, call: String, ts: Int64) -> Bool {
+        push(QueuedItem(snapshot: snapshot, call: call, ts: ts))
+    }
+
     /// Everything queued, in arrival order.
     func takeAll() -> [QueuedItem] {
         let (a, b) = state.withLock { q in
@@ -193,7 +207,7 @@ final class RecordQueue: Sendable {
         state.withLock { !$0.unreported.isEmpty }
     }
 
-    var counters: CollectorCounters {
+    package var counters: CollectorCounters {
         state.withLock { $0.totals }
     }
 }

@@ -8,7 +8,10 @@ import Dispatch
 /// Nothing here throws to the app. A failed write drops what was not yet durable (counted by
 /// reason), closes the file, and tries a new file after `retryInterval`; the first thing
 /// written once that works is an `agent` record with the losses.
-final class RotatingLogWriter {
+///
+/// `package` where the benchmarks reach it (`BenchmarkSupport`): they measure this writer,
+/// driven as the agent drives it, so what they count is what the collector runs.
+package final class RotatingLogWriter {
     struct Settings {
         var directory: String
         var filePrefix: String
@@ -30,7 +33,7 @@ final class RotatingLogWriter {
     let settings: Settings
     let storage: any LogStorage
     let clock: any AgentClock
-    let queue: RecordQueue
+    package let queue: RecordQueue
 
     private var sink: (any LogSink)?
     private var sinkPath = ""
@@ -60,13 +63,35 @@ final class RotatingLogWriter {
         lastAgentRecord = clock.now()
     }
 
+    /// The writer `CallStatsAgent` runs for `configuration`, with a queue of its bounds.
+    convenience init(configuration: CallStatsAgent.Configuration, clock: any AgentClock, storage: any LogStorage) {
+        var options = LogWriter.Options()
+        options.compressionLevel = configuration.compressionLevel
+        let settings = Settings(
+            directory: configuration.directory.hasSuffix("/") && configuration.directory.count > 1
+                ? String(configuration.directory.dropLast()) : configuration.directory,
+            filePrefix: configuration.filePrefix,
+            fileBytes: configuration.fileBytes, fileAgeMs: CallStatsAgent.ms(configuration.fileAge),
+            diskCapBytes: configuration.diskCap, retryIntervalMs: CallStatsAgent.ms(configuration.retryInterval),
+            agentRecordIntervalMs: CallStatsAgent.ms(configuration.lossReportInterval),
+            writerOptions: options, compression: configuration.compression, pseudonymizer: configuration.pseudonymizer,
+            statsMembers: configuration.statsMembers)
+        let queue = RecordQueue(limits: .init(records: configuration.queueRecords, bytes: configuration.queueBytes))
+        self.init(settings: settings, storage: storage, clock: clock, queue: queue)
+    }
+
+    /// The agent's writer for `configuration` on the real file system.
+    package convenience init(configuration: CallStatsAgent.Configuration, clock: any AgentClock) {
+        self.init(configuration: configuration, clock: clock, storage: FileStorage())
+    }
+
     /// The last failure, for diagnostics.
     var lastError: String? { failure?.message }
 
     // MARK: - Writing
 
     /// Writes everything queued; `sync` fsyncs afterwards.
-    func drain(sync: Bool = false) {
+    package func drain(sync: Bool = false) {
         guard !closed else {
             let items = queue.takeAll()
             countDropped(items, .writeError)
@@ -146,7 +171,7 @@ final class RotatingLogWriter {
     }
 
     /// Closes the current file (after writing what is queued and any pending `agent` record).
-    func close() {
+    package func close() {
         guard !closed else { return }
         lastAgentRecord = .min / 2  // report every loss before closing
         drain(sync: true)

@@ -65,12 +65,21 @@ public final class IngestLog: @unchecked Sendable {
         public var description: String { message }
     }
 
-    struct Submission {
+    package struct Submission {
         var lines: [RecordBatch.Line]
         var bytes: Int
         /// Who posted it (`RequestHandler.clientKey`): whose budget its chains count against.
         var client: String
         var completion: @Sendable (Result<Outcome, WriteFailure>) -> Void
+
+        package init(
+            lines: [RecordBatch.Line], bytes: Int, client: String, completion: @escaping @Sendable (Result<Outcome, WriteFailure>) -> Void
+        ) {
+            self.lines = lines
+            self.bytes = bytes
+            self.client = client
+            self.completion = completion
+        }
     }
 
     public let settings: Settings
@@ -99,7 +108,13 @@ public final class IngestLog: @unchecked Sendable {
     /// Files started and closed (`.info`), and files that could not be closed (`.error`).
     private let logger: Logger
 
-    public init(settings: Settings, metrics: ServerMetrics, logger: Logger) throws {
+    public convenience init(settings: Settings, metrics: ServerMetrics, logger: Logger) throws {
+        try self.init(settings: settings, metrics: metrics, logger: logger, startsWriterThread: true)
+    }
+
+    /// Without the writer thread, only the caller's `commit(_:)` writes, and `close()` closes
+    /// the file: nothing else touches the writer's state then (`submit` would queue for no one).
+    package init(settings: Settings, metrics: ServerMetrics, logger: Logger, startsWriterThread: Bool) throws {
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
@@ -116,6 +131,7 @@ public final class IngestLog: @unchecked Sendable {
         guard access(settings.directory, W_OK) == 0 else {
             throw WriteFailure(message: "\(settings.directory) is not writable: \(String(cString: strerror(errno)))")
         }
+        guard startsWriterThread else { return }
         let t = Thread { [unowned self] in self.run() }
         t.name = "ingest-writer"
         thread = t
@@ -151,6 +167,10 @@ public final class IngestLog: @unchecked Sendable {
 
     /// Writes everything queued, closes the file (fsynced) and stops the thread.
     public func close() {
+        guard thread != nil else {
+            closeFile()
+            return
+        }
         condition.lock()
         stopping = true
         condition.signal()
@@ -187,7 +207,10 @@ public final class IngestLog: @unchecked Sendable {
         }
     }
 
-    private func commit(_ group: [Submission]) {
+    /// Appends every submission's records (`append`), then one flush and fsync for the group,
+    /// then answers each: the group commit. Runs on the writer thread, or on the caller's when
+    /// the log has none.
+    package func commit(_ group: [Submission]) {
         let started = DispatchTime.now().uptimeNanoseconds
         var outcomes = [Outcome](repeating: Outcome(), count: group.count)
         var failure: WriteFailure?

@@ -1,5 +1,6 @@
 import ConsoleOutput
 import ArgumentParser
+import BenchmarkSupport
 import CallLog
 import Capture
 import Foundation

@@ -1,5 +1,6 @@
 import ConsoleOutput
 import ArgumentParser
+import BenchmarkSupport
 import Foundation
 import Ingest
 import Report

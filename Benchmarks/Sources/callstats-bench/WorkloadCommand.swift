@@ -1,8 +1,10 @@
 import Analysis
 import MaterialScanning
 import ArgumentParser
+import BenchmarkSupport
 import CallLog
 import Capture
+import Collector
 import ConsoleOutput
 import Foundation
 import Ingest
@@ -20,7 +22,6 @@ struct WorkloadCommand: ParsableCommand {
         subcommands: [
             CorpusWorkload.self, CapturePcapWorkload.self, GrowingChainWorkload.self, ConferenceWorkload.self,
             ScannerWorkload.self, AnalyzeWorkload.self, CaptureWorkload.self, CollectorWriterWorkload.self,
-            ServeWriterWorkload.self,
         ])
 }
 
@@ -165,9 +166,10 @@ struct ScannerWorkload: ParsableCommand {
     }
 }
 
-/// The collector's writer path: each snapshot's JSON text parsed, delta-encoded against the
-/// call's last one, compressed at the collector's zstd level and flushed, as the collector's
-/// background writer does per snapshot.
+/// The collector's writer path (`CollectorWriterBenchmark`): each stats record of the folder
+/// given to the agent's queue as an SDK hands over a snapshot (W3C reports as JSON text, which
+/// the writer parses; legacy ones as values), then drained by the collector's own writer into
+/// rotating logs, one snapshot per drain.
 struct CollectorWriterWorkload: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "collector-writer", abstract: "Write a folder's stats records as the collector writes snapshots.")
@@ -175,72 +177,38 @@ struct CollectorWriterWorkload: ParsableCommand {
     @Argument(help: "A folder of *.ndjson.zst logs whose stats records are written again.")
     var folder: String
 
-    @Option(help: "The log to write.")
+    @Option(help: "The folder to write the collector's logs into (emptied first).")
     var out: String
 
     @Option(help: "Snapshots written (the first ones of the folder's logs).")
     var snapshots = 2_000
 
     func run() throws {
-        var texts: [String] = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".ndjson.zst") }).sorted() {
-            for record in LogReader(path: folder + "/" + file).readAll().records where record.kind == .stats {
-                texts.append(record.jsonLine)
-            }
-        }
-        let writer = try LogWriter(path: out)
-        for text in texts.prefix(snapshots) {
-            try writer.append(try LogRecord(parsing: text))
-            try writer.flush()
-        }
-        try writer.close()
-        print("wrote \(min(snapshots, texts.count)) snapshots")
-    }
-}
-
-/// The record path of `callstats serve`'s writer for posted statistics: each posted line (a
-/// delta as an agent sends it, against the agent's own chain) parsed, restored to the full
-/// snapshot, delta-encoded again against the log's chain, compressed at serve's zstd level,
-/// flushed and fsynced, one posted snapshot per group commit (`IngestLog`'s smallest group; HTTP
-/// and the writer thread's queue are not part of it).
-struct ServeWriterWorkload: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "serve-writer", abstract: "Write a folder's stats records as callstats serve writes posted snapshots.")
-
-    @Argument(help: "A folder of *.ndjson.zst logs whose stats records are posted.")
-    var folder: String
-
-    @Option(help: "The log to write.")
-    var out: String
-
-    @Option(help: "Snapshots posted (the first ones of the folder's logs), one per request.")
-    var snapshots = 2_000
-
-    func run() throws {
-        // What agents post: each call's snapshots delta-encoded against the agent's own chain.
-        var agent = StatsDeltaEncoder()
-        var posted: [[UInt8]] = []
+        var taken: [(snapshot: StatsSnapshot, call: String, ts: Int64)] = []
         files: for file in try FileManager.default.contentsOfDirectory(atPath: folder).filter({ $0.hasSuffix(".ndjson.zst") }).sorted() {
             for record in LogReader(path: folder + "/" + file).readAll().records where record.kind == .stats {
-                var line: [UInt8] = []
-                agent.encode(record).write(to: &line)
-                posted.append(line)
-                if posted.count == snapshots { break files }
+                let report = record["report"]?.arrayValue ?? []
+                let peerConnection = record["pc"]?.stringValue
+                let snapshot: StatsSnapshot
+                if record["format"]?.stringValue == StatsFormat.goog.rawValue {
+                    snapshot = .report(report, format: .goog, peerConnection: peerConnection)
+                } else {
+                    var text: [UInt8] = []
+                    JSONValue.array(report).write(to: &text)
+                    snapshot = .w3c(json: String(decoding: text, as: UTF8.self), peerConnection: peerConnection)
+                }
+                taken.append((snapshot, record.call, record.ts))
+                if taken.count == snapshots { break files }
             }
         }
-        var decoder = StatsDeltaDecoder()
-        let writer = try LogWriter(path: out)
-        for line in posted {
-            let parsed = try line.withUnsafeBufferPointer { try LogRecord(parsing: $0) }
-            let (restoredRecord, restored) = try decoder.restore(parsed)
-            var record = restoredRecord
-            record.body["seq"] = nil
-            record.body["base"] = nil
-            try writer.append(record, restored: restored)
-            try writer.flush(sync: true)
+        try? FileManager.default.removeItem(atPath: out)
+        let writer = CollectorWriterBenchmark(directory: out)
+        for (snapshot, call, ts) in taken { writer.write(snapshot, call: call, ts: ts) }
+        let counters = writer.close()
+        guard counters.snapshotsWritten == taken.count, counters.droppedTotal == 0 else {
+            throw ValidationError("\(counters.snapshotsWritten) of \(taken.count) snapshots written, \(counters.droppedTotal) dropped")
         }
-        try writer.close()
-        print("wrote \(posted.count) posted snapshots")
+        print("wrote \(counters.snapshotsWritten) snapshots in \(counters.filesCreated) files")
     }
 }
 

@@ -1,4 +1,5 @@
 import SQLiteDatabase
+import Store
 
 /// Copies of stored rows, for benchmarks: a large database made from a small analysed one,
 /// and the floor of what writing a run's rows costs SQLite alone. Each copy lists its table's
