@@ -130,7 +130,7 @@ let package = Package(
             name: "ImportersTests", dependencies: ["Importers", "CallLog", "MaterialScanning", "MaterialTestSupport", "Analysis", "TestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "TestSupport"]),
-        .testTarget(name: "QualityTests", dependencies: ["Quality"]),
+        .testTarget(name: "QualityTests", dependencies: ["Quality", "TestSupport"]),
         .testTarget(name: "MaterialScanningTests", dependencies: ["MaterialScanning", "Simulator", "TestSupport"]),
         .testTarget(
             name: "MaterialCodecTests",

@@ -55,7 +55,7 @@ public final class ImpairingRelay: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var counts = Counts()
     private var streams: [UInt32: StreamCounts] = [:]
-    private var random: RelayRandom
+    private var random: SeededGenerator
 
     /// Opens the relay on `host` (a free port) in front of `realHost`:`realPort` (IPv4) and
     /// starts relaying on a thread of its own, which holds the relay until `stop()`.
@@ -64,7 +64,7 @@ public final class ImpairingRelay: @unchecked Sendable {
         self.realPort = realPort
         self.host = host
         self.dropFraction = dropFraction
-        random = RelayRandom(seed: seed)
+        random = SeededGenerator(seed: seed)
         real = try ImpairingRelay.address(realHost, realPort)
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket("socket", errno) }
@@ -200,22 +200,4 @@ public final class ImpairingRelay: @unchecked Sendable {
         guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else { throw Failure.socket("address \(host)", EINVAL) }
         return a
     }
-}
-
-/// The relay's seeded generator (SplitMix64): the same seed, the same drops.
-private struct RelayRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
 }
