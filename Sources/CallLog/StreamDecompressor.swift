@@ -7,7 +7,7 @@ public enum StreamCompression: String, Sendable {
         let b = Array(head.prefix(4))
         if b.count >= 2 && b[0] == 0x1F && b[1] == 0x8B {
             self = .gzip
-        } else if b == ZstdDecoder.magic {
+        } else if b == [0x28, 0xB5, 0x2F, 0xFD] {
             self = .zstd
         } else {
             self = .plain
@@ -34,7 +34,9 @@ public enum StreamDecompressionError: Error, Equatable, Sendable {
 /// first damage: a dump or a request has no checkpoints to say which later text is whole.
 public final class StreamDecompressor {
     public let compression: StreamCompression
+    #if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
     private let zstd: ZstdDecoder?
+    #endif
     private let gzip: GzipDecoder?
     /// Output pieces for gzip (zstd has its own, a window long).
     private var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
@@ -43,9 +45,11 @@ public final class StreamDecompressor {
 
     /// `zstdWindowLimit`: frames asking for a larger window are damage (a request body needs
     /// far less than the 2 GiB a log may use).
-    public init(_ compression: StreamCompression, zstdWindowLimit: Int = ZstdDecoder.windowSizeLimit) {
+    public init(_ compression: StreamCompression, zstdWindowLimit: Int = StreamDecompressor.largestZstdWindow) {
         self.compression = compression
+        #if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
         zstd = compression == .zstd ? ZstdDecoder(windowLimit: zstdWindowLimit) : nil
+        #endif
         gzip = compression == .gzip ? GzipDecoder() : nil
         if compression == .gzip { buffer = .allocate(byteCount: 64 << 10, alignment: 16) }
     }
@@ -54,7 +58,15 @@ public final class StreamDecompressor {
 
     /// True while a frame (gzip member) has started and not ended: at the end of the input, the
     /// stream was cut short.
-    public var insideFrame: Bool { zstd?.insideFrame ?? gzip?.insideFrame ?? false }
+    public var insideFrame: Bool {
+        #if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
+        if let zstd { return zstd.insideFrame }
+        #endif
+        return gzip?.insideFrame ?? false
+    }
+
+    /// The largest window a zstd frame may ask for (`ZstdDecoder.windowSizeLimit`: 2 GiB).
+    public static let largestZstdWindow = 1 << 31
 
     /// Decompresses `input`, the next piece of the stream; `emit` gets each piece of output.
     /// Throws `damaged` at the first frame that cannot be decoded (what came before it was
@@ -73,7 +85,12 @@ public final class StreamDecompressor {
             case .plain:
                 try give(input)
             case .zstd:
+                #if canImport(CZstd) && !CALLSTATS_WITHOUT_ZSTD
                 try zstd!.decompress(input, emit: give, damaged: { damage = damage ?? $0 })
+                #else
+                // A build without the zstd library (the collector on iOS) reads no zstd.
+                damage = DecompressionDamage(offset: 0, message: "zstd is not available in this build", skipped: nil)
+                #endif
             case .gzip:
                 try gzip!.decompress(
                     input, into: { [buffer] _ in buffer }, wrote: { try give(UnsafeRawBufferPointer(rebasing: self.buffer[0..<$0])) },
@@ -88,7 +105,7 @@ public final class StreamDecompressor {
     /// A whole stream at once, its output at most `limit` bytes (checked as it is produced, so
     /// a small input that inflates without end costs at most `limit` bytes of memory).
     public static func decompress(
-        _ bytes: [UInt8], _ compression: StreamCompression, limit: Int, zstdWindowLimit: Int = ZstdDecoder.windowSizeLimit
+        _ bytes: [UInt8], _ compression: StreamCompression, limit: Int, zstdWindowLimit: Int = StreamDecompressor.largestZstdWindow
     ) throws(StreamDecompressionError) -> [UInt8] {
         let d = StreamDecompressor(compression, zstdWindowLimit: zstdWindowLimit)
         var out = [UInt8]()
