@@ -51,9 +51,13 @@ public struct ConferenceLeg: Sendable, Equatable {
     public var endTs: Int64
     /// How the leg was linked to the conference (`call_conversations.linked_by`).
     public var linkedBy: String
+    /// The call's filing number as stored (`calls.call_key`), new each time the call is
+    /// written: the store tells a conference whose legs changed by it.
+    public var callKey: Int64
 
-    public init(callID: String, participant: String, startTs: Int64, endTs: Int64, linkedBy: String) {
+    public init(callID: String, participant: String, startTs: Int64, endTs: Int64, linkedBy: String, callKey: Int64 = 0) {
         (self.callID, self.participant, self.startTs, self.endTs, self.linkedBy) = (callID, participant, startTs, endTs, linkedBy)
+        self.callKey = callKey
     }
 }
 
@@ -123,6 +127,8 @@ public struct ConferenceParticipant: Sendable, Equatable {
     public var spoiledForOthersMinutes: Double
     /// Participants whose received streams this leg's uplink spoiled.
     public var spoiledParticipants: Int
+    /// The leg's `calls.call_key` when the row was made.
+    public var callKey: Int64
 }
 
 /// A row of `conference_matrix`: one received stream in one slot, next to its sender's uplink.
@@ -444,7 +450,7 @@ private struct Attribution {
                     poorReceivedMinutes: Double(poorSlots[leg.callID]?.count ?? 0) * minutesPerSlot,
                     ownDownlinkMinutes: Double(ownSlots[leg.callID]?.count ?? 0) * minutesPerSlot,
                     spoiledForOthersMinutes: Double(receiverSlots.count) * minutesPerSlot,
-                    spoiledParticipants: receivers.count))
+                    spoiledParticipants: receivers.count, callKey: leg.callKey))
             for kind in byKind.keys.sorted() {
                 let s = byKind[kind]!
                 let minutes = Double(s.receiverSlots.count) * minutesPerSlot

@@ -35,10 +35,6 @@ public final class CallStore {
     /// The inserts that run for every call, stream, interval, event and finding, prepared once
     /// and held here: finding a cached statement by its SQL text hashed that text for every row.
     private var inserts: [InsertKey: Statement] = [:]
-    /// Calls written since conferences were last brought up to date (`linkConversations`), or
-    /// all of them after `deleteAllAnalyses`.
-    var touchedCalls: Set<String> = []
-    var allCallsTouched = false
     /// The same for rollup rows (`Rollups.swift`).
     var rollupInsertStatement: Statement?
     /// The `call_key` the next call written gets: one more than any stored (see `Schema`).
@@ -193,7 +189,6 @@ public final class CallStore {
     /// `replacing: false` is for a call the caller knows is not stored yet: it skips the deletes.
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool = true) throws {
         let id = analysis.call.callID
-        touchedCalls.insert(id)
         if replacing {
             // The keyed rows first, while the call's row still gives their key.
             for table in [IntervalsTable.name, EventsTable.name] {
@@ -218,7 +213,6 @@ public final class CallStore {
     /// material it was made from: a regrade writes them all again. Whole tables at once, which
     /// SQLite empties without visiting their rows (a delete per call took most of a regrade).
     public func deleteAllAnalyses() throws {
-        allCallsTouched = true
         for table in [CallsTable.name, StreamsTable.name, IntervalsTable.name, EventsTable.name, FindingsTable.name, PeerConnectionsTable.name] {
             try db.run("DELETE FROM \(table)")
         }

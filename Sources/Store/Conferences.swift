@@ -13,9 +13,11 @@ import MaterialScanning
 /// call id. Captures are not participants: they send nothing of their own.
 ///
 /// What must stay true: the rows are a function of the calls stored. A conference is computed
-/// again whole when one of its legs was written since the last time, or when its legs changed
-/// (a leg joined in a later run, or was removed); the others keep their rows. So a leg imported
-/// in a later run, or by another PostgreSQL worker, ends linked as if all came at once.
+/// again whole when its legs changed: a leg joined or left, or was written again (a call gets a
+/// new `call_key` each time it is written, and each participant row keeps the key it was made
+/// from); the others keep their rows. The store itself says what changed, so a leg imported in
+/// a later run, or by another PostgreSQL worker, ends linked as if all came at once, and a run
+/// keeps nothing in memory per call it wrote.
 enum ConferenceSchema {
     static func tables(postgres: Bool) -> String {
         """
@@ -85,14 +87,13 @@ enum ConferenceLinking {
     }
 
     /// Brings the conference rows up to date with the stored calls and conversations (which
-    /// `linkConversations` has just recomputed). `touched`: calls written since the last update;
-    /// nil: every call (a regrade).
-    static func update(_ store: some ConferenceRowAccess, touched: Set<String>?, config: AnalysisConfig) throws {
+    /// `linkConversations` has just recomputed).
+    static func update(_ store: some ConferenceRowAccess, config: AnalysisConfig) throws {
         var groups: [String: [Member]] = [:]
         let members = try store.conferenceRows(
             """
             SELECT v.conversation_id, c.call_id, \(store.labelSQL("participant")), \(store.labelSQL("conference")),
-                   c.start_ts, c.end_ts, v.linked_by
+                   c.start_ts, c.end_ts, v.linked_by, c.call_key
             FROM call_conversations v JOIN calls c ON c.call_id = v.call_id
             WHERE c.platform IS NULL OR c.platform != 'capture'
             ORDER BY 1, 2
@@ -101,7 +102,8 @@ enum ConferenceLinking {
             guard let conversation = row[0], let call = row[1] else { continue }
             let leg = ConferenceLeg(
                 callID: call, participant: row[2].flatMap { $0.isEmpty ? nil : $0 } ?? call,
-                startTs: row[4].flatMap { Int64($0) } ?? 0, endTs: row[5].flatMap { Int64($0) } ?? 0, linkedBy: row[6] ?? "")
+                startTs: row[4].flatMap { Int64($0) } ?? 0, endTs: row[5].flatMap { Int64($0) } ?? 0, linkedBy: row[6] ?? "",
+                callKey: row[7].flatMap { Int64($0) } ?? 0)
             groups[conversation, default: []].append(Member(conversation: conversation, leg: leg, conferenceLabel: row[3]))
         }
         var conferences: [String: [ConferenceLeg]] = [:]
@@ -111,21 +113,22 @@ enum ConferenceLinking {
             conferences[labels.min() ?? conversation, default: []].append(contentsOf: legs.map(\.leg))
         }
 
+        // Each conference's legs as (call id, call key): equal sets, nothing to do.
         var stored: [String: Set<String>] = [:]
-        for row in try store.conferenceRows("SELECT conference_id, call_id FROM conference_participants", values: []) {
-            if let id = row[0], let call = row[1] { stored[id, default: []].insert(call) }
+        for row in try store.conferenceRows("SELECT conference_id, call_id, call_key FROM conference_participants", values: []) {
+            if let id = row[0], let call = row[1] { stored[id, default: []].insert(call + "\u{1}" + (row[2] ?? "")) }
         }
         var stale = Set(stored.keys).subtracting(conferences.keys)
         var fresh: [String] = []
         for (id, legs) in conferences {
-            let calls = Set(legs.map(\.callID))
-            if stored[id] != calls || touched.map({ !$0.isDisjoint(with: calls) }) ?? true {
+            let current = Set(legs.map { $0.callID + "\u{1}" + String($0.callKey) })
+            if stored[id] != current {
                 fresh.append(id)
                 if stored[id] != nil { stale.insert(id) }
             }
         }
         // Rows of conferences that changed or ended, and the findings they gave their legs.
-        let staleLegs = stale.flatMap { stored[$0] ?? [] }.sorted()
+        let staleLegs = stale.flatMap { (stored[$0] ?? []).map { String($0.prefix { $0 != "\u{1}" }) } }.sorted()
         if !stale.isEmpty {
             let ids = stale.sorted()
             try store.conferenceExecute("DELETE FROM conference_matrix WHERE conference_id IN (ID_LIST)", values: ids)

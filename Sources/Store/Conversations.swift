@@ -136,9 +136,7 @@ extension CallStore {
                 "INSERT INTO call_conversations(call_id, conversation_id, linked_by) VALUES (?, ?, ?)",
                 [.text(leg.callID), .text(leg.conversation), .text(leg.linkedBy)])
         }
-        try ConferenceLinking.update(self, touched: allCallsTouched ? nil : touchedCalls, config: recordedSettings())
-        touchedCalls.removeAll()
-        allCallsTouched = false
+        try ConferenceLinking.update(self, config: recordedSettings())
     }
 }
 

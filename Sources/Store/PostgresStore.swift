@@ -244,7 +244,6 @@ public final class PostgresStore {
 
     public func write(_ analysis: CallAnalysis, complete: Bool, material: [UInt8]?, replacing: Bool) throws {
         let id = analysis.call.callID
-        touchedCalls.insert(id)
         if replacing {
             if pendingCalls.contains(id) { try flush() }
             try query(
@@ -285,7 +284,6 @@ public final class PostgresStore {
     }
 
     public func deleteAllAnalyses() throws {
-        allCallsTouched = true
         try flush()
         try checked { try db.execute("TRUNCATE calls, streams, interval_rows, event_rows, findings, peer_connections") }
     }
@@ -484,15 +482,8 @@ public final class PostgresStore {
         if rows.rows > 0 {
             try checked { try db.copy("COPY call_conversations(call_id, conversation_id, linked_by) FROM STDIN", data: rows.data) }
         }
-        try ConferenceLinking.update(self, touched: allCallsTouched ? nil : touchedCalls, config: recordedSettings())
-        touchedCalls.removeAll()
-        allCallsTouched = false
+        try ConferenceLinking.update(self, config: recordedSettings())
     }
-
-    /// Calls written since conferences were last brought up to date (`linkConversations`), or
-    /// all of them after `deleteAllAnalyses`.
-    private var touchedCalls: Set<String> = []
-    private var allCallsTouched = false
 
     // MARK: - Totals
 

@@ -263,6 +263,7 @@ package enum ConferenceParticipantsTable: StoredTable {
         try t.column("own_downlink_minutes", .notNull) { $0.ownDownlinkMinutes }
         try t.column("spoiled_for_others_minutes", .notNull) { $0.spoiledForOthersMinutes }
         try t.column("spoiled_participants", .notNull) { $0.spoiledParticipants }
+        try t.column("call_key", .notNull) { $0.callKey }
     }
 }
 
