@@ -327,13 +327,7 @@ struct ConferenceRun {
         let ts = JSONValue.number(now)
         var objects: [(id: String, value: JSONValue)] = []
         func add(_ id: String, _ type: String, timestamp: JSONValue? = nil, _ members: Members) {
-            var o = JSONObject()
-            o.entries.reserveCapacity(members.count + 3)
-            o.entries.append((key: "id", value: .string(id)))
-            o.entries.append((key: "timestamp", value: timestamp ?? ts))
-            o.entries.append((key: "type", value: .string(type)))
-            o.entries.append(contentsOf: members)
-            objects.append((id, .object(o)))
+            objects.append((id, .object(W3CReport.statsObject(id, type, timestamp: timestamp ?? ts, members))))
         }
         func n(_ v: Int) -> JSONValue { .number(Double(v)) }
         func d(_ v: Double) -> JSONValue { .number(v) }

@@ -25,13 +25,18 @@ struct W3CReport {
         _ id: String, _ type: String, timestamp: JSONValue? = nil,
         _ members: [(key: String, value: JSONValue)]
     ) {
+        items.append((id, .object(Self.statsObject(id, type, timestamp: timestamp ?? ts, members))))
+    }
+
+    /// One W3C stats object: `id`, `timestamp` and `type` first, as getStats() gives them.
+    static func statsObject(_ id: String, _ type: String, timestamp: JSONValue, _ members: [(key: String, value: JSONValue)]) -> JSONObject {
         var o = JSONObject()
         o.entries.reserveCapacity(members.count + 3)
         o.entries.append((key: "id", value: .string(id)))
-        o.entries.append((key: "timestamp", value: timestamp ?? ts))
+        o.entries.append((key: "timestamp", value: timestamp))
         o.entries.append((key: "type", value: .string(type)))
         o.entries.append(contentsOf: members)
-        items.append((id, .object(o)))
+        return o
     }
 
     /// The report: every object of the connection, sorted by id as Chromium lists them.
