@@ -25,10 +25,10 @@ public enum RetentionRun {
         progress: ((String) -> Void)? = nil
     ) throws -> Report {
         let store = try open(database)
-        progress?("finding the calls to remove")
-        let ids = try store.callIDs(startedBefore: timestamp)
-        return try remove(
-            ids, from: store, database: database, reclaim: reclaim, readerWaitSeconds: readerWaitSeconds, progress: progress)
+        progress?("removing the calls that started before the cut-off and rebuilding the rollups they counted in")
+        let (ids, removal) = try store.removeCalls(startedBefore: timestamp)
+        return try finish(
+            ids, removal, in: store, database: database, reclaim: reclaim, readerWaitSeconds: readerWaitSeconds, progress: progress)
     }
 
     /// Removes the calls `callIDs`, and every call whose `call` record names `user` in a person
@@ -69,7 +69,15 @@ public enum RetentionRun {
         progress: ((String) -> Void)?
     ) throws -> Report {
         progress?("removing \(ids.count) call\(ids.count == 1 ? "" : "s") and rebuilding the rollups they counted in")
-        let removal = try store.removeCalls(ids)
+        return try finish(
+            ids, try store.removeCalls(ids), in: store, database: database, reclaim: reclaim, readerWaitSeconds: readerWaitSeconds,
+            progress: progress)
+    }
+
+    private static func finish(
+        _ ids: [String], _ removal: RemovalCounts, in store: any RetentionStore, database: String, reclaim: Bool,
+        readerWaitSeconds: Double, progress: ((String) -> Void)?
+    ) throws -> Report {
         // Asked for, the space is reclaimed even when no call matched: a run whose vacuum waited
         // in vain for readers is completed by running it again.
         if reclaim {

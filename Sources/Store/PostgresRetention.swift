@@ -36,35 +36,89 @@ extension PostgresStore: RetentionStore {
     }
 
     public func removeCalls(_ ids: [String]) throws -> RemovalCounts {
+        try removeListedCalls(wholeDaysBefore: nil) {
+            _ = try checked { try db.query("INSERT INTO removed_calls(call_id) SELECT DISTINCT unnest($1::text[])", [.text(Self.textArray(ids))]) }
+        }.removal
+    }
+
+    /// Drops the days of `interval_rows` and `event_rows` wholly before the cut-off's day, whose
+    /// rows all belong to calls that started before it (`PostgresPartitions`), and deletes the
+    /// rest of those calls' rows set by set.
+    public func removeCalls(startedBefore timestamp: Int64) throws -> (ids: [String], removal: RemovalCounts) {
+        try removeListedCalls(wholeDaysBefore: PostgresPartitions.day(timestamp)) {
+            _ = try checked { try db.query("INSERT INTO removed_calls(call_id) SELECT call_id FROM calls WHERE start_ts < $1", [.text(String(timestamp))]) }
+        }
+    }
+
+    /// Removes the calls `list` puts in the temporary table `removed_calls`, in one transaction.
+    /// With `wholeDaysBefore`, the partitions of days before it are dropped whole: the tables
+    /// are taken exclusively first, so no writer holds rows there that the list could miss.
+    private func removeListedCalls(wholeDaysBefore: Int64?, list: () throws -> Void) throws -> (ids: [String], removal: RemovalCounts) {
         try begin()
         do {
+            func run(_ sql: String) throws -> Int { try checked { try db.query(sql).changed } }
+            func rows(_ sql: String) throws -> [[String?]] { try checked { try db.query(sql).rows } }
+            if wholeDaysBefore != nil {
+                try checked { try db.execute("LOCK TABLE interval_rows, event_rows IN ACCESS EXCLUSIVE MODE") }
+            }
+            try checked {
+                try db.execute(
+                    "CREATE TEMP TABLE removed_calls (call_id TEXT PRIMARY KEY, call_key BIGINT, start_ts BIGINT, end_ts BIGINT) ON COMMIT DROP")
+            }
+            try list()
+            // Each call locked as a writer locks it (`storedCall`), in call-id order, then read:
+            // a writer merging more of one has finished, or waits and then finds it gone.
+            _ = try rows("SELECT count(pg_advisory_xact_lock(hashtextextended(call_id, 0))) FROM (SELECT call_id FROM removed_calls ORDER BY call_id) o")
+            _ = try run(
+                "UPDATE removed_calls r SET call_key = c.call_key, start_ts = c.start_ts, end_ts = c.end_ts FROM calls c WHERE c.call_id = r.call_id")
+            try checked { try db.execute("ANALYZE removed_calls") }
+            let ids = try rows("SELECT call_id FROM removed_calls ORDER BY start_ts NULLS LAST, call_id").compactMap { $0[0] }
+            let starts = try rows("SELECT start_ts FROM removed_calls WHERE start_ts IS NOT NULL").compactMap { $0[0].flatMap { Int64($0) } }
             var removal = RemovalCounts()
-            var starts: [Int64] = []
-            func deleted(_ sql: String, _ id: String) throws -> Int {
-                Int(try checked { try db.scalar("WITH d AS (\(sql) RETURNING 1) SELECT count(*) FROM d", [.text(id)]) } ?? "0") ?? 0
-            }
-            for id in Set(ids).sorted() {
-                try checked { try db.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(id)]) }
-                if let start = try checked({ try db.scalar("SELECT start_ts FROM calls WHERE call_id = $1", [.text(id)]) }).flatMap({ Int64($0) }) {
-                    starts.append(start)
-                    removal.firstStart = min(removal.firstStart ?? start, start)
-                    removal.lastStart = max(removal.lastStart ?? start, start)
+            removal.firstStart = starts.min()
+            removal.lastStart = starts.max()
+            var keptFrom = Int64.min
+            if let before = wholeDaysBefore {
+                keptFrom = before * PostgresPartitions.dayMs
+                for (table, _) in PostgresPartitions.tables {
+                    for (day, partition) in try checked({ try PostgresPartitions.partitions(of: table, db) }) where day < before {
+                        let count = Int(try rows("SELECT count(*) FROM \"\(partition)\"").first?[0] ?? "0") ?? 0
+                        if table == IntervalsTable.name { removal.intervals += count } else { removal.events += count }
+                        try checked { try db.execute("DROP TABLE \"\(partition)\"") }
+                    }
                 }
-                removal.intervals += try deleted("DELETE FROM interval_rows WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = $1)", id)
-                removal.events += try deleted("DELETE FROM event_rows WHERE call_key IN (SELECT call_key FROM calls WHERE call_id = $1)", id)
-                removal.streams += try deleted("DELETE FROM streams WHERE call_id = $1", id)
-                removal.findings += try deleted("DELETE FROM findings WHERE call_id = $1", id)
-                removal.peerConnections += try deleted("DELETE FROM peer_connections WHERE call_id = $1", id)
-                removal.materials += try deleted("DELETE FROM call_material WHERE call_id = $1", id)
-                removal.calls += try deleted("DELETE FROM calls WHERE call_id = $1", id)
             }
+            // The removed calls' rows in the days kept, looked for in the days their bounds
+            // cover only (written into the statements, so that the planner leaves the other days).
+            if let bounds = try rows("SELECT min(start_ts), max(end_ts) FROM removed_calls").first,
+                let first = bounds[0].flatMap({ Int64($0) }), let last = bounds[1].flatMap({ Int64($0) })
+            {
+                let (from, to) = PostgresPartitions.dayBounds(first, last)
+                let lower = max(from, keptFrom)
+                if lower < to {
+                    removal.intervals += try run(
+                        "DELETE FROM interval_rows i USING removed_calls r WHERE i.call_key = r.call_key AND i.start_ts >= \(lower) AND i.start_ts < \(to)")
+                    removal.events += try run(
+                        "DELETE FROM event_rows e USING removed_calls r WHERE e.call_key = r.call_key AND e.ts >= \(lower) AND e.ts < \(to)")
+                }
+            }
+            func deleteListed(_ table: String) throws -> Int {
+                try run("DELETE FROM \(table) t USING removed_calls r WHERE t.call_id = r.call_id")
+            }
+            removal.streams = try deleteListed("streams")
+            removal.findings = try deleteListed("findings")
+            removal.peerConnections = try deleteListed("peer_connections")
+            removal.materials = try deleteListed("call_material")
+            removal.calls = try deleteListed("calls")
             let (hours, days) = RollupBuckets.containing(starts)
             try markRollupsPending(forCallStarts: starts)
             try refreshPendingRollups()
             try linkConversations()
             try commit()
+            // Dropped days are gone from what this writer knows of them.
+            forgetPartitions()
             removal.rollupBuckets = hours.count + days.count
-            return removal
+            return (ids, removal)
         } catch {
             rollback()
             throw error

@@ -35,15 +35,10 @@ enum PostgresSchema {
             PRIMARY KEY (call_id, stream_id)
         );
 
-        CREATE TABLE IF NOT EXISTS interval_rows (
-            \(IntervalsTable.columnDefinitions(postgres: true))
-        );
-        CREATE INDEX IF NOT EXISTS interval_rows_call ON interval_rows(call_key);
+        -- Partitioned by day (PostgresPartitions).
+        \(PostgresPartitions.createTable(IntervalsTable.name))
 
-        CREATE TABLE IF NOT EXISTS event_rows (
-            \(EventsTable.columnDefinitions(postgres: true))
-        );
-        CREATE INDEX IF NOT EXISTS event_rows_call ON event_rows(call_key, ts);
+        \(PostgresPartitions.createTable(EventsTable.name))
 
         CREATE TABLE IF NOT EXISTS peer_connections (
             \(PeerConnectionsTable.columnDefinitions(postgres: true)),
@@ -146,6 +141,13 @@ enum PostgresSchema {
             if found != Schema.version {
                 try db.execute(tables)
                 try db.execute(addedColumns)
+                for step in Schema.migrations where step.version > (found ?? Schema.version) {
+                    guard let sql = step.postgres else { continue }
+                    try db.execute(sql())
+                    try db.query(
+                        "INSERT INTO meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        [.text("migration." + step.name), .text(String(Int64(Date().timeIntervalSince1970 * 1000)))])
+                }
             }
             // Views made from other definitions (another release's) are made again, as in
             // SQLite (`Schema.makeViews`): all of them, since they depend on each other.

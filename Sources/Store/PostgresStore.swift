@@ -26,6 +26,9 @@ import PostgresDatabase
 /// per table and flushed before any statement that could read them and at each commit.
 public final class PostgresStore {
     let db: PostgresConnection
+    private let url: String
+    /// Opened when a write needs a day made (`makeNeededPartitions`).
+    private var partitionConnection: PostgresConnection?
     /// The URL without its password, for messages.
     public let name: String
     public private(set) var upgradedFrom: Int?
@@ -44,6 +47,10 @@ public final class PostgresStore {
     /// Ledger entries of the open transaction, inserted at its commit.
     private var ledger: [(LedgerEntry, Int64)] = []
     private var inTransaction = false
+    /// The days each partitioned table has (`PostgresPartitions`), and those queued rows need
+    /// that it may lack: made before the rows are sent.
+    private var partitionDays: [String: Set<Int64>] = [:]
+    private var neededDays: [String: Set<Int64>] = [:]
 
     /// Bytes of queued rows at which they are sent without waiting for a commit.
     static let flushBytes = 8 << 20
@@ -52,6 +59,7 @@ public final class PostgresStore {
     /// checks the schema.
     public init(url: String) throws {
         db = try PostgresStore.connect(url)
+        self.url = url
         name = db.displayName
         do {
             // A commit returns before the server's WAL reaches disk. Safe for a rerun to mend: a
@@ -59,6 +67,7 @@ public final class PostgresStore {
             // so the next run reads those files again; nothing is acknowledged to anyone before.
             try db.execute("SET synchronous_commit = off")
             upgradedFrom = try PostgresSchema.migrate(db, name: name)
+            for (table, _) in PostgresPartitions.tables { partitionDays[table] = try PostgresPartitions.days(of: table, db) }
         } catch let e as PostgresConnection.Error {
             throw StoreError.server(name: name, reason: e.description, retryable: e.mayPassOnRetry)
         }
@@ -67,6 +76,10 @@ public final class PostgresStore {
             tableOrder(EventsTable.self), tableOrder(FindingsTable.self), tableOrder(PeerConnectionsTable.self),
             tableOrder(MaterialTable.self),
         ] { pendingOrder.append(table) }
+        // Today's and tomorrow's days made ahead, outside any write: live calls' rows find them.
+        let today = PostgresPartitions.day(Int64(Date().timeIntervalSince1970 * 1000))
+        for (table, _) in PostgresPartitions.tables { neededDays[table] = [today, today + 1] }
+        try makeNeededPartitions()
     }
 
     /// A connection to `url`, or the error that says what to check (the URL, the password,
@@ -117,6 +130,7 @@ public final class PostgresStore {
     /// Sends every queued row.
     func flush() throws {
         guard pendingBytes > 0 || !pendingCalls.isEmpty else { return }
+        try makeNeededPartitions()
         for (id, sql) in pendingOrder {
             guard var rows = pending[id], rows.rows > 0 else { continue }
             try checked { try db.copy(sql, data: rows.data) }
@@ -125,6 +139,49 @@ public final class PostgresStore {
         }
         pendingBytes = 0
         pendingCalls.removeAll(keepingCapacity: true)
+    }
+
+    /// Notes the days of `rows` (by `ts`) that `table` lacks a partition for.
+    private func need<Rows: Collection>(_ table: String, _ rows: Rows, ts: (Rows.Element) -> Int64) {
+        guard !rows.isEmpty, let known = partitionDays[table] else { return }
+        var last: Int64?
+        for row in rows {
+            let day = PostgresPartitions.day(ts(row))
+            if day != last, !known.contains(day) { neededDays[table, default: []].insert(day) }
+            last = day
+        }
+    }
+
+    /// Creates the partitions queued rows need, each in a short transaction of its own, so that
+    /// a day made is there for every writer at once and no lock on the tables outlives it. In
+    /// the middle of a write that is a second connection (`partitionConnection`): its wait is
+    /// one PostgreSQL cannot see, so it is bounded (`lock_timeout`, then a retryable error).
+    private func makeNeededPartitions() throws {
+        guard neededDays.values.contains(where: { !$0.isEmpty }) else { return }
+        let connection: PostgresConnection
+        if inTransaction {
+            if partitionConnection == nil {
+                partitionConnection = try PostgresStore.connect(url)
+                try checked { try partitionConnection?.execute("SET lock_timeout = '20s'") }
+            }
+            connection = partitionConnection!
+        } else {
+            connection = db
+        }
+        do {
+            try connection.execute("BEGIN")
+            do {
+                try PostgresPartitions.create(neededDays, connection)
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        } catch let e as PostgresConnection.Error {
+            throw StoreError.server(name: name, reason: e.description, retryable: e.mayPassOnRetry || e.sqlState == "55P03")
+        }
+        for (table, days) in neededDays { partitionDays[table, default: []].formUnion(days) }
+        neededDays.removeAll()
     }
 
     // MARK: - Transactions
@@ -163,6 +220,13 @@ public final class PostgresStore {
         prefetched.removeAll()
         inTransaction = false
         try? db.execute("ROLLBACK")
+    }
+
+    /// Reads again which days have partitions, after a transaction that dropped some.
+    func forgetPartitions() {
+        if let known = try? PostgresPartitions.tables.map({ ($0.name, try PostgresPartitions.days(of: $0.name, db)) }) {
+            partitionDays = Dictionary(uniqueKeysWithValues: known)
+        }
     }
 
     private func takeCommitLock() throws {
@@ -246,11 +310,23 @@ public final class PostgresStore {
         let id = analysis.call.callID
         if replacing {
             if pendingCalls.contains(id) { try flush() }
+            // The stored call's rows are looked for in the days its bounds cover only: the
+            // bounds are written into the statement so that the planner leaves the other days
+            // alone (and unlocked).
+            let stored = try query("SELECT call_key, start_ts, end_ts FROM calls WHERE call_id = $1", [.text(id)]).rows.first
+            let keyed: String
+            if let stored, let key = Int64(stored[0] ?? ""), let start = Int64(stored[1] ?? ""), let end = Int64(stored[2] ?? "") {
+                let (from, to) = PostgresPartitions.dayBounds(start, end)
+                keyed = """
+                    i AS (DELETE FROM interval_rows WHERE call_key = \(key) AND start_ts >= \(from) AND start_ts < \(to)),
+                    e AS (DELETE FROM event_rows WHERE call_key = \(key) AND ts >= \(from) AND ts < \(to)),
+                    """
+            } else {
+                keyed = ""
+            }
             try query(
                 """
-                WITH k AS (SELECT call_key FROM calls WHERE call_id = $1),
-                    i AS (DELETE FROM interval_rows WHERE call_key IN (SELECT call_key FROM k)),
-                    e AS (DELETE FROM event_rows WHERE call_key IN (SELECT call_key FROM k)),
+                WITH \(keyed)
                     s AS (DELETE FROM streams WHERE call_id = $1),
                     f AS (DELETE FROM findings WHERE call_id = $1),
                     p AS (DELETE FROM peer_connections WHERE call_id = $1),
@@ -259,6 +335,12 @@ public final class PostgresStore {
                 """, [.text(id)])
         }
         let key = try takeCallKey()
+        assert(
+            analysis.intervals.allSatisfy { $0.startTs >= analysis.call.startTs && $0.startTs <= analysis.call.endTs }
+                && analysis.events.allSatisfy { $0.ts >= analysis.call.startTs && $0.ts <= analysis.call.endTs },
+            "a call's rows lie within its bounds (PostgresPartitions)")
+        need(IntervalsTable.name, analysis.intervals) { $0.startTs }
+        need(EventsTable.name, analysis.events) { $0.ts }
         queue(CallsTable.self, CallRow(summary: analysis.call, complete: complete, key: key))
         analysis.streams.withUnsafeBufferPointer { rows in for i in rows.indices { queue(StreamsTable.self, rows.baseAddress! + i, key: nil) } }
         analysis.intervals.withUnsafeBufferPointer { rows in for i in rows.indices { queue(IntervalsTable.self, rows.baseAddress! + i, key: key) } }

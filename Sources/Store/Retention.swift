@@ -23,6 +23,9 @@ public protocol RetentionStore: AnyObject {
     /// Removes the calls whole and rebuilds the rollup buckets they counted in, in one
     /// transaction: an interrupted removal changes nothing.
     func removeCalls(_ ids: [String]) throws -> RemovalCounts
+    /// Removes every call that started before `timestamp` (epoch ms) as `removeCalls` does,
+    /// and says which.
+    func removeCalls(startedBefore timestamp: Int64) throws -> (ids: [String], removal: RemovalCounts)
     /// The database's size and the part of it that is free for reuse, in bytes.
     func fileSpace() throws -> (total: Int64, free: Int64)
     /// Gives free space back (SQLite: `VACUUM` rewrites the file, and its write-ahead log is
@@ -32,6 +35,11 @@ public protocol RetentionStore: AnyObject {
 }
 
 extension RetentionStore {
+    public func removeCalls(startedBefore timestamp: Int64) throws -> (ids: [String], removal: RemovalCounts) {
+        let ids = try callIDs(startedBefore: timestamp)
+        return (ids, try removeCalls(ids))
+    }
+
     public func forEachStoredMaterial(_ body: (String, [UInt8]) throws -> Void) throws {
         try forEachStoredMaterial(batch: 500, body)
     }

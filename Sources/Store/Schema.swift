@@ -247,6 +247,9 @@ public enum Schema {
         var summary: String
         /// Made when the step is applied: listing the steps (as `version` does) builds no SQL.
         var sql: () -> String
+        /// The step in PostgreSQL, for the steps its `CREATE ... IF NOT EXISTS` and added
+        /// columns (`PostgresSchema.migrate`) do not cover; run in the upgrade's transaction.
+        var postgres: (() -> String)? = nil
     }
 
     /// The steps written by hand, in version order. The tables' added columns (`addedIn:` in
@@ -274,6 +277,12 @@ public enum Schema {
                 summary: "adds the tables conference_participants and conference_matrix and the views conferences and "
                     + "conference_offenders (stored calls' conferences are linked at the end of the upgrading run)",
                 sql: { ConferenceSchema.tables(postgres: false) }),
+            // SQLite's tables stay as they are: a file is pruned call by call.
+            Migration(
+                version: 8, name: "v8-day-partitions",
+                summary: "PostgreSQL: interval_rows and event_rows become partitioned by day (every row copied once); "
+                    + "SQLite: nothing changes",
+                sql: { "" }, postgres: { PostgresPartitions.upgradeToPartitions }),
         ]
     }
 
