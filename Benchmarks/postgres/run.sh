@@ -38,8 +38,14 @@ url="postgresql://postgres@127.0.0.1:$port"
 psql() { command psql "$url/$1" -qAt -v ON_ERROR_STOP=1 -c "$2"; }
 
 ticks="$(getconf CLK_TCK)"
-# CPU seconds of the server: the postmaster and every backend it has reaped.
-server_cpu() { awk -v t="$ticks" '{print ($14 + $15 + $16 + $17) / t}' "/proc/$postmaster/stat"; }
+# CPU seconds of the server: the postmaster, every backend it has reaped, and its processes
+# still running (the WAL writer, checkpointer and autovacuum do part of every write's work).
+server_cpu() {
+  sleep 0.3  # backends of finished workers exit and are reaped
+  { awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat"
+    for c in $(cat "/proc/$postmaster/task/$postmaster/children"); do awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || true; done
+  } | awk -v t="$ticks" '{s += $1} END {print s / t}'
+}
 rows_sql="SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM streams) + (SELECT count(*) FROM interval_rows)
   + (SELECT count(*) FROM event_rows) + (SELECT count(*) FROM findings)"
 

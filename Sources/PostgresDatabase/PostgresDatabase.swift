@@ -142,25 +142,29 @@ public final class PostgresConnection {
         return r.rows.first?.first ?? nil
     }
 
-    /// Runs `COPY ... FROM STDIN` (`sql`) with `data`, rows in COPY's text format.
-    public func copy(_ sql: String, data: [UInt8]) throws {
-        let start = PQexec(handle, sql)
+    /// Runs `COPY ... FROM STDIN` (`sql`, without a format: binary is added) with `rows`.
+    public func copy(_ sql: String, rows: CopyRows) throws {
+        let statement = sql + " WITH (FORMAT binary)"
+        let start = PQexec(handle, statement)
         let startStatus = start.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         if startStatus != PGRES_COPY_IN {
-            let e = error(start, sql: sql)
+            let e = error(start, sql: statement)
             PQclear(start)
             throw e
         }
         PQclear(start)
-        let sent = data.withUnsafeBufferPointer { p in
-            p.isEmpty ? 1 : p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: p.count) { PQputCopyData(handle, $0, Int32(p.count)) }
+        func put(_ bytes: [UInt8]) -> Int32 {
+            bytes.withUnsafeBufferPointer { p in
+                p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: p.count) { PQputCopyData(handle, $0, Int32(p.count)) }
+            }
         }
-        let ended = PQputCopyEnd(handle, sent == 1 ? nil : "sending the rows failed")
+        let sent = put(rows.data) == 1 && put(CopyRows.trailer) == 1
+        let ended = PQputCopyEnd(handle, sent ? nil : "sending the rows failed")
         var failure: Error?
-        if sent != 1 || ended != 1 { failure = error(nil, sql: sql) }
+        if !sent || ended != 1 { failure = error(nil, sql: statement) }
         // Every result of the COPY is read, so that the connection is ready for the next statement.
         while let result = PQgetResult(handle) {
-            if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil { failure = error(result, sql: sql) }
+            if PQresultStatus(result) != PGRES_COMMAND_OK, failure == nil { failure = error(result, sql: statement) }
             PQclear(result)
             if connectionLost { break }
         }
@@ -224,48 +228,74 @@ public struct PostgresResult: Sendable {
 
 /// Rows for `COPY ... FROM STDIN` in the text format: tab between values, newline after each
 /// row, `\N` for NULL, and backslash, tab, newline and carriage return escaped in text.
+/// Rows in COPY's binary format (PostgreSQL's "Binary Format" of COPY): the server reads each
+/// value as its type's binary form, so that numbers and bytes are not turned into text and
+/// parsed back. Each value must be added as its column's type: `Int64` for BIGINT, `Double`
+/// for DOUBLE PRECISION, `String` for TEXT, bytes for BYTEA (`ColumnValue.postgresType`).
 public struct CopyRows {
-    public private(set) var data: [UInt8] = []
+    /// The signature, flags and header extension length that open the data.
+    static let header: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+    /// The field count -1 that ends it.
+    static let trailer: [UInt8] = [0xFF, 0xFF]
+
+    /// The header and the rows so far (`PostgresConnection.copy` adds the trailer).
+    public private(set) var data: [UInt8] = CopyRows.header
     public private(set) var rows = 0
-    private var atRowStart = true
+    /// Where the row being written keeps its field count, and the count so far.
+    private var countAt = -1
+    private var fields: UInt16 = 0
 
     public init() { data.reserveCapacity(1 << 16) }
 
-    private mutating func separator() {
-        if !atRowStart { data.append(9) }
-        atRowStart = false
+    private mutating func field() {
+        if countAt < 0 {
+            countAt = data.count
+            data.append(0)
+            data.append(0)
+        }
+        fields += 1
+    }
+
+    private mutating func append<T: FixedWidthInteger>(bigEndian value: T) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
     }
 
     public mutating func endRow() {
-        data.append(10)
-        atRowStart = true
+        if countAt < 0 { field(); fields = 0 }
+        data[countAt] = UInt8(fields >> 8)
+        data[countAt + 1] = UInt8(fields & 0xFF)
+        countAt = -1
+        fields = 0
         rows += 1
     }
 
     public mutating func removeAll() {
         data.removeAll(keepingCapacity: true)
+        data.append(contentsOf: CopyRows.header)
         rows = 0
-        atRowStart = true
+        countAt = -1
+        fields = 0
     }
 
     public mutating func addNull() {
-        separator()
-        data.append(contentsOf: [92, 78])  // \N
+        field()
+        append(bigEndian: Int32(-1))
     }
 
     public mutating func add(_ value: Int64) {
-        separator()
-        data.append(contentsOf: String(value).utf8)
+        field()
+        append(bigEndian: Int32(8))
+        append(bigEndian: value)
     }
 
     public mutating func add(_ value: Int) { add(Int64(value)) }
 
-    /// Written with enough digits to read back the same double (Swift's shortest round-trip form).
     /// NaN and infinities are not measurements: NULL.
     public mutating func add(_ value: Double) {
         guard value.isFinite else { return addNull() }
-        separator()
-        data.append(contentsOf: value.description.utf8)
+        field()
+        append(bigEndian: Int32(8))
+        append(bigEndian: value.bitPattern)
     }
 
     public mutating func add(_ value: Double?) {
@@ -273,29 +303,21 @@ public struct CopyRows {
     }
 
     public mutating func add(_ value: String) {
-        separator()
+        field()
+        let lengthAt = data.count
+        append(bigEndian: Int32(0))
         for byte in value.utf8 {
-            switch byte {
-            case 92: data.append(92); data.append(92)
-            case 9: data.append(92); data.append(116)
-            case 10: data.append(92); data.append(110)
-            case 13: data.append(92); data.append(114)
-            // NUL cannot be stored in PostgreSQL text: written as the escape \x00 would be
-            // refused, so it is kept visible as U+FFFD.
-            case 0: data.append(contentsOf: [0xEF, 0xBF, 0xBD])
-            default: data.append(byte)
-            }
+            // NUL cannot be stored in PostgreSQL text: it is kept visible as U+FFFD.
+            if byte == 0 { data.append(contentsOf: [0xEF, 0xBF, 0xBD]) } else { data.append(byte) }
         }
+        let length = UInt32(data.count - lengthAt - 4)
+        withUnsafeBytes(of: length.bigEndian) { for (i, b) in $0.enumerated() { data[lengthAt + i] = b } }
     }
 
-    /// A bytea value: `\\x` then hex (the backslash doubled for COPY's own escaping).
+    /// A bytea value.
     public mutating func add(_ bytes: [UInt8]) {
-        separator()
-        data.append(contentsOf: [92, 92, 120])
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        for b in bytes {
-            data.append(hex[Int(b >> 4)])
-            data.append(hex[Int(b & 15)])
-        }
+        field()
+        append(bigEndian: Int32(bytes.count))
+        data.append(contentsOf: bytes)
     }
 }

@@ -54,6 +54,8 @@ enum PostgresSchema {
         CREATE TABLE IF NOT EXISTS call_material (
             \(MaterialTable.columnDefinitions(postgres: true))
         );
+        -- Material is compressed already: stored out of line without trying to compress it again.
+        ALTER TABLE call_material ALTER COLUMN material SET STORAGE EXTERNAL;
 
         CREATE TABLE IF NOT EXISTS call_conversations (
             call_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, linked_by TEXT NOT NULL

@@ -133,7 +133,7 @@ public final class PostgresStore {
         try makeNeededPartitions()
         for (id, sql) in pendingOrder {
             guard var rows = pending[id], rows.rows > 0 else { continue }
-            try checked { try db.copy(sql, data: rows.data) }
+            try checked { try db.copy(sql, rows: rows) }
             rows.removeAll()
             pending[id] = rows
         }
@@ -517,7 +517,7 @@ public final class PostgresStore {
         try RollupBuilder.rebuild(hours: hours, days: days, in: storage)
         guard storage.rows.value.rows > 0 else { return }
         try checked {
-            try db.copy("COPY rollups(\(RollupBuilder.columns.joined(separator: ", "))) FROM STDIN", data: storage.rows.value.data)
+            try db.copy("COPY rollups(\(RollupBuilder.columns.joined(separator: ", "))) FROM STDIN", rows: storage.rows.value)
         }
     }
 
@@ -562,7 +562,7 @@ public final class PostgresStore {
             rows.endRow()
         }
         if rows.rows > 0 {
-            try checked { try db.copy("COPY call_conversations(call_id, conversation_id, linked_by) FROM STDIN", data: rows.data) }
+            try checked { try db.copy("COPY call_conversations(call_id, conversation_id, linked_by) FROM STDIN", rows: rows) }
         }
         try ConferenceLinking.update(self, config: recordedSettings())
     }
@@ -659,7 +659,7 @@ extension PostgresStore: ConferenceRowAccess {
             guard !values.isEmpty else { return }
             var rows = CopyRows()
             values.withUnsafeBufferPointer { v in for i in v.indices { table.copy(v.baseAddress! + i, to: &rows) } }
-            try checked { try db.copy("COPY \(table.name)(\(table.columnNames.joined(separator: ", "))) FROM STDIN", data: rows.data) }
+            try checked { try db.copy("COPY \(table.name)(\(table.columnNames.joined(separator: ", "))) FROM STDIN", rows: rows) }
         }
         try copy(ConferenceParticipantsTable.self, result.participants)
         try copy(ConferenceMatrixTable.self, result.cells)

@@ -223,7 +223,8 @@ package enum RollupBuilder {
                 try r.add(acc.noMedia); try r.add(acc.unanswered); try r.add(acc.unmeasured); try r.add(acc.minutes)
                 for m in 0..<metricCount {
                     let v = values[m][starts[m][g]..<starts[m][g + 1]]
-                    try r.add(v.count)
+                    // The count is a metric column like the others (REAL, DOUBLE PRECISION).
+                    try r.add(Double(v.count))
                     try r.add(v.isEmpty ? nil : v.reduce(0, +) / Double(v.count))
                     for p in Schema.percentiles { try r.add(CallStore.nearestRank(v, p.fraction)) }
                 }

@@ -18,7 +18,7 @@ package protocol ColumnValue {
     /// The type in PostgreSQL: one that holds every value the SQLite type holds, exactly.
     static var postgresType: String { get }
     func bind(to row: inout RowBinder) throws
-    /// The value in a row of COPY's text format (PostgreSQL).
+    /// The value in a row of COPY's binary format (PostgreSQL), as `postgresType`.
     func copy(to rows: inout CopyRows)
 }
 
