@@ -119,4 +119,24 @@ final class ConferenceTests: XCTestCase {
             try rows(piecewise, "SELECT count(*) FROM conference_matrix WHERE sender_call_id = 'google-legacy-stats-p2p'"), [["0"]],
             "the other leg's streams from it are no longer matched")
     }
+
+    /// A database of schema 6 (before conferences), holding real conference legs, is upgraded
+    /// in place by the next run, which reads nothing new, and then equals a database made fresh
+    /// from the same dumps, table for table.
+    func testAVersion6DatabaseIsUpgradedAndEqualsAFreshOne() throws {
+        let logs = try importDumps()
+        let fresh = dir.appendingPathComponent("fresh.sqlite").path
+        try analyze(logs, db: fresh)
+        let old = dir.appendingPathComponent("v6.sqlite").path
+        try analyze(logs, db: old)
+        try OlderSchemas.makeVersion6(try Database(path: old))
+        XCTAssertEqual(try rows(old, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'conference%'"), [["0"]])
+        let upgrade = try AnalyzeRun(options: AnalyzeRun.Options(paths: logs, database: old)).run()
+        XCTAssertEqual(upgrade.upgradedFrom, 6)
+        XCTAssertEqual(upgrade.callsInRun, 0, "nothing read again")
+        XCTAssertGreaterThan(Int(try rows(old, "SELECT count(*) FROM conference_participants")[0][0]) ?? 0, 0)
+        let compared = try DatabaseComparison.compare(old, fresh)
+        for t in compared { XCTAssertTrue(t.same, "\(t.name): \(t.onlyInFirst) only upgraded, \(t.onlyInSecond) only fresh") }
+        XCTAssertTrue(compared.contains { $0.name == "conference_matrix" })
+    }
 }
