@@ -130,6 +130,37 @@ extension JSONValue {
         }
     }
 
+    /// The byte a one-letter escape (`\n`, `\"`, …) stands for; nil for `u` (four hex digits
+    /// follow) and for anything JSON does not allow.
+    @inline(__always) public static func escapedByte(_ letter: UInt8) -> UInt8? {
+        switch letter {
+        case UInt8(ascii: "\""): 0x22
+        case UInt8(ascii: "\\"): 0x5C
+        case UInt8(ascii: "/"): 0x2F
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
+    /// Whether a `\u` escape's code unit is a high surrogate, which a low one should follow.
+    public static func isHighSurrogate(_ unit: UInt32) -> Bool { unit >= 0xD800 && unit < 0xDC00 }
+
+    /// The scalar of a high surrogate and the code unit escaped after it: U+FFFD when that is
+    /// not a low surrogate.
+    public static func pair(_ high: UInt32, _ low: UInt32) -> UInt32 {
+        low >= 0xDC00 && low < 0xE000 ? 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD
+    }
+
+    /// Appends a `\u` escape's scalar as UTF-8; a surrogate left alone is U+FFFD.
+    public static func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
+        let valid = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+        out.append(contentsOf: String(Character(valid)).utf8)
+    }
+
     public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
@@ -322,33 +353,20 @@ struct JSONParser {
             guard pos < bytes.count else { break }
             let e = bytes[pos]
             pos += 1
-            switch e {
-            case UInt8(ascii: "\""): out.append(0x22)
-            case UInt8(ascii: "\\"): out.append(0x5C)
-            case UInt8(ascii: "/"): out.append(0x2F)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
+            if let byte = JSONValue.escapedByte(e) {
+                out.append(byte)
+            } else if e == UInt8(ascii: "u") {
                 var scalar = try hex4()
-                if scalar >= 0xD800 && scalar < 0xDC00 {
-                    // A high surrogate must pair with a low one; otherwise it becomes U+FFFD.
-                    if pos + 1 < bytes.count, bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u") {
-                        pos += 2
-                        let low = try hex4()
-                        scalar =
-                            (low >= 0xDC00 && low < 0xE000)
-                            ? 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD
-                    } else {
-                        scalar = 0xFFFD
-                    }
-                } else if scalar >= 0xDC00 && scalar < 0xE000 {
-                    scalar = 0xFFFD
+                // A high surrogate pairs with the low one after it.
+                if JSONValue.isHighSurrogate(scalar), pos + 1 < bytes.count, bytes[pos] == UInt8(ascii: "\\"),
+                    bytes[pos + 1] == UInt8(ascii: "u")
+                {
+                    pos += 2
+                    scalar = JSONValue.pair(scalar, try hex4())
                 }
-                out.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
-            default: throw fail("invalid escape")
+                JSONValue.appendUTF8(scalar, to: &out)
+            } else {
+                throw fail("invalid escape")
             }
         }
         throw fail("unterminated string")

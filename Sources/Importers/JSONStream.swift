@@ -266,32 +266,18 @@ public struct JSONStream<Input: JSONByteInput> {
                 continue
             }
             guard let e = try input.next() else { throw error("the text ends inside a string (truncated?)") }
-            switch e {
-            case UInt8(ascii: "\""): out.append(0x22)
-            case UInt8(ascii: "\\"): out.append(0x5C)
-            case UInt8(ascii: "/"): out.append(0x2F)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
+            if let byte = JSONValue.escapedByte(e) {
+                out.append(byte)
+            } else if e == UInt8(ascii: "u") {
                 var scalar = try hex4()
-                if scalar >= 0xD800 && scalar < 0xDC00 {
-                    // A high surrogate pairs with the low one after it; alone it is U+FFFD.
-                    if try input.peek() == UInt8(ascii: "\\") {
-                        _ = try input.next()
-                        guard try input.next() == UInt8(ascii: "u") else { throw error("invalid escape") }
-                        let low = try hex4()
-                        scalar = (low >= 0xDC00 && low < 0xE000) ? 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD
-                    } else {
-                        scalar = 0xFFFD
-                    }
-                } else if scalar >= 0xDC00 && scalar < 0xE000 {
-                    scalar = 0xFFFD
+                // A high surrogate pairs with the low one after it.
+                if JSONValue.isHighSurrogate(scalar), try input.peek() == UInt8(ascii: "\\") {
+                    _ = try input.next()
+                    guard try input.next() == UInt8(ascii: "u") else { throw error("invalid escape") }
+                    scalar = JSONValue.pair(scalar, try hex4())
                 }
-                out.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
-            default:
+                JSONValue.appendUTF8(scalar, to: &out)
+            } else {
                 throw error("invalid escape")
             }
         }
