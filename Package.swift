@@ -25,7 +25,7 @@ import PackageDescription
 //   Store                             the schema and every SQL statement: writer, readers, comparison,
 //                                     for SQLite files and PostgreSQL servers
 //   Report                            the HTML report, read from a Store database
-//   Ingest                            the analyze, regrade, prune and forget jobs: log files -> calls
+//   Jobs                              the analyze, regrade, prune and forget jobs: log files -> calls
 //                                     -> database, incrementally
 //   IngestServer                      `callstats serve`: an HTTP endpoint that writes posted records
 //                                     to rotating logs (SwiftNIO; swift-metrics into swift-prometheus
@@ -51,7 +51,7 @@ let package = Package(
             name: "CallstatsModules",
             targets: [
                 "CallLog", "Importers", "Simulator", "Capture", "Collector", "Quality", "MaterialScanning", "MaterialCodec", "Analysis",
-                "SQLiteDatabase", "PostgresDatabase", "Store", "Ingest", "Report", "ConsoleOutput", "BenchmarkSupport",
+                "SQLiteDatabase", "PostgresDatabase", "Store", "Jobs", "Report", "ConsoleOutput", "BenchmarkSupport",
             ]),
         // Serve's writer path for the benchmarks package, apart: SwiftNIO linked into the
         // benchmark binary would add its start-up (relocations, protocol conformance scans) to
@@ -92,7 +92,7 @@ let package = Package(
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite"]),
         .target(name: "PostgresDatabase", dependencies: ["CLibPQ"]),
         .target(name: "Store", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "SQLiteDatabase", "PostgresDatabase"]),
-        .target(name: "Ingest", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
+        .target(name: "Jobs", dependencies: ["CallLog", "MaterialScanning", "MaterialCodec", "Analysis", "Store"]),
         .target(name: "Report", dependencies: ["Analysis", "CallLog", "SQLiteDatabase", "Store"]),
         .target(
             name: "IngestServer",
@@ -115,7 +115,7 @@ let package = Package(
             name: "callstats",
             dependencies: [
                 "ConsoleOutput", "CallLog", "Importers", "Simulator", "Capture", "Collector", "MaterialScanning", "MaterialCodec",
-                "Analysis", "SQLiteDatabase", "Store", "Ingest", "Report", "IngestServer",
+                "Analysis", "SQLiteDatabase", "Store", "Jobs", "Report", "IngestServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -148,14 +148,14 @@ let package = Package(
                 "Store", "SQLiteDatabase", "CSQLite", "Analysis", "MaterialScanning", "Simulator", "TestSupport",
             ]),
         .testTarget(
-            name: "IngestTests",
+            name: "JobsTests",
             dependencies: [
-                "Ingest", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
+                "Jobs", "CallLog", "SQLiteDatabase", "Store", "Analysis", "MaterialScanning", "MaterialCodec", "Simulator",
                 "Importers", "TestSupport", "MaterialTestSupport",
             ]),
         .testTarget(name: "CollectorTests", dependencies: ["Collector", "MaterialScanning", "Analysis", "TestSupport"]),
         .testTarget(
-            name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Ingest", "CallLog", "Importers", "Simulator", "TestSupport"]),
+            name: "ReportTests", dependencies: ["Report", "SQLiteDatabase", "Store", "Jobs", "CallLog", "Importers", "Simulator", "TestSupport"]),
         .testTarget(
             name: "IngestServerTests",
             dependencies: [
@@ -170,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "FaultTests",
             dependencies: [
-                "callstats", "Ingest", "CallLog", "SQLiteDatabase", "Store", "MaterialScanning", "MaterialCodec", "Analysis",
+                "callstats", "Jobs", "CallLog", "SQLiteDatabase", "Store", "MaterialScanning", "MaterialCodec", "Analysis",
                 "Simulator", "Capture", "TestSupport",
             ]),
     ]

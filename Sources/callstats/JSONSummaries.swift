@@ -1,7 +1,7 @@
 import ConsoleOutput
 import Analysis
 import CallLog
-import Ingest
+import Jobs
 import Store
 
 /// The `--json` summaries of analyze, regrade, capture, report, prune and forget: one JSON

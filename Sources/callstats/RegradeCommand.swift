@@ -2,7 +2,7 @@ import ConsoleOutput
 import Analysis
 import ArgumentParser
 import Foundation
-import Ingest
+import Jobs
 import Store
 
 /// `callstats regrade`: a database's calls analysed again from their stored material, with new

@@ -3,7 +3,7 @@ import Analysis
 import ArgumentParser
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import MaterialScanning
 import Store
 

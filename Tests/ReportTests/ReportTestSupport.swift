@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import Report
 import SQLiteDatabase
 import Simulator

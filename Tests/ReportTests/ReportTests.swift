@@ -1,7 +1,7 @@
 import CallLog
 import Foundation
 import Importers
-import Ingest
+import Jobs
 import Report
 import SQLiteDatabase
 import Store

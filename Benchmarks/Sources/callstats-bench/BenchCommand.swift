@@ -4,7 +4,7 @@ import BenchmarkSupport
 import CallLog
 import Capture
 import Foundation
-import Ingest
+import Jobs
 import Importers
 import Simulator
 import Store

@@ -2,7 +2,7 @@ import ConsoleOutput
 import ArgumentParser
 import BenchmarkSupport
 import Foundation
-import Ingest
+import Jobs
 import Report
 import Simulator
 import SQLiteDatabase

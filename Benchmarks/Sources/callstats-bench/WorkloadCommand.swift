@@ -7,7 +7,7 @@ import Capture
 import Collector
 import ConsoleOutput
 import Foundation
-import Ingest
+import Jobs
 import Simulator
 
 /// `callstats-bench workload`: fixed pieces of work whose instruction counts

@@ -1,7 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
-@testable import Ingest
+@testable import Jobs
 import MaterialCodec
 import MaterialScanning
 import Store

@@ -1,7 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import MaterialScanning
 import Simulator
 import SQLiteDatabase

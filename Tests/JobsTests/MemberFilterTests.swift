@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import Importers
 @testable import MaterialScanning
 import Simulator

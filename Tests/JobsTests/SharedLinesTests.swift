@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-@testable import Ingest
+@testable import Jobs
 import TestSupport
 import XCTest
 
@@ -8,7 +8,7 @@ import XCTest
 /// issue reaches exactly one reader, each reader gets its own in file order, all of a call's lines
 /// go to one reader, and a reader that arrives late starts where the others are instead of
 /// holding them back. (That the database is the one a single reader makes is checked by
-/// `IngestTests.testFileSharedByReadersEqualsOneReader`.)
+/// `AnalyzeRunTests.testFileSharedByReadersEqualsOneReader`.)
 final class SharedLinesTests: XCTestCase {
     var dir: URL!
     override func setUp() { dir = TestPaths.temporaryDirectory("shared-lines") }

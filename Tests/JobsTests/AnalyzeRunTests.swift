@@ -1,7 +1,7 @@
 import Analysis
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import MaterialCodec
 import MaterialScanning
 import Simulator
@@ -10,7 +10,7 @@ import Store
 import TestSupport
 import XCTest
 
-final class IngestTests: XCTestCase {
+final class AnalyzeRunTests: XCTestCase {
     var dir: URL!
     override func setUp() { dir = TestPaths.temporaryDirectory("ingest") }
     override func tearDown() { try? FileManager.default.removeItem(at: dir) }

@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-import Ingest
+import Jobs
 import Simulator
 import Store
 import TestSupport

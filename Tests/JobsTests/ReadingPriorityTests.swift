@@ -1,6 +1,6 @@
 import CallLog
 import Foundation
-@testable import Ingest
+@testable import Jobs
 import TestSupport
 import XCTest
 
