@@ -4,7 +4,7 @@ import Store
 /// Copies of stored rows, for benchmarks: a large database made from a small analysed one,
 /// and the floor of what writing a run's rows costs SQLite alone. Each copy lists its table's
 /// columns as the table has them, so a column added to a table is copied too.
-extension CallStore {
+extension SQLiteStore {
     /// Grows the database to `calls` calls with copies of the stored ones (and their findings):
     /// copy k of a call is `<id>#k`, starts k seconds after it and has a `call_key` of its own.
     /// Copies have no streams, intervals or events until `copyDetail(ofCopies:)` gives them

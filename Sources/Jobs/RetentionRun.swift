@@ -6,7 +6,7 @@ import Store
 
 /// The jobs that remove calls from a database: `prune` (calls older than a date) and `forget`
 /// (named calls, or every call of one person). The store removes and keeps rollups exact
-/// (`CallStore.removeCalls`); this finds which calls go.
+/// (`SQLiteStore.removeCalls`); this finds which calls go.
 public enum RetentionRun {
     public struct Report: Sendable {
         public var database: String

@@ -16,7 +16,7 @@ public enum MetaKey {
 /// The analysis settings a database's calls were graded with, kept in `meta.analysis_config`
 /// (the JSON of `AnalysisConfig.settingsJSON`), so that later runs grade new calls alike and a
 /// run asking for other settings is refused instead of mixing two gradings in one rollup.
-extension CallStore {
+extension SQLiteStore {
     /// The recorded settings; the defaults for a database that records none (written before
     /// settings were recorded, when every run used the defaults).
     public func recordedSettings() throws -> AnalysisConfig { try Self.recordedSettings(in: db, path: path) }

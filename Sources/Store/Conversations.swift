@@ -107,7 +107,7 @@ package enum ConversationLinks {
     }
 }
 
-extension CallStore {
+extension SQLiteStore {
     public func linkConversations() throws {
         var clues = ConversationClues()
         for row in try db.rows(
@@ -140,7 +140,7 @@ extension CallStore {
     }
 }
 
-extension CallStore: ConferenceRowAccess {
+extension SQLiteStore: ConferenceRowAccess {
     /// `ID_LIST` as one placeholder a value.
     private func listed(_ sql: String, _ values: [String]) -> String {
         sql.replacingOccurrences(of: "ID_LIST", with: Array(repeating: "?", count: max(1, values.count)).joined(separator: ", "))

@@ -39,7 +39,7 @@ public enum DatabaseComparison {
     /// by what it holds (each read and written again in the current layout, without the files
     /// it names), not by its bytes.
     public static func compare(_ first: String, _ second: String, materialByContent: Bool = false) throws -> [TableComparison] {
-        let db = try StoreReader(path: first).connection
+        let db = try SQLiteReader(path: first).connection
         try db.run("ATTACH DATABASE ? AS other", [.text(second)])
         let inFirst = Set(try tables(db, schema: "main")), inSecond = Set(try tables(db, schema: "other"))
         var out: [TableComparison] = []
@@ -110,7 +110,7 @@ public enum DatabaseComparison {
     /// Everything a user sees in a database, as text, in a fixed order: equal text means equal
     /// results (the same columns and rows `compare` compares).
     public static func text(of path: String, _ options: TextOptions = TextOptions()) throws -> String {
-        let db = try StoreReader(path: path).connection
+        let db = try SQLiteReader(path: path).connection
         let callFilter = options.calls.map { ids in
             "call_id IN (" + ids.sorted().map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: ", ") + ")"
         }
@@ -253,7 +253,7 @@ extension DatabaseComparison {
     public static func compareAcrossStores(_ first: String, _ second: String) throws -> [TableComparison] {
         func open(_ location: String) throws -> any ComparedStore {
             StoreLocation.isPostgres(location)
-                ? ComparedPostgres(reader: try PostgresReader(url: location)) : ComparedSQLite(db: try StoreReader(path: location).connection)
+                ? ComparedPostgres(reader: try PostgresReader(url: location)) : ComparedSQLite(db: try SQLiteReader(path: location).connection)
         }
         let a = try open(first), b = try open(second)
         var out: [TableComparison] = []

@@ -64,7 +64,7 @@ extension PostgresReader: StoreRows {
     }
 }
 
-extension StoreReader: QueryableStore {}
+extension SQLiteReader: QueryableStore {}
 
 /// A reader of a PostgreSQL callstats database. A user's SQL runs in a read-only transaction
 /// (`SET TRANSACTION READ ONLY`) that is rolled back, and as one statement: libpq's extended

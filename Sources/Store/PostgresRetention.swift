@@ -1,6 +1,6 @@
 import PostgresDatabase
 
-/// `prune` and `forget` on PostgreSQL: what `CallStore`'s removal promises (a call goes whole,
+/// `prune` and `forget` on PostgreSQL: what `SQLiteStore`'s removal promises (a call goes whole,
 /// rollups stay exact, the ledger keeps its entries), while workers may be writing.
 ///
 /// Each removed call is locked as a writer locks it (`storedCall`), in call-id order, so a worker

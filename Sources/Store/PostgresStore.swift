@@ -529,7 +529,7 @@ public final class PostgresStore {
 
     // MARK: - Conversations
 
-    /// As `CallStore.linkConversations`, under the commit lock: the links are recomputed whole,
+    /// As `SQLiteStore.linkConversations`, under the commit lock: the links are recomputed whole,
     /// and two writers doing so at once would each delete the other's.
     public func linkConversations() throws {
         try flush()

@@ -3,7 +3,7 @@ import MaterialScanning
 import PostgresDatabase
 
 /// What the `analyze` and `regrade` jobs need of a results database, and nothing else: the
-/// seam where a second backend plugs in. `CallStore` is the SQLite implementation; a
+/// seam where a second backend plugs in. `SQLiteStore` is the SQLite implementation; a
 /// PostgreSQL one implements this protocol with the same tables (their column lists,
 /// `ResultTables.swift`, give its DDL and inserts too).
 ///
@@ -97,7 +97,7 @@ extension ResultStore {
     }
 }
 
-extension CallStore: ResultStore {
+extension SQLiteStore: ResultStore {
     /// One writer at a time (`WriterLock`).
     public var sharedByOtherWriters: Bool { false }
 }

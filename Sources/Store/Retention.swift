@@ -62,7 +62,7 @@ public struct RemovalCounts: Sendable, Equatable {
     public init() {}
 }
 
-extension CallStore: RetentionStore {
+extension SQLiteStore: RetentionStore {
 
     /// The ids of calls that started before `timestamp` (epoch ms), with stored material of
     /// calls that have no row yet (a call whose end never came and was never written whole).

@@ -29,7 +29,7 @@ public enum RollupBuckets {
     }
 }
 
-extension CallStore {
+extension SQLiteStore {
     /// Rebuilds the hour and day buckets containing each of `callStarts` (epoch ms, UTC).
     public func refreshRollups(forCallStarts callStarts: some Sequence<Int64>) throws {
         let (hours, days) = RollupBuckets.containing(callStarts)
@@ -93,8 +93,15 @@ extension CallStore {
         return statement
     }
 
+}
+
+/// What a rollup row holds and how it is computed from a bucket's calls: one definition for
+/// both stores, which only read the calls (`RollupStorage.bucketCalls`, the columns of
+/// `selectedColumns`) and write the rows (`columns`, in that order). A grade or a dimension
+/// added later is added here and in `Schema.rollupDimensions` / `rollupMetrics` only.
+package enum RollupBuilder {
     /// Nearest-rank percentile of sorted values.
-    public static func nearestRank(_ sorted: [Double], _ p: Double) -> Double? {
+    package static func nearestRank(_ sorted: [Double], _ p: Double) -> Double? {
         nearestRank(sorted[...], p)
     }
 
@@ -104,13 +111,6 @@ extension CallStore {
         return sorted[sorted.startIndex + min(max(rank, 1), sorted.count) - 1]
     }
 
-}
-
-/// What a rollup row holds and how it is computed from a bucket's calls: one definition for
-/// both stores, which only read the calls (`RollupStorage.bucketCalls`, the columns of
-/// `selectedColumns`) and write the rows (`columns`, in that order). A grade or a dimension
-/// added later is added here and in `Schema.rollupDimensions` / `rollupMetrics` only.
-package enum RollupBuilder {
     /// The columns of a rollup row, in the order `insertRow` writes them.
     package static var columns: [String] {
         ["period", "bucket_ts", "dimension", "value", "calls", "good", "fair", "poor", "no_media", "unanswered", "unmeasured", "minutes"]
@@ -226,7 +226,7 @@ package enum RollupBuilder {
                     // The count is a metric column like the others (REAL, DOUBLE PRECISION).
                     try r.add(Double(v.count))
                     try r.add(v.isEmpty ? nil : v.reduce(0, +) / Double(v.count))
-                    for p in Schema.percentiles { try r.add(CallStore.nearestRank(v, p.fraction)) }
+                    for p in Schema.percentiles { try r.add(nearestRank(v, p.fraction)) }
                 }
             }
         }
@@ -313,7 +313,7 @@ extension CopyRows: RollupRowWriter {}
 
 /// The SQLite store's rollups.
 struct SQLiteRollups: RollupStorage {
-    let store: CallStore
+    let store: SQLiteStore
 
     func dimensions() throws -> [(name: String, column: String)] {
         Schema.rollupDimensions(labelKeys: try store.recordedSettings().labelDimensions)

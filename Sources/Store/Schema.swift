@@ -152,7 +152,7 @@ public enum Schema {
     }
 
     /// The legs of conversations (version 4), recomputed whole whenever calls change
-    /// (`CallStore.linkConversations`).
+    /// (`SQLiteStore.linkConversations`).
     static let conversationTable = """
         CREATE TABLE IF NOT EXISTS call_conversations (
             call_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, linked_by TEXT NOT NULL

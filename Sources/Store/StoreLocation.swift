@@ -39,7 +39,7 @@ public enum StoreLocation {
     /// The database for the jobs that write (analyze, regrade, prune, forget).
     public static func openForWriting(_ location: String, sqlite: SQLiteWriting = .init()) throws -> any ResultStore & RetentionStore {
         if isPostgres(location) { return try PostgresStore(url: location) }
-        let store = try CallStore(path: location, willUpgrade: sqlite.willUpgrade)
+        let store = try SQLiteStore(path: location, willUpgrade: sqlite.willUpgrade)
         if let seconds = sqlite.readerWaitSeconds { store.setReaderWait(seconds: seconds) }
         store.onReaderWait = sqlite.onReaderWait
         return store
@@ -58,7 +58,7 @@ public enum StoreLocation {
             let reader = try PostgresReader(url: location)
             return Reading(queries: reader, rows: reader, name: reader.name)
         }
-        let reader = try StoreReader(path: location)
+        let reader = try SQLiteReader(path: location)
         return Reading(queries: reader, rows: reader.connection, name: (location as NSString).lastPathComponent)
     }
 }

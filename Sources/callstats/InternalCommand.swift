@@ -43,7 +43,7 @@ struct RebuildRollupsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try CallStore(path: database)
+        let store = try SQLiteStore(path: database)
         for _ in 0..<max(1, runs) {
             let started = ContinuousClock.now
             let rows = try store.inTransaction {

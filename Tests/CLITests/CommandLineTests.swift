@@ -191,7 +191,7 @@ final class CommandLineTests: XCTestCase {
             refused.err)
 
         // Calls scored by another quality model: every run says so until a regrade.
-        try CallStore(path: db).db.run("UPDATE meta SET value = 'callstats-quality-0 (test)' WHERE key = 'quality_model'")
+        try SQLiteStore(path: db).db.run("UPDATE meta SET value = 'callstats-quality-0 (test)' WHERE key = 'quality_model'")
         let mixed = try callstats(["analyze", sample, "--db", db, "--quiet"])
         XCTAssertEqual(mixed.status, 0, mixed.err)
         XCTAssertTrue(

@@ -48,7 +48,7 @@ final class BadInputTests: XCTestCase {
             precondition(issues.isEmpty, "the good corpus is good: \(issues)")
             let db = dir.appendingPathComponent("good.sqlite").path
             try analyzeInProcess([logs.path], db: db)
-            let ids = Set(try CallStore(path: db, forWriting: false).db.rows("SELECT call_id FROM calls").compactMap { $0[0].string })
+            let ids = Set(try SQLiteStore(path: db, forWriting: false).db.rows("SELECT call_id FROM calls").compactMap { $0[0].string })
             good = Good(
                 dir: dir, compressed: URL(fileURLWithPath: file), lines: lines, fullRecords: records, callIDs: ids,
                 dump: try dumpDatabase(db), dumpOfGoodCalls: try dumpDatabase(db, calls: ids))
@@ -350,7 +350,7 @@ final class BadInputTests: XCTestCase {
             assertSameResults(try dumpDatabase(db), Self.good.dump, row.name)
         case .sameGoodCalls(let extra):
             assertSameResults(try dumpDatabase(db, calls: Self.good.callIDs), Self.good.dumpOfGoodCalls, row.name)
-            let store = try CallStore(path: db, forWriting: false)
+            let store = try SQLiteStore(path: db, forWriting: false)
             let ids = Set(try store.db.rows("SELECT call_id FROM calls").compactMap { $0[0].string })
             XCTAssertEqual(ids.subtracting(Self.good.callIDs), extra, "\(row.name): the bad input's own valid call is kept")
             try assertSaneValues(store, row.name)
@@ -370,7 +370,7 @@ final class BadInputTests: XCTestCase {
     }
 
     /// No stored figure is NaN, infinite or outside what the quantity can be.
-    func assertSaneValues(_ store: CallStore, _ name: String) throws {
+    func assertSaneValues(_ store: SQLiteStore, _ name: String) throws {
         let checks = [
             "SELECT count(*) FROM calls WHERE mos_cq NOT BETWEEN 1 AND 5 OR mos_worst NOT BETWEEN 1 AND 5",
             "SELECT count(*) FROM calls WHERE loss_pct NOT BETWEEN 0 AND 100 OR concealment_pct NOT BETWEEN 0 AND 100",

@@ -71,7 +71,7 @@ final class HostileValueTests: XCTestCase {
         XCTAssertEqual(cat.status, 0, cat.err)
         XCTAssertEqual(cat.out.split(separator: "\n").count, all.count)
 
-        let store = try CallStore(path: db, forWriting: false)
+        let store = try SQLiteStore(path: db, forWriting: false)
         // Every table is still there, and every call, under exactly its name.
         let tables = try store.db.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap { $0[0].string }
         XCTAssertEqual(

@@ -126,7 +126,7 @@ final class KillTests: XCTestCase {
             let finish = try Binary.run(analyze(db))
             XCTAssertEqual(finish.status, 0, "run after kill \(i): \(finish.err)")
             assertSameResults(try dumpDatabase(db), expected, "database after kill \(i) and a full run")
-            let integrity = try CallStore(path: db, forWriting: false).db.scalar("PRAGMA integrity_check")?.string
+            let integrity = try SQLiteStore(path: db, forWriting: false).db.scalar("PRAGMA integrity_check")?.string
             XCTAssertEqual(integrity, "ok")
             try? FileManager.default.removeItem(atPath: db)
         }
@@ -161,7 +161,7 @@ final class KillTests: XCTestCase {
             _ = p.stdout.fileHandleForReading.readDataToEndOfFile()
             _ = p.stderr.fileHandleForReading.readDataToEndOfFile()
             p.process.waitUntilExit()
-            let store = try CallStore(path: db, forWriting: false)
+            let store = try SQLiteStore(path: db, forWriting: false)
             XCTAssertEqual(try store.db.scalar("PRAGMA integrity_check")?.string, "ok")
             // Before its commit, nothing changed; after it (the kill came late), all of it.
             let now = try dumpDatabase(db)

@@ -81,7 +81,7 @@ final class AnalyzeRunTests: XCTestCase {
         try Database(path: upgraded).execute(
             addedSince2.map { "UPDATE \(parts($0).table) SET \(parts($0).name) = NULL;" }.joined())
         // The upgrade rebuilds every rollup bucket, from calls whose added columns are NULL.
-        try CallStore(path: upgraded).rebuildAllRollups()
+        try SQLiteStore(path: upgraded).rebuildAllRollups()
         let target = dir.appendingPathComponent("v1.sqlite").path
         try FileManager.default.copyItem(atPath: current, toPath: target)
         let db = try Database(path: target)
@@ -151,7 +151,7 @@ final class AnalyzeRunTests: XCTestCase {
         XCTAssertEqual(announced, [1])
         XCTAssertEqual(upgrade.callsInRun, 0)
         XCTAssertEqual(upgrade.upgradedFrom, 1)
-        let store = try CallStore(path: old, forWriting: false)
+        let store = try SQLiteStore(path: old, forWriting: false)
         let kinds = try store.db.rows("SELECT name, type FROM sqlite_master WHERE name IN ('intervals', 'events', 'interval_rows', 'event_rows') ORDER BY name")
             .map { "\(($0[0].string ?? "")):\(($0[1].string ?? ""))" }
         XCTAssertEqual(kinds, ["event_rows:table", "events:view", "interval_rows:table", "intervals:view"])
@@ -178,7 +178,7 @@ final class AnalyzeRunTests: XCTestCase {
         XCTAssertEqual(try dump(old), try dump(current))
         XCTAssertEqual(
             try store.db.scalar("SELECT count(*) FROM interval_rows")?.int64,
-            try CallStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
+            try SQLiteStore(path: current, forWriting: false).db.scalar("SELECT count(*) FROM interval_rows")?.int64)
     }
 
     /// A database of version 4 (no sent direction in the rollups) is upgraded by the next run,
@@ -188,12 +188,12 @@ final class AnalyzeRunTests: XCTestCase {
         let path = dir.appendingPathComponent("v4.sqlite").path
         _ = try analyze([logs.path], db: path)
         let sql = "SELECT period, bucket_ts, dimension, value, mos_sent_n, mos_sent_p50, loss_sent_mean, loss_sent_p95 FROM rollups ORDER BY 1, 2, 3, 4"
-        let fresh = try StoreReader(path: path).connection.rows(sql).map { $0.map(\.description) }
+        let fresh = try SQLiteReader(path: path).connection.rows(sql).map { $0.map(\.description) }
         XCTAssertGreaterThan(fresh.filter { $0[4] != "0" && $0[5] != "NULL" }.count, 0, "the simulated calls have a sent direction")
         try OlderSchemas.makeVersion4(try Database(path: path))
         XCTAssertTrue(Schema.upgradeSummary(from: 4).contains("rollups.mos_sent_*"), Schema.upgradeSummary(from: 4))
         XCTAssertEqual(try analyze([logs.path], db: path).upgradedFrom, 4)
-        let upgraded = try StoreReader(path: path).connection
+        let upgraded = try SQLiteReader(path: path).connection
         XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
         XCTAssertEqual(try upgraded.rows(sql).map { $0.map(\.description) }, fresh)
         XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
@@ -217,7 +217,7 @@ final class AnalyzeRunTests: XCTestCase {
         try extra.close()
         let path = dir.appendingPathComponent("v3.sqlite").path
         _ = try analyze([logs.path], db: path)
-        let fresh = try StoreReader(path: path).connection
+        let fresh = try SQLiteReader(path: path).connection
         let unmeasured = try XCTUnwrap(try fresh.scalar("SELECT count(*) FROM calls WHERE grade = 'unmeasured'")?.int64)
         XCTAssertGreaterThanOrEqual(unmeasured, 1)
         XCTAssertEqual(try fresh.scalar("SELECT grade FROM calls WHERE call_id = 'callbacks-only'")?.string, "unmeasured")
@@ -242,7 +242,7 @@ final class AnalyzeRunTests: XCTestCase {
         run.onUpgrade = { announced.append($0) }
         XCTAssertEqual(try run.run().upgradedFrom, 3)
         XCTAssertEqual(announced, [3])
-        let upgraded = try StoreReader(path: path).connection
+        let upgraded = try SQLiteReader(path: path).connection
         XCTAssertEqual(try upgraded.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
         XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM calls WHERE grade = 'unmeasured'")?.int64, 0, "grades kept")
         XCTAssertEqual(try upgraded.scalar("SELECT count(*) FROM streams WHERE xr_mos_cq IS NOT NULL")?.int64, 0)
@@ -255,9 +255,9 @@ final class AnalyzeRunTests: XCTestCase {
         let regraded = try RegradeRun(options: .init(database: path)).run()
         XCTAssertEqual(regraded.gradesBefore["unmeasured"] ?? 0, 0)
         XCTAssertEqual(Int64(regraded.gradesAfter["unmeasured"] ?? 0), unmeasured)
-        XCTAssertEqual(try rollupCounts(try StoreReader(path: path).connection), [goodBefore, unmeasured])
+        XCTAssertEqual(try rollupCounts(try SQLiteReader(path: path).connection), [goodBefore, unmeasured])
         XCTAssertEqual(
-            try StoreReader(path: path).connection.scalar("SELECT sum(unmeasured) FROM daily_quality")?.int64, unmeasured)
+            try SQLiteReader(path: path).connection.scalar("SELECT sum(unmeasured) FROM daily_quality")?.int64, unmeasured)
     }
 
     /// Files analysed one run at a time (calls continuing across files and runs) end in the
@@ -268,7 +268,7 @@ final class AnalyzeRunTests: XCTestCase {
         let logs = try simulate(calls: 12, files: 1, seed: 31)
         let db = dir.appendingPathComponent("jitter-buffer.sqlite").path
         _ = try analyze([logs.path], db: db)
-        let rows = try StoreReader(path: db).connection.rows(
+        let rows = try SQLiteReader(path: db).connection.rows(
             """
             SELECT c.call_id, c.jitter_buffer_ms,
                    (SELECT sum(i.jitter_buffer_ms * (i.end_ts - i.start_ts)) / sum(i.end_ts - i.start_ts)
@@ -323,7 +323,7 @@ final class AnalyzeRunTests: XCTestCase {
         _ = try analyze([logs.path], db: db)
         let complete = try dump(db)
         do {  // the store's lock is released at the end of this scope
-            let store = try CallStore(path: db)
+            let store = try SQLiteStore(path: db)
             XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
             let buckets = try store.db.rows("SELECT period, bucket_ts FROM rollups WHERE dimension = 'all'")
             XCTAssertFalse(buckets.isEmpty)
@@ -335,7 +335,7 @@ final class AnalyzeRunTests: XCTestCase {
         let next = try analyze([logs.path], db: db)
         XCTAssertEqual(next.progress.filesDone, 0, "nothing new to read")
         XCTAssertEqual(try dump(db), complete)
-        XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
+        XCTAssertEqual(try SQLiteStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM rollup_pending")?.int64, 0)
     }
     /// A call continued by new records is merged with its stored material; when that material
     /// cannot be read (damaged, missing) the run stops and names the call rather than replace
@@ -347,7 +347,7 @@ final class AnalyzeRunTests: XCTestCase {
             let db = dir.appendingPathComponent("stored-\(damage.prefix(6)).sqlite").path
             _ = try analyze([files[0]], db: db)
             do {
-                let store = try CallStore(path: db)
+                let store = try SQLiteStore(path: db)
                 try store.db.execute(damage)
             }
             let before = try dump(db)
@@ -355,10 +355,10 @@ final class AnalyzeRunTests: XCTestCase {
                 guard let e = error as? StoredCallError else { return XCTFail("\(error)") }
                 XCTAssertTrue(e.description.contains(e.callID))
                 XCTAssertEqual(
-                    try? CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(e.callID)])?.int64, 1)
+                    try? SQLiteStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM calls WHERE call_id = ?", [.text(e.callID)])?.int64, 1)
             }
             XCTAssertEqual(try dump(db), before, damage)
-            XCTAssertEqual(try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1, damage)
+            XCTAssertEqual(try SQLiteStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM ingested_files")?.int64, 1, damage)
         }
     }
 
@@ -402,7 +402,7 @@ final class AnalyzeRunTests: XCTestCase {
             XCTAssertLessThanOrEqual(handedOver.value, 10 * readers, "\(readers) readers")
             XCTAssertGreaterThanOrEqual(handedOver.value, 10)
             XCTAssertEqual(report.firstIssues.first?.line, 1)
-            let skipped = try CallStore(path: db, forWriting: false).db.scalar("SELECT skipped FROM ingested_files")?.int64
+            let skipped = try SQLiteStore(path: db, forWriting: false).db.scalar("SELECT skipped FROM ingested_files")?.int64
             XCTAssertEqual(skipped, 5_000)
         }
     }
@@ -443,7 +443,7 @@ final class AnalyzeRunTests: XCTestCase {
             o.readers = readers
             o.callsPerTransaction = 7
             let report = try AnalyzeRun(options: o).run()
-            let ledger = try CallStore(path: db, forWriting: false).db
+            let ledger = try SQLiteStore(path: db, forWriting: false).db
                 .rows("SELECT path, records, skipped, calls FROM ingested_files ORDER BY path")
                 .map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n")
             return (report, try dump(db) + ledger)
@@ -484,7 +484,7 @@ final class AnalyzeRunTests: XCTestCase {
             XCTAssertTrue(
                 during.allSatisfy { $0.records <= report.progress.records && $0.textBytes <= report.progress.textBytes },
                 "readers \(readers)")
-            let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT records FROM ingested_files")
+            let ledger = try SQLiteStore(path: db, forWriting: false).db.rows("SELECT records FROM ingested_files")
             XCTAssertEqual(ledger.map { $0[0].int64 }, [Int64(report.progress.records)])
             XCTAssertEqual(report.progress.bytesRead, size)
         }
@@ -504,7 +504,7 @@ final class AnalyzeRunTests: XCTestCase {
                 report.alreadyIngested.map(\.file), run == 1 ? [] : [try XCTUnwrap(LogFiles.find([logs.path]).files.first)],
                 "run \(run)")
         }
-        let ledger = try CallStore(path: db, forWriting: false).db.rows("SELECT path FROM ingested_files").compactMap { $0[0].string }
+        let ledger = try SQLiteStore(path: db, forWriting: false).db.rows("SELECT path FROM ingested_files").compactMap { $0[0].string }
         XCTAssertFalse(ledger.contains(gz))
         XCTAssertEqual(ledger.count, 1)
     }
@@ -514,7 +514,7 @@ final class AnalyzeRunTests: XCTestCase {
     func testLedgerCountsEachFilesDistinctCalls() throws {
         let logs = try simulate(calls: 30, files: 3, seed: 14)
         _ = try analyze([logs.path], db: dir.appendingPathComponent("ledger.sqlite").path)
-        let ledger = try CallStore(path: dir.appendingPathComponent("ledger.sqlite").path, forWriting: false).db
+        let ledger = try SQLiteStore(path: dir.appendingPathComponent("ledger.sqlite").path, forWriting: false).db
             .rows("SELECT path, calls FROM ingested_files")
         XCTAssertEqual(ledger.count, 3)
         for row in ledger {
@@ -538,7 +538,7 @@ final class AnalyzeRunTests: XCTestCase {
             o.shareFiles = share
             let report = try AnalyzeRun(options: o).run()
             XCTAssertEqual(report.progress.filesDone, 5, name)
-            let ledger = try CallStore(path: o.database, forWriting: false).db
+            let ledger = try SQLiteStore(path: o.database, forWriting: false).db
                 .rows("SELECT path, records, skipped, calls FROM ingested_files ORDER BY path")
                 .map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n")
             return try dump(o.database) + ledger
@@ -558,7 +558,7 @@ final class AnalyzeRunTests: XCTestCase {
         o.readers = 1
         let report = try AnalyzeRun(options: o).run()
         XCTAssertGreaterThan(report.progress.callsWritten, report.callsInRun, "no call was written in parts")
-        let stored = try CallStore(path: db, forWriting: false).db.rows("SELECT grade, count(*) FROM calls GROUP BY grade")
+        let stored = try SQLiteStore(path: db, forWriting: false).db.rows("SELECT grade, count(*) FROM calls GROUP BY grade")
         var expected: [Grade: Int] = [:]
         for row in stored { expected[Grade(rawValue: row[0].string!)!] = Int(row[1].int64!) }
         XCTAssertEqual(report.gradesInRun, expected)
@@ -575,7 +575,7 @@ final class AnalyzeRunTests: XCTestCase {
         let db = dir.appendingPathComponent("agent.sqlite").path
         let report = try analyze([logs.path], db: db)
         XCTAssertEqual(report.issueCounts, [:])
-        let store = try CallStore(path: db, forWriting: false)
+        let store = try SQLiteStore(path: db, forWriting: false)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 3)
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls WHERE call_id = '-'")?.int64, 0)
         XCTAssertEqual(try store.db.scalar("SELECT records FROM ingested_files WHERE path LIKE '%agent.ndjson'")?.int64, 1)
@@ -608,8 +608,8 @@ final class AnalyzeRunTests: XCTestCase {
         o.pseudonymizer = CallPseudonymizer(key: key)
         _ = try AnalyzeRun(options: o).run()
 
-        let plain = try CallStore(path: plainDB, forWriting: false)
-        let hidden = try CallStore(path: privateDB, forWriting: false)
+        let plain = try SQLiteStore(path: plainDB, forWriting: false)
+        let hidden = try SQLiteStore(path: privateDB, forWriting: false)
         let originalIDs = try plain.db.rows("SELECT call_id FROM calls").compactMap { $0[0].string }
         XCTAssertEqual(originalIDs.count, 9)
         // Same calls, same scores: only the names changed.

@@ -45,7 +45,7 @@ final class ConferenceTests: XCTestCase {
     }
 
     func rows(_ db: String, _ sql: String) throws -> [[String]] {
-        try StoreReader(path: db).connection.rows(sql).map { $0.map(\.description) }
+        try SQLiteReader(path: db).connection.rows(sql).map { $0.map(\.description) }
     }
 
     func testJitsiDumpsOfOneMeetingAreOneConference() throws {
@@ -109,7 +109,7 @@ final class ConferenceTests: XCTestCase {
         XCTAssertEqual(
             try rows(piecewise, "SELECT count(*) FROM conference_participants p JOIN calls c USING (call_id) WHERE p.call_key != c.call_key"),
             [["0"]])
-        let store = try CallStore(path: piecewise)
+        let store = try SQLiteStore(path: piecewise)
         _ = try store.removeCalls(["google-legacy-stats-p2p"])
         XCTAssertEqual(
             try rows(piecewise, "SELECT legs, participants FROM conferences WHERE conference_id LIKE '%closeoutfitsusefast'"), [["1", "1"]])

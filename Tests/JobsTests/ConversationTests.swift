@@ -32,7 +32,7 @@ final class ConversationTests: XCTestCase {
         return try AnalyzeRun(options: o).run()
     }
 
-    func rows(_ db: String, _ sql: String) throws -> [[SQLValue]] { try StoreReader(path: db).connection.rows(sql) }
+    func rows(_ db: String, _ sql: String) throws -> [[SQLValue]] { try SQLiteReader(path: db).connection.rows(sql) }
 
     /// The recording's two peers as two legs, each in its own file and run: the second run links
     /// them by SSRC (a's sent audio is b's received audio), and the conversation shows what each

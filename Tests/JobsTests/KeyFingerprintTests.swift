@@ -37,7 +37,7 @@ final class KeyFingerprintTests: XCTestCase {
     /// Every row, the ledger and `meta` included.
     func dump(_ db: String) throws -> String { try DatabaseComparison.text(of: db, .init(bookkeeping: true)) }
 
-    func recordedFingerprint(_ db: String) throws -> String? { try CallStore(path: db, forWriting: false).recordedKeyFingerprint() }
+    func recordedFingerprint(_ db: String) throws -> String? { try SQLiteStore(path: db, forWriting: false).recordedKeyFingerprint() }
 
     /// `body` throws `StoreError.otherKey` whose message contains each of `phrases`, and the
     /// database is as it was.
@@ -69,9 +69,9 @@ final class KeyFingerprintTests: XCTestCase {
         try assertRefused(db, saying: ["another --pseudonymize-key", "new --db"]) { try analyze([files[1]], db: db, key: keyB) }
         try assertRefused(db, saying: ["gives no key", "raw call ids", "new --db"]) { try analyze([files[1]], db: db, key: nil) }
         // The same key is accepted and adds the file's calls.
-        let before = try CallStore(path: db, forWriting: false).totals().calls
+        let before = try SQLiteStore(path: db, forWriting: false).totals().calls
         try analyze([files[1]], db: db, key: keyA)
-        XCTAssertGreaterThan(try CallStore(path: db, forWriting: false).totals().calls, before)
+        XCTAssertGreaterThan(try SQLiteStore(path: db, forWriting: false).totals().calls, before)
     }
 
     func testAKeyIsRefusedWhereNoneWasUsed() throws {
@@ -90,7 +90,7 @@ final class KeyFingerprintTests: XCTestCase {
         let files = try logs()
         let db = dir.appendingPathComponent("older.sqlite").path
         try analyze([files[0]], db: db, key: keyA)
-        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'pseudonymization_key'")
+        try SQLiteStore(path: db).db.run("DELETE FROM meta WHERE key = 'pseudonymization_key'")
         XCTAssertNil(try recordedFingerprint(db))
         try analyze([files[1]], db: db, key: keyB)
         XCTAssertEqual(try recordedFingerprint(db), CallPseudonymizer(key: keyB).keyFingerprint)

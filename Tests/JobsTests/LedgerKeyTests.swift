@@ -43,7 +43,7 @@ final class LedgerKeyTests: XCTestCase {
     }
 
     func storedCallIDs(_ db: String) throws -> [String] {
-        try CallStore(path: db, forWriting: false).db.rows("SELECT call_id FROM calls ORDER BY call_id").compactMap { $0[0].string }
+        try SQLiteStore(path: db, forWriting: false).db.rows("SELECT call_id FROM calls ORDER BY call_id").compactMap { $0[0].string }
     }
 
     func testFilesDifferingOnlyInTheMiddleAreBothIngested() throws {
@@ -76,11 +76,11 @@ final class LedgerKeyTests: XCTestCase {
         XCTAssertEqual(first.callsInRun, 30)
         let before = try DatabaseComparison.text(of: db, .init(intervals: .everyRow, material: .bytes))
         let ledgerFigures = "SELECT path, size, records, skipped, calls FROM ingested_files ORDER BY path"
-        let ledgerBefore = try CallStore(path: db, forWriting: false).db.rows(ledgerFigures).map { $0.map(\.description) }
+        let ledgerBefore = try SQLiteStore(path: db, forWriting: false).db.rows(ledgerFigures).map { $0.map(\.description) }
 
         // Keys as the ledger had them before it hashed whole files: size and a 16-digit hash.
         do {
-            let store = try CallStore(path: db, forWriting: true)
+            let store = try SQLiteStore(path: db, forWriting: true)
             try store.db.execute("UPDATE ingested_files SET fingerprint = size || '-' || printf('%016x', rowid + 0x1234)")
         }
         let second = try AnalyzeRun(options: .init(paths: [logs.path], database: db)).run()
@@ -90,6 +90,6 @@ final class LedgerKeyTests: XCTestCase {
         // The ledger keeps the older entries beside the new ones (a key is never rewritten);
         // the new ones have the same figures.
         let newKeyFigures = ledgerFigures.replacingOccurrences(of: "ORDER BY", with: "WHERE fingerprint LIKE '%-xxh64-%' ORDER BY")
-        XCTAssertEqual(try CallStore(path: db, forWriting: false).db.rows(newKeyFigures).map { $0.map(\.description) }, ledgerBefore)
+        XCTAssertEqual(try SQLiteStore(path: db, forWriting: false).db.rows(newKeyFigures).map { $0.map(\.description) }, ledgerBefore)
     }
 }

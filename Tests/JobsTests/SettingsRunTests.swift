@@ -53,7 +53,7 @@ final class SettingsRunTests: XCTestCase {
 
     func dump(_ db: String) throws -> String { try DatabaseComparison.text(of: db, .init(material: .bytes)) }
 
-    func settings(_ db: String) throws -> AnalysisConfig { try CallStore(path: db, forWriting: false).recordedSettings() }
+    func settings(_ db: String) throws -> AnalysisConfig { try SQLiteStore(path: db, forWriting: false).recordedSettings() }
 
     func testRegradeEqualsAFreshAnalysisWithTheSameSettings() throws {
         let files = try logs()
@@ -65,17 +65,17 @@ final class SettingsRunTests: XCTestCase {
         try analyze(files, db: regraded)
         let defaultRows = try dump(freshDefault), strictRows = try dump(freshStrict)
         XCTAssertNotEqual(defaultRows, strictRows, "the settings change the results")
-        let findings = { (db: String) in try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings")?.int64 ?? 0 }
+        let findings = { (db: String) in try SQLiteStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings")?.int64 ?? 0 }
         XCTAssertGreaterThan(try findings(freshStrict), try findings(freshDefault) + 20, "stricter thresholds, more findings")
         let poorFreezes = { (db: String) in
-            try CallStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings WHERE code = 'long_freeze' AND severity = 'poor'")?.int64 ?? 0
+            try SQLiteStore(path: db, forWriting: false).db.scalar("SELECT count(*) FROM findings WHERE code = 'long_freeze' AND severity = 'poor'")?.int64 ?? 0
         }
         XCTAssertGreaterThan(try poorFreezes(freshStrict), try poorFreezes(freshDefault), "freeze_poor_pct decides a freeze's severity")
 
         let r = try regrade(regraded, config: strict)
         XCTAssertEqual(r.calls, 60)
         XCTAssertEqual(r.previousSettings, AnalysisConfig())
-        XCTAssertEqual(r.gradesAfter, try CallStore(path: freshStrict, forWriting: false).totals().byGrade)
+        XCTAssertEqual(r.gradesAfter, try SQLiteStore(path: freshStrict, forWriting: false).totals().byGrade)
         XCTAssertNotEqual(r.gradesBefore, r.gradesAfter)
         XCTAssertEqual(try dump(regraded), strictRows)
         XCTAssertEqual(try settings(regraded), strict)
@@ -121,13 +121,13 @@ final class SettingsRunTests: XCTestCase {
         let files = try logs(calls: 12, files: 1)
         let db = dir.appendingPathComponent("old.sqlite").path
         try analyze(files, db: db)
-        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'analysis_config'")
+        try SQLiteStore(path: db).db.run("DELETE FROM meta WHERE key = 'analysis_config'")
         XCTAssertEqual(try settings(db), AnalysisConfig())
         XCTAssertThrowsError(try analyze(files, db: db, config: strict))
         XCTAssertEqual(try analyze(files, db: db).settings, AnalysisConfig())
 
         // Settings that cannot be read are an error, not the defaults.
-        try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter\": 1}' WHERE key = 'analysis_config'")
+        try SQLiteStore(path: db).db.run("UPDATE meta SET value = '{\"jitter\": 1}' WHERE key = 'analysis_config'")
         XCTAssertThrowsError(try analyze(files, db: db)) {
             XCTAssertTrue(
                 "\($0)".contains(
@@ -141,14 +141,14 @@ final class SettingsRunTests: XCTestCase {
     func testTheQualityModelIsRecordedAndAnotherOneIsReported() throws {
         let files = try logs(calls: 12, files: 2)
         let db = dir.appendingPathComponent("model.sqlite").path
-        let model = { try CallStore(path: db, forWriting: false).recordedQualityModel() }
+        let model = { try SQLiteStore(path: db, forWriting: false).recordedQualityModel() }
         let first = try analyze([files[0]], db: db)
         XCTAssertNil(first.otherQualityModel)
         XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
         XCTAssertTrue(try XCTUnwrap(try model()).hasPrefix("callstats-quality-"))
 
         let older = "callstats-quality-0 (G.107-2011 NB; codecs 0; video 0)"
-        try CallStore(path: db).db.run("UPDATE meta SET value = ? WHERE key = 'quality_model'", [.text(older)])
+        try SQLiteStore(path: db).db.run("UPDATE meta SET value = ? WHERE key = 'quality_model'", [.text(older)])
         let second = try analyze([files[1]], db: db)
         XCTAssertEqual(second.otherQualityModel, older, "calls scored by another model are stored")
         XCTAssertEqual(try model(), older, "the database mixes two models: the older name stays until a regrade")
@@ -161,7 +161,7 @@ final class SettingsRunTests: XCTestCase {
         XCTAssertNil(try analyze(files, db: db).otherQualityModel)
 
         // A database written before the model was recorded gets this one, without a warning.
-        try CallStore(path: db).db.run("DELETE FROM meta WHERE key = 'quality_model'")
+        try SQLiteStore(path: db).db.run("DELETE FROM meta WHERE key = 'quality_model'")
         XCTAssertNil(try model())
         XCTAssertNil(try analyze([files[0]], db: db).otherQualityModel)
         XCTAssertEqual(try model(), CallAnalyzer.qualityModelVersion)
@@ -190,7 +190,7 @@ final class SettingsRunTests: XCTestCase {
         }
         try w.close()
         func rollups(_ db: String, _ dimension: String) throws -> [String: Int64] {
-            let reader = try StoreReader(path: db)
+            let reader = try SQLiteReader(path: db)
             var out: [String: Int64] = [:]
             for row in try reader.connection.rows(
                 "SELECT period, value, calls FROM rollups WHERE dimension = ? ORDER BY period, value", [.text(dimension)])
@@ -207,7 +207,7 @@ final class SettingsRunTests: XCTestCase {
         try analyze([path], db: plain)
         XCTAssertEqual(try rollups(plain, "all"), ["day *": 5, "hour *": 5])
         XCTAssertEqual(try rollups(plain, "label.region"), [:], "not configured: no such dimension")
-        XCTAssertEqual(try StoreReader(path: plain).connection.scalar("SELECT count(*) FROM rollups WHERE dimension LIKE 'label.%'")?.int64, 0)
+        XCTAssertEqual(try SQLiteReader(path: plain).connection.scalar("SELECT count(*) FROM rollups WHERE dimension LIKE 'label.%'")?.int64, 0)
 
         var labelled = AnalysisConfig()
         labelled.labelDimensions = ["region"]
@@ -236,10 +236,10 @@ final class SettingsRunTests: XCTestCase {
         let db = dir.appendingPathComponent("damaged.sqlite").path
         try analyze(files, db: db)
         // The store is let go after each change: it holds the database's write lock.
-        func change(_ sql: String, _ values: [SQLValue] = []) throws { try CallStore(path: db).db.run(sql, values) }
+        func change(_ sql: String, _ values: [SQLValue] = []) throws { try SQLiteStore(path: db).db.run(sql, values) }
         let victim = try XCTUnwrap(
-            CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
-        let material = try XCTUnwrap(CallStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
+            SQLiteStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
+        let material = try XCTUnwrap(SQLiteStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
         try change("UPDATE call_material SET material = x'00010203' WHERE call_id = ?", [.text(victim)])
         let before = try dump(db)
         XCTAssertThrowsError(try regrade(db, config: strict)) { error in
@@ -253,7 +253,7 @@ final class SettingsRunTests: XCTestCase {
         // 16 while the third is analysed) leaves the database as it was, too.
         try change("UPDATE call_material SET material = ? WHERE call_id = ?", [material, .text(victim)])
         let refused = try XCTUnwrap(
-            CallStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 20")?.string)
+            SQLiteStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 20")?.string)
         try change("CREATE TRIGGER refuse BEFORE INSERT ON calls WHEN NEW.call_id = '\(refused)' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
         let beforeWrite = try dump(db)
         XCTAssertThrowsError(try regrade(db, config: strict)) { XCTAssertTrue("\($0)".contains("refused by the test"), "\($0)") }

@@ -302,7 +302,7 @@ final class PostgresStoreTests: XCTestCase {
         }
         XCTAssertEqual(
             try scalar(url, "SELECT value FROM meta WHERE key = 'analysis_config'"),
-            try CallStore(path: sqlite, forWriting: false).db.scalar("SELECT value FROM meta WHERE key = 'analysis_config'")?.string)
+            try SQLiteStore(path: sqlite, forWriting: false).db.scalar("SELECT value FROM meta WHERE key = 'analysis_config'")?.string)
     }
 
     /// A run with another pseudonymisation key, with none into a pseudonymised database, or with
@@ -318,7 +318,7 @@ final class PostgresStoreTests: XCTestCase {
         // The same fingerprint as a SQLite database written with the key records.
         let sqlite = Self.corpus.deletingLastPathComponent().appendingPathComponent("key-\(UUID().uuidString).sqlite").path
         XCTAssertEqual(try Self.callstats(["analyze", files[0], "--db", sqlite, "--quiet", "--pseudonymize-key", keyA]).status, 0)
-        XCTAssertEqual(fingerprint, try CallStore(path: sqlite, forWriting: false).recordedKeyFingerprint())
+        XCTAssertEqual(fingerprint, try SQLiteStore(path: sqlite, forWriting: false).recordedKeyFingerprint())
         XCTAssertFalse(fingerprint.contains(keyA))
         let calls = try scalar(url, "SELECT count(*) FROM calls"), ledger = try scalar(url, "SELECT count(*) FROM ingested_files")
         for (key, phrase) in [(Optional(keyB), "another --pseudonymize-key"), (nil, "gives no key")] {

@@ -58,7 +58,7 @@ final class GrafanaDashboardTests: XCTestCase {
     /// On the sample with a conversation and a conference added (`dashboardSample`), so that
     /// the conversations and conferences panels have one to show.
     func testEveryQueryRunsOnTheSampleWithEveryFilter() throws {
-        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
+        let store = try SQLiteStore(path: ReportFixtures.dashboardSample, forWriting: false)
         let from = try XCTUnwrap(store.db.scalar("SELECT min(start_ts) FROM calls")?.int64)
         let to = try XCTUnwrap(store.db.scalar("SELECT max(start_ts) + 1 FROM calls")?.int64)
         let call = try XCTUnwrap(
@@ -95,7 +95,7 @@ final class GrafanaDashboardTests: XCTestCase {
     /// The grade shares count `unmeasured` calls (never in `good`), and the SDK score panel counts
     /// each call with a score once by its mean and once by its lowest.
     func testUnmeasuredCallsAndTheSDKScoreAreShown() throws {
-        let store = try CallStore(path: ReportFixtures.sampleDatabase, forWriting: false)
+        let store = try SQLiteStore(path: ReportFixtures.sampleDatabase, forWriting: false)
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         let variables = ["dimension": "all", "value": "*"]
         func run(_ panel: String) throws -> (columns: [String], rows: [[SQLValue]]) {
@@ -120,7 +120,7 @@ final class GrafanaDashboardTests: XCTestCase {
     /// The sent direction per hour beside the received one (from the rollups' `mos_sent_*` and
     /// `loss_sent_*`, equal to what `calls` says), and the conversations with their legs.
     func testTheSentDirectionAndTheConversationsAreShown() throws {
-        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
+        let store = try SQLiteStore(path: ReportFixtures.dashboardSample, forWriting: false)
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         func run(_ panel: String) throws -> (columns: [String], rows: [[SQLValue]]) {
             let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)
@@ -141,7 +141,7 @@ final class GrafanaDashboardTests: XCTestCase {
             "SELECT mos_cq_sent FROM calls WHERE start_ts >= ? AND start_ts < ? AND mos_cq_sent IS NOT NULL ORDER BY 1",
             [.integer(hour), .integer(hour + 3_600_000)]
         ).compactMap { $0[0].double }
-        XCTAssertEqual(sentHours.first?[3].double, CallStore.nearestRank(values, 0.5))
+        XCTAssertEqual(sentHours.first?[3].double, RollupBuilder.nearestRank(values, 0.5))
         let loss = try run("Loss (%) per hour: received and sent")
         XCTAssertEqual(loss.columns, ["time", "received_mean", "received_p95", "sent_mean", "sent_p95"])
         XCTAssertGreaterThan(loss.rows.filter { $0[3].double != nil }.count, 10)
@@ -157,7 +157,7 @@ final class GrafanaDashboardTests: XCTestCase {
     /// drill-down of `conf-1` a row per participant and slot with p2's own downlink among the
     /// causes; a time range without it lists nothing.
     func testConferencePanelsShowTheSimulatedConference() throws {
-        let store = try CallStore(path: ReportFixtures.dashboardSample, forWriting: false)
+        let store = try SQLiteStore(path: ReportFixtures.dashboardSample, forWriting: false)
         let (_, dashboard) = try XCTUnwrap(try dashboards().first { $0.file == "callstats.json" })
         func run(_ panel: String, from: Int64 = 0, to: Int64 = Int64.max / 2) throws -> (columns: [String], rows: [[SQLValue]]) {
             let q = try XCTUnwrap(queries(dashboard).first { $0.panel == panel }, panel)

@@ -63,7 +63,7 @@ enum ReportFixtures {
     static func hostileConferenceDatabase() throws -> String {
         let db = directory.appendingPathComponent("hostile-conference-\(UUID().uuidString).sqlite").path
         try FileManager.default.copyItem(atPath: conferenceDatabase, toPath: db)
-        let store = try CallStore(path: db)
+        let store = try SQLiteStore(path: db)
         for (table, column) in [
             ("conference_participants", "participant"), ("conference_matrix", "receiver_participant"),
             ("conference_matrix", "sender_participant"),

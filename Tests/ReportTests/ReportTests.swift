@@ -23,7 +23,7 @@ final class ReportTests: XCTestCase {
             XCTAssertTrue(html.contains("id=\"\(id)\""), "section \(id)")
         }
         XCTAssertFalse(html.contains("http://") || html.contains("https://"), "nothing is fetched from the network")
-        let store = try CallStore(path: db, forWriting: false)
+        let store = try SQLiteStore(path: db, forWriting: false)
         func count(_ sql: String) throws -> Int { Int(try store.db.scalar(sql)?.int64 ?? -1) }
         let calls = try count("SELECT count(*) FROM calls")
         XCTAssertEqual(result.calls, Int64(calls))
@@ -92,7 +92,7 @@ final class ReportTests: XCTestCase {
     func testTheReportSaysHowCallsWereGraded() throws {
         let db = ReportFixtures.directory.appendingPathComponent("graded-\(UUID().uuidString).sqlite").path
         try FileManager.default.copyItem(atPath: ReportFixtures.sampleDatabase, toPath: db)
-        try CallStore(path: db).db.run("UPDATE meta SET value = '{\"jitter_warn_ms\": 40, \"loss_warn_pct\": 2}' WHERE key = 'analysis_config'")
+        try SQLiteStore(path: db).db.run("UPDATE meta SET value = '{\"jitter_warn_ms\": 40, \"loss_warn_pct\": 2}' WHERE key = 'analysis_config'")
         let meta = try XCTUnwrap(try ReportFixtures.data(ofPage: write(db).html)["meta"] as? [String: Any])
         XCTAssertEqual(meta["grading"] as? String, "loss_warn_pct 2 (default 1), jitter_warn_ms 40 (default 30)")
     }
@@ -120,7 +120,7 @@ final class ReportTests: XCTestCase {
         _ = try AnalyzeRun(options: .init(paths: [log], database: db)).run()
         let worst = try XCTUnwrap(try ReportFixtures.data(ofPage: write(db).html)["worst"] as? [[String: Any]])
         XCTAssertEqual(worst.count, 2)
-        let store = try CallStore(path: db, forWriting: false)
+        let store = try SQLiteStore(path: db, forWriting: false)
         for row in worst {
             let id = try XCTUnwrap(row["id"] as? String)
             XCTAssertEqual(row["conversation"] as? String, "slow-a", id)
@@ -144,7 +144,7 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(row["id"] as? String, "conf-1")
         XCTAssertEqual(row["participants"] as? Int, 6)
         XCTAssertEqual(row["worst_uplink"] as? String, "p1")
-        let store = try CallStore(path: db, forWriting: false)
+        let store = try SQLiteStore(path: db, forWriting: false)
         XCTAssertEqual(
             try XCTUnwrap(row["poor_minutes"] as? Double), try XCTUnwrap(store.db.scalar("SELECT poor_participant_minutes FROM conferences")?.double),
             accuracy: 0.001)
@@ -194,7 +194,7 @@ final class ReportTests: XCTestCase {
     /// `conferenceParticipants` participants (those with the most poor minutes), and names at
     /// most `conferenceSendersPerCell` senders in a cell, counting the rest.
     func testConferenceDrillDownIsCapped() throws {
-        let store = try CallStore(path: ReportFixtures.conferenceDatabase, forWriting: false)
+        let store = try SQLiteStore(path: ReportFixtures.conferenceDatabase, forWriting: false)
         func drill(_ options: ReportData.Options) throws -> [String: Any] {
             let data = try ReportData(database: store.db, name: "conference", generatedAt: 0, options: options)
             let page = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(data.json.serialized().utf8)) as? [String: Any])
@@ -235,7 +235,7 @@ final class ReportTests: XCTestCase {
         XCTAssertTrue(try ReportFixtures.data(ofPage: html)["conferences"] is NSNull)
         let db = ReportFixtures.directory.appendingPathComponent("no-conference-tables-\(UUID().uuidString).sqlite").path
         try FileManager.default.copyItem(atPath: ReportFixtures.conferenceDatabase, toPath: db)
-        let store = try CallStore(path: db)
+        let store = try SQLiteStore(path: db)
         try store.db.run("DROP VIEW conferences")
         try store.db.run("DROP VIEW conference_offenders")
         try store.db.run("DROP TABLE conference_matrix")
@@ -259,7 +259,7 @@ final class ReportTests: XCTestCase {
         let dir = ReportFixtures.directory.appendingPathComponent("empty-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let db = dir.appendingPathComponent("empty.sqlite").path
-        _ = try CallStore(path: db)  // creates the schema
+        _ = try SQLiteStore(path: db)  // creates the schema
         let (html, result) = try write(db)
         XCTAssertEqual(result.calls, 0)
         XCTAssertTrue(html.contains("holds no calls yet"))

@@ -47,7 +47,7 @@ final class StoreTests: XCTestCase {
     }
 
     func testEveryColumnIsDocumented() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         let doc = try String(contentsOf: TestPaths.repositoryRoot.appendingPathComponent("Data/SCHEMA.md"), encoding: .utf8)
         let tables = try store.db.rows("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").compactMap { $0[0].string }
         XCTAssertTrue(tables.contains("rollups"))
@@ -67,7 +67,7 @@ final class StoreTests: XCTestCase {
     /// insert names the columns in the list's order: a value bound to the wrong column would
     /// show here as text in a REAL column or a number in a TEXT one.
     func testEveryColumnHoldsTheTypeItIsDeclaredWith() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         var a = call("typed", start: Self.base, mos: 3.5, grade: .fair)
         a.call.jitterBufferMs = 42.5
         a.call.iceOutcome = "iceNormal"
@@ -95,7 +95,7 @@ final class StoreTests: XCTestCase {
     }
 
     func testWriteReplacesACallWhole() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: false, material: [1, 2, 3])
         try store.write(call("c1", start: Self.base, mos: 2.9, grade: .poor), complete: true, material: [4])
         XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
@@ -117,7 +117,7 @@ final class StoreTests: XCTestCase {
     /// A run into a database without calls skips looking its calls up: a call's material alone
     /// (as stored for a call without a summary) counts as a call.
     func testADatabaseWithoutCallsSaysSo() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         XCTAssertTrue(try store.hasNoCalls())
         try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: false, material: [1, 2, 3])
         XCTAssertFalse(try store.hasNoCalls())
@@ -131,7 +131,7 @@ final class StoreTests: XCTestCase {
     /// by call id, and drill-downs (the report, the dashboards) select them that way. A full
     /// scan of intervals per call would make a run over an existing database quadratic.
     func testACallsRowsAreFoundByIndex() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         for table in ["calls", "streams", "intervals", "events", "findings", "peer_connections", "call_material"] {
             let plan = try store.db.rows("EXPLAIN QUERY PLAN SELECT * FROM \(table) WHERE call_id = ?", [.text("c1")])
                 .compactMap { $0.last?.string }.joined(separator: "; ")
@@ -150,7 +150,7 @@ final class StoreTests: XCTestCase {
     /// Row text is bound from a buffer that grows between rows: text longer than it, text after
     /// it grew, NUL bytes and the empty string all come back exactly.
     func testRowTextComesBackExactly() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         let texts = [String(repeating: "é", count: 6_000), "", "a\u{0}b", String(repeating: "x", count: 9_000), "short"]
         var a = call("t1", start: Self.base, mos: 4, grade: .good)
         a.events = texts.enumerated().map { k, t in
@@ -166,7 +166,7 @@ final class StoreTests: XCTestCase {
     /// Intervals go in blocks of rows per statement, the rest in blocks of halving sizes: every
     /// count must store each row once, in order, with its own values in its own columns.
     func testEveryIntervalIsStoredOnceWithItsValues() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         for count in Array(0...40) + [63, 64, 65, 70, 127] {
             var a = call("n\(count)", start: Self.base, mos: 4, grade: .good)
             a.intervals = (0..<count).map { k in
@@ -207,7 +207,7 @@ final class StoreTests: XCTestCase {
     /// when the store is done; one that exists is written under WAL from the start.
     func testANewDatabaseIsFilledUnderARollbackJournalAndLeftInWALMode() throws {
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             XCTAssertTrue(store.bulkLoading)
             XCTAssertEqual(try store.db.scalar("PRAGMA journal_mode")?.string, "delete")
             XCTAssertEqual(try store.db.scalar("PRAGMA synchronous")?.int64, 2, "FULL under the rollback journal")
@@ -218,7 +218,7 @@ final class StoreTests: XCTestCase {
             XCTAssertEqual(try store.db.scalar("PRAGMA synchronous")?.int64, 1, "NORMAL under WAL")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-journal"))
-        let again = try CallStore(path: path)
+        let again = try SQLiteStore(path: path)
         XCTAssertFalse(again.bulkLoading)
         XCTAssertEqual(try again.db.scalar("PRAGMA journal_mode")?.string, "wal")
         XCTAssertEqual(try again.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
@@ -229,7 +229,7 @@ final class StoreTests: XCTestCase {
     /// under WAL, 5 s), and its commit goes through once the reader is done.
     func testACommitInANewDatabaseWaitsForAReader() throws {
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             XCTAssertEqual(try store.db.scalar("PRAGMA busy_timeout")?.int64, 60_000)
             try store.write(call("c1", start: Self.base, mos: 4.1, grade: .good), complete: true, material: nil, replacing: false)
             let reader = try Database(path: path, readOnly: true)
@@ -250,7 +250,7 @@ final class StoreTests: XCTestCase {
             readerDone.wait()
             XCTAssertEqual(try store.db.scalar("SELECT count(*) FROM calls")?.int64, 2)
         }
-        let existing = try CallStore(path: path)
+        let existing = try SQLiteStore(path: path)
         XCTAssertEqual(try existing.db.scalar("PRAGMA busy_timeout")?.int64, 5_000)
     }
 
@@ -260,7 +260,7 @@ final class StoreTests: XCTestCase {
     func testAReaderRecoversADatabaseLeftWithARollbackJournal() throws {
         let crashed = dir.appendingPathComponent("crashed.sqlite").path
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             try store.write(call("before", start: Self.base, mos: 4.1, grade: .good), complete: true, material: nil, replacing: false)
             // A cache of a few pages spills the transaction's pages into the file before it commits.
             try store.db.execute("PRAGMA cache_size = 4")
@@ -275,7 +275,7 @@ final class StoreTests: XCTestCase {
             try FileManager.default.copyItem(atPath: path + "-journal", toPath: crashed + "-journal")
             try store.db.execute("ROLLBACK")
         }
-        let reader = try CallStore(path: crashed, forWriting: false)
+        let reader = try SQLiteStore(path: crashed, forWriting: false)
         XCTAssertEqual(try reader.db.scalar("SELECT count(*) FROM calls")?.int64, 1)
         XCTAssertEqual(try reader.db.scalar("PRAGMA integrity_check")?.string, "ok")
         XCTAssertFalse(FileManager.default.fileExists(atPath: crashed + "-journal"))
@@ -289,7 +289,7 @@ final class StoreTests: XCTestCase {
     func testALongTransactionWritesAboutTheDatabaseSize() throws {
         guard let before = Self.bytesWritten() else { throw XCTSkip("needs /proc/self/io") }
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             try store.db.execute("BEGIN IMMEDIATE")
             for n in 0..<300 {
                 var a = call(String(format: "%08x-call", (n &* 2_654_435_761) & 0xFFFF_FFFF), start: Self.base + Int64(n) * 1000, mos: 4, grade: .good)
@@ -318,7 +318,7 @@ final class StoreTests: XCTestCase {
     /// two days, with ties, missing values and a dimension value per network; buckets rebuilt
     /// both whole and from pending marks.
     func testRollupsEqualEachGroupComputedAlone() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         var rng = SystemRandomNumberGenerator()
         let networks = ["wifi", "cellular", "ethernet", "unknown-net"]
         let grades: [Grade] = [.good, .fair, .poor, .noMedia, .unanswered]
@@ -354,10 +354,10 @@ final class StoreTests: XCTestCase {
                         let expected: [SQLValue] = [
                             .integer(Int64(calls.count)), .integer(Int64(calls.filter { $0[3].string == "poor" }.count)),
                             .real(Double(mos.count)), mos.isEmpty ? .null : .real(mos.reduce(0, +) / Double(mos.count)),
-                            CallStore.nearestRank(mos, 0.05).map(SQLValue.real) ?? .null, CallStore.nearestRank(mos, 0.5).map(SQLValue.real) ?? .null,
-                            CallStore.nearestRank(mos, 0.99).map(SQLValue.real) ?? .null,
-                            .real(Double(jitter.count)), CallStore.nearestRank(jitter, 0.9).map(SQLValue.real) ?? .null,
-                            CallStore.nearestRank(setup, 0.95).map(SQLValue.real) ?? .null,
+                            RollupBuilder.nearestRank(mos, 0.05).map(SQLValue.real) ?? .null, RollupBuilder.nearestRank(mos, 0.5).map(SQLValue.real) ?? .null,
+                            RollupBuilder.nearestRank(mos, 0.99).map(SQLValue.real) ?? .null,
+                            .real(Double(jitter.count)), RollupBuilder.nearestRank(jitter, 0.9).map(SQLValue.real) ?? .null,
+                            RollupBuilder.nearestRank(setup, 0.95).map(SQLValue.real) ?? .null,
                         ]
                         XCTAssertEqual(Array(row[3...]), expected, "\(label) \(period.0) \(bucket) \(network)")
                     }
@@ -386,7 +386,7 @@ final class StoreTests: XCTestCase {
     }
 
     func testRollupsMatchHandComputedPercentiles() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         // Ten calls in one hour with MOS 1.5, 1.8, ... ; two on cellular.
         let moses = [4.3, 4.2, 4.1, 4.0, 3.9, 3.5, 3.0, 2.5, 1.8, 1.5]
         for (n, m) in moses.enumerated() {
@@ -424,7 +424,7 @@ final class StoreTests: XCTestCase {
     /// Every setup phase and ICE gathering get percentiles; direction and ICE outcome are
     /// dimensions. Five calls in one hour, their phases known: nearest-rank by hand.
     func testSetupPhasesAndICEGatheringHavePercentilesByDirectionAndOutcome() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         let phases: [(rest: Int64?, ringing: Int64?, answer: Int64?, gathering: Int64?, direction: String, outcome: String?)] = [
             (120, 900, 4_000, 300, "outgoing", "iceNormal"), (80, 700, 2_500, 250, "outgoing", "iceNormal"),
             (200, 1_500, 9_000, 2_100, "outgoing", "iceOneRelay"), (nil, nil, 1_200, 400, "incoming", "iceNormal"),
@@ -460,27 +460,27 @@ final class StoreTests: XCTestCase {
     }
 
     func testNearestRank() {
-        XCTAssertNil(CallStore.nearestRank([], 0.5))
-        XCTAssertEqual(CallStore.nearestRank([7], 0.99), 7)
-        XCTAssertEqual(CallStore.nearestRank([1, 2, 3, 4], 0.5), 2)
-        XCTAssertEqual(CallStore.nearestRank([1, 2, 3, 4], 0.51), 3)
-        XCTAssertEqual(CallStore.nearestRank(Array(1...100).map(Double.init), 0.95), 95)
+        XCTAssertNil(RollupBuilder.nearestRank([], 0.5))
+        XCTAssertEqual(RollupBuilder.nearestRank([7], 0.99), 7)
+        XCTAssertEqual(RollupBuilder.nearestRank([1, 2, 3, 4], 0.5), 2)
+        XCTAssertEqual(RollupBuilder.nearestRank([1, 2, 3, 4], 0.51), 3)
+        XCTAssertEqual(RollupBuilder.nearestRank(Array(1...100).map(Double.init), 0.95), 95)
     }
 
     func testSecondWriterIsRefusedClearly() throws {
-        let first = try CallStore(path: path)
-        XCTAssertThrowsError(try CallStore(path: path)) { error in
+        let first = try SQLiteStore(path: path)
+        XCTAssertThrowsError(try SQLiteStore(path: path)) { error in
             XCTAssertTrue("\(error)".contains("being written by another callstats run (analyze or regrade"), "\(error)")
         }
         // Readers are not blocked.
-        XCTAssertNoThrow(try CallStore(path: path, forWriting: false))
+        XCTAssertNoThrow(try SQLiteStore(path: path, forWriting: false))
         _ = first
     }
 
     /// A peer connection's row holds its figures (NULL where not measured: never connected,
     /// no pair), and goes with its call when the call is removed.
     func testPeerConnectionRowsAreStoredAndRemovedWithTheirCall() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         var a = call("pcs", start: Self.base, mos: 4.2, grade: .good)
         var media = a.peerConnections[0]
         media.role = "p2p"
@@ -533,7 +533,7 @@ final class StoreTests: XCTestCase {
     /// next calls written fill it.
     func testAVersion5DatabaseGetsThePeerConnectionsTable() throws {
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             try store.write(call("old", start: Self.base, mos: 4.1, grade: .good), complete: true, material: [1])
             try store.db.execute(
                 """
@@ -543,7 +543,7 @@ final class StoreTests: XCTestCase {
         }
         XCTAssertTrue(Schema.upgradeSummary(from: 5).contains("peer_connections"), Schema.upgradeSummary(from: 5))
         var announced: [Int] = []
-        let store = try CallStore(path: path, willUpgrade: { announced.append($0) })
+        let store = try SQLiteStore(path: path, willUpgrade: { announced.append($0) })
         XCTAssertEqual(announced, [5])
         XCTAssertEqual(store.upgradedFrom, 5)
         XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'schema_version'")?.string, String(Schema.version))
@@ -560,7 +560,7 @@ final class StoreTests: XCTestCase {
     /// schema version) is made again at the next writing open; a view a user made stays.
     func testAChangedViewReachesAnExistingDatabase() throws {
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             let views = try store.db.rows("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name").compactMap { $0[0].string }
             XCTAssertEqual(views, Schema.viewNames.sorted(), "Schema.viewNames lists exactly the views a database has")
             try store.db.execute(
@@ -571,10 +571,10 @@ final class StoreTests: XCTestCase {
                 """)
         }
         do {
-            let reader = try StoreReader(path: path).connection
+            let reader = try SQLiteReader(path: path).connection
             XCTAssertEqual(try reader.rows("SELECT * FROM conversations").first?.first?.int64, 1, "a reader changes nothing")
         }
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         let sql = try store.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'conversations'")?.string ?? ""
         XCTAssertTrue(sql.contains("worst_leg"), sql)
         XCTAssertEqual(try store.db.scalar("SELECT value FROM meta WHERE key = 'views_hash'")?.string, Schema.definitionHash(Schema.views))
@@ -583,17 +583,17 @@ final class StoreTests: XCTestCase {
 
     func testNewerSchemaIsRefusedAndGarbageIsNotADatabase() throws {
         do {
-            let store = try CallStore(path: path)
+            let store = try SQLiteStore(path: path)
             try store.db.run("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
         }
-        XCTAssertThrowsError(try CallStore(path: path)) { XCTAssertTrue("\($0)".contains("schema version 99"), "\($0)") }
+        XCTAssertThrowsError(try SQLiteStore(path: path)) { XCTAssertTrue("\($0)".contains("schema version 99"), "\($0)") }
         let junk = dir.appendingPathComponent("junk.sqlite").path
         try Data(repeating: 0x42, count: 4096).write(to: URL(fileURLWithPath: junk))
-        XCTAssertThrowsError(try CallStore(path: junk)) { XCTAssertTrue("\($0)".contains("not a callstats database"), "\($0)") }
+        XCTAssertThrowsError(try SQLiteStore(path: junk)) { XCTAssertTrue("\($0)".contains("not a callstats database"), "\($0)") }
     }
 
     func testValuesFromLogsCannotInjectSQL() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         try store.write(call("x'); DROP TABLE calls; --", start: Self.base, mos: 4, grade: .good), complete: true, material: nil)
         XCTAssertEqual(try store.db.scalar("SELECT call_id FROM calls")?.string, "x'); DROP TABLE calls; --")
     }
@@ -601,7 +601,7 @@ final class StoreTests: XCTestCase {
     /// SQLite's memory statistics are off (each allocation took a process-wide mutex for them):
     /// after a connection has written, SQLite reports no memory in use.
     func testSQLiteKeepsNoMemoryStatistics() throws {
-        let store = try CallStore(path: path)
+        let store = try SQLiteStore(path: path)
         try store.write(call("m", start: Self.base, mos: 4, grade: .good), complete: true, material: nil)
         var current: Int64 = -1, highest: Int64 = -1
         XCTAssertEqual(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0), SQLITE_OK)

@@ -238,9 +238,9 @@ struct AnalyzeBench: ParsableCommand {
     /// analyses the logs, writing these rows takes at least about this long.
     static func copyRows(from source: String, into target: String) throws -> Double {
         remove(target)
-        let seconds = try Stopwatch.time { try CallStore(path: target).copyRows(from: source) }
+        let seconds = try Stopwatch.time { try SQLiteStore(path: target).copyRows(from: source) }
         // Checked, not timed: a copy that lost rows would make the floor meaningless.
-        for (table, copied, written) in try CallStore(path: target).rowCounts(comparedWith: source) where copied != written {
+        for (table, copied, written) in try SQLiteStore(path: target).rowCounts(comparedWith: source) where copied != written {
             Terminal.error("bench: the copy of \(table) has \(copied) rows, the analysis wrote \(written)")
             throw ExitCode(ExitStatus.failure)
         }

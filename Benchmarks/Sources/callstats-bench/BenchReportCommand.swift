@@ -38,7 +38,7 @@ struct ReportBench: ParsableCommand {
     func run() throws {
         guard calls >= base, base > 0 else { throw ValidationError("--calls must be at least --base") }
         if !FileManager.default.fileExists(atPath: db) { try build() }
-        let have = try StoreReader(path: db).query("SELECT count(*) FROM calls").rows.first?.first?.int64 ?? 0
+        let have = try SQLiteReader(path: db).query("SELECT count(*) FROM calls").rows.first?.first?.int64 ?? 0
         let out = NSTemporaryDirectory() + "callstats-bench-report-\(getpid()).html"
         defer { try? FileManager.default.removeItem(atPath: out) }
         var best: ReportWriter.Result?
@@ -64,13 +64,13 @@ struct ReportBench: ParsableCommand {
         _ = try Simulator(SimulatorConfiguration(calls: base, seed: 11)).write(to: logs) { _ in }
         _ = try AnalyzeRun(options: AnalyzeRun.Options(paths: [logs], database: db)).run()
 
-        let store = try CallStore(path: db)
+        let store = try SQLiteStore(path: db)
         print("copying to \(calls) calls (\((calls + base - 1) / base - 1) copies)…")
         try store.appendCopiesOfCalls(upTo: calls)
         print("rebuilding rollups…")
         try store.rebuildAllRollups()
         // The calls the report drills into get their originals' streams, intervals and events.
-        try store.copyDetail(ofCopies: try ReportData.worstCallIDs(StoreReader(path: db).connection, limit: ReportData.Options().worstCalls))
+        try store.copyDetail(ofCopies: try ReportData.worstCallIDs(SQLiteReader(path: db).connection, limit: ReportData.Options().worstCalls))
         print("built \(db) in \(fmt(Date().timeIntervalSince(started), 1)) s")
     }
 }

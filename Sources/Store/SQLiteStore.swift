@@ -25,7 +25,7 @@ import Darwin
 ///
 /// The SQLite implementation of `ResultStore`. Every statement that touches the file is written
 /// in this module; `db` is for this package's tests, which inspect the file as SQLite.
-public final class CallStore {
+public final class SQLiteStore {
     package let db: Database
     public let path: String
     private var writerLock: WriterLock?
@@ -50,7 +50,7 @@ public final class CallStore {
     }
 
     /// `forWriting: false`: read-only, without the writers' lock, for this package's tests that
-    /// inspect a file through `db`; readers use `StoreReader`.
+    /// inspect a file through `db`; readers use `SQLiteReader`.
     package init(path: String, forWriting: Bool, willUpgrade: ((Int) -> Void)? = nil) throws {
         self.path = path
         var lock: WriterLock?
@@ -64,7 +64,7 @@ public final class CallStore {
             }
         }
         do {
-            (db, upgradedFrom) = try CallStore.openDatabase(path: path, forWriting: forWriting, willUpgrade: willUpgrade)
+            (db, upgradedFrom) = try SQLiteStore.openDatabase(path: path, forWriting: forWriting, willUpgrade: willUpgrade)
         } catch {
             lock?.release()
             throw error
