@@ -239,7 +239,8 @@ final class SettingsRunTests: XCTestCase {
         func change(_ sql: String, _ values: [SQLValue] = []) throws { try SQLiteStore(path: db).db.run(sql, values) }
         let victim = try XCTUnwrap(
             SQLiteStore(path: db, forWriting: false).db.scalar("SELECT call_id FROM call_material ORDER BY call_id LIMIT 1 OFFSET 30")?.string)
-        let material = try XCTUnwrap(SQLiteStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
+        let material = try XCTUnwrap(
+            SQLiteStore(path: db, forWriting: false).db.scalar("SELECT material FROM call_material WHERE call_id = ?", [.text(victim)]))
         try change("UPDATE call_material SET material = x'00010203' WHERE call_id = ?", [.text(victim)])
         let before = try dump(db)
         XCTAssertThrowsError(try regrade(db, config: strict)) { error in
