@@ -8,7 +8,7 @@
 # costs in serve") and the README's performance table.
 #   Benchmarks/serve-load/snapshot-cpu.sh                    (release build, 40,000 requests, each mode)
 #   REQUESTS=10000 MODES=key SERVE_ARGS="--compression-level 3" Benchmarks/serve-load/snapshot-cpu.sh
-#   PERF=1 Benchmarks/serve-load/snapshot-cpu.sh             (also `perf record` the server: perf-<mode>.data)
+#   PERF=1 Benchmarks/serve-load/snapshot-cpu.sh             (also `perf record -g` the server: $PERF_DIR/perf-<mode>.data, /tmp by default)
 # MODES: "plain key" (default), "plain" or "key". RECORDING: the Chromium recording to import.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -43,7 +43,7 @@ for mode in $MODES; do
   echo "== $mode: callstats serve ${key_args[*]} ${SERVE_ARGS:-} (pid $pid, $(nproc) cores)"
   perf_pid=""
   if [ -n "${PERF:-}" ]; then
-    perf record -g -o "$root/perf-$mode.data" -p "$pid" 2>/dev/null &
+    perf record -g -o "${PERF_DIR:-/tmp}/perf-$mode.data" -p "$pid" 2>/dev/null &
     perf_pid=$!
   fi
   python3 "$here/snapshot-load.py" "$work/call.ndjson" "http://127.0.0.1:$port" "$pid" "$REQUESTS" "$CLIENTS" "$CALLS"

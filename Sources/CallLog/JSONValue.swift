@@ -152,9 +152,13 @@ extension JSONValue {
         s.withUTF8 { bytes in
             // Runs that need no escape are appended whole: most strings are one such run.
             var runStart = 0
-            for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-                runStart = i + 1
+            var i = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                i += 1
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<(i - 1)]))
+                runStart = i
                 switch b {
                 case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
                 case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
