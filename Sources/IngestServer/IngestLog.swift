@@ -309,7 +309,10 @@ public final class IngestLog: @unchecked Sendable {
     /// every string a restored report holds comes from its base or from the delta, pseudonymised
     /// by the same function; the ids the delta names objects by (keys of `set`, `inc` and
     /// `unset`, values of `del`, `order` and `put`'s `id`) are mapped as the objects' `id`s
-    /// were; `unset` lists member names, which stay as posted.
+    /// were; `unset` lists member names, which stay as posted. Two ids of one report that
+    /// pseudonymise alike (an address becomes an address, so two of them may) leave the chain
+    /// unindexed: its deltas are refused as missing their base, and the agent's full snapshots
+    /// that follow are written.
     static func pseudonymised(_ record: LogRecord, with privacy: RecordPrivacy) -> LogRecord {
         var out = privacy.apply(to: record)
         guard out.kind == .stats, case .object(let posted)? = record["delta"], case .object(var delta)? = out["delta"] else {
