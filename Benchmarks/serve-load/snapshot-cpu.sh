@@ -38,8 +38,9 @@ for mode in $MODES; do
     --max-calls-per-client 10000000 --max-connections-per-address 1000000 "${key_args[@]}" ${SERVE_ARGS:-} \
     >"$work/serve.out" 2>"$work/serve.err" &
   pid=$!
-  for _ in $(seq 100); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
   port="$(grep -o '127.0.0.1:[0-9]*' "$work/serve.out" | head -1 | cut -d: -f2)"
+  [ -n "$port" ] || { echo "serve did not start: $(cat "$work/serve.err")" >&2; exit 1; }
   echo "== $mode: callstats serve ${key_args[*]} ${SERVE_ARGS:-} (pid $pid, $(nproc) cores)"
   perf_pid=""
   if [ -n "${PERF:-}" ]; then
