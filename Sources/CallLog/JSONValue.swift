@@ -124,7 +124,7 @@ extension JSONValue {
         if !d.isFinite {
             out.append(contentsOf: "null".utf8)  // JSON has no NaN/Infinity
         } else if d.rounded() == d && abs(d) <= 9_007_199_254_740_992 {
-            out.append(contentsOf: String(Int64(d)).utf8)
+            writeInteger(Int64(d), to: &out)
         } else {
             out.append(contentsOf: d.description.utf8)
         }
@@ -161,15 +161,35 @@ extension JSONValue {
         out.append(contentsOf: String(Character(valid)).utf8)
     }
 
+    /// The integer's decimal text, as `String(v)` spells it (no String is made: writers call
+    /// this for every counter of every statistics object).
+    static func writeInteger(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var i = 20
+            repeat {
+                i -= 1
+                digits[i] = 0x30 + UInt8(truncatingIfNeeded: m % 10)
+                m /= 10
+            } while m > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i...]))
+        }
+    }
+
     public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
             // Runs that need no escape are appended whole: most strings are one such run.
             var runStart = 0
-            for (i, b) in bytes.enumerated() where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-                runStart = i + 1
+            var i = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                i += 1
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<(i - 1)]))
+                runStart = i
                 switch b {
                 case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
                 case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
@@ -320,9 +340,43 @@ struct JSONParser {
             while pos < bytes.count, bytes[pos] >= 0x30, bytes[pos] <= 0x39 { pos += 1 }
             guard pos > e else { throw fail("invalid number") }
         }
+        if let d = JSONParser.exactDecimal(UnsafeBufferPointer(rebasing: bytes[start..<pos])) { return d }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self)
         guard let d = Double(text) else { throw fail("invalid number") }
         return d
+    }
+
+    /// Powers of ten that are exact doubles.
+    private static let exactPowersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
+
+    /// The value of `-?digits(.digits)?` with at most 15 digits in all, without making a String:
+    /// the digits as an integer (below 2^53, so exact) divided by an exact power of ten is
+    /// correctly rounded (IEEE division), the same double `Double(String)` gives. nil for
+    /// anything else (exponents, more digits): those take `Double(String)`.
+    static func exactDecimal(_ text: UnsafeBufferPointer<UInt8>) -> Double? {
+        var i = 0
+        let negative = text.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var mantissa: Int64 = 0
+        var digits = 0
+        var fractionDigits = 0
+        var inFraction = false
+        while i < text.count {
+            let c = text[i]
+            if c >= 0x30 && c <= 0x39 {
+                mantissa = mantissa * 10 + Int64(c - 0x30)
+                digits += 1
+                if inFraction { fractionDigits += 1 }
+            } else if c == UInt8(ascii: "."), !inFraction {
+                inFraction = true
+            } else {
+                return nil
+            }
+            i += 1
+        }
+        guard digits > 0, digits <= 15 else { return nil }
+        let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
+        return negative ? -magnitude : magnitude
     }
 
     mutating func string() throws(JSONParseError) -> String {

@@ -141,7 +141,7 @@ public struct KeyedIdentifiers: Sendable {
     public func scrubbed(_ text: String, secrets: [String]) -> String? {
         var s = text
         var changed = false
-        for secret in secrets where s.contains(secret) {
+        for secret in secrets where KeyedIdentifiers.mayContain(s, secret) && s.contains(secret) {
             s = s.replacing(secret, with: identifier(secret))
             changed = true
         }
@@ -150,6 +150,35 @@ public struct KeyedIdentifiers: Sendable {
             changed = true
         }
         return changed ? s : nil
+    }
+
+    /// False only when `text` cannot contain `secret` as `String.contains` finds it (by
+    /// Characters, under canonical equivalence): both are ASCII and the secret's bytes do not
+    /// occur in the text's. In ASCII text every Character is one byte (or CR LF), and no ASCII
+    /// character has another canonically equivalent spelling, so a match of Characters is a
+    /// match of bytes. Anything else may match: `String.contains` decides. Every string of every
+    /// statistics report is asked this for the call's id, so it is a byte scan, not a
+    /// Character search.
+    static func mayContain(_ text: String, _ secret: String) -> Bool {
+        var text = text
+        var secret = secret
+        return text.withUTF8 { t in
+            secret.withUTF8 { s in
+                guard !s.isEmpty, !t.contains(where: { $0 >= 0x80 }), !s.contains(where: { $0 >= 0x80 }) else { return true }
+                guard s.count <= t.count else { return false }
+                let first = s[0]
+                var i = 0
+                while i <= t.count - s.count {
+                    if t[i] == first {
+                        var k = 1
+                        while k < s.count && t[i + k] == s[k] { k += 1 }
+                        if k == s.count { return true }
+                    }
+                    i += 1
+                }
+                return false
+            }
+        }
     }
 
     /// Replaces, in every string inside `value`, what `scrubbed(_:secrets:)` replaces.

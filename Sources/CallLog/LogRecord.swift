@@ -145,7 +145,7 @@ extension LogRecord {
         out.append(contentsOf: ",\"call\":".utf8)
         JSONValue.writeString(call, to: &out)
         out.append(contentsOf: ",\"ts\":".utf8)
-        out.append(contentsOf: String(ts).utf8)
+        JSONValue.writeInteger(ts, to: &out)
         for e in body.entries {
             out.append(UInt8(ascii: ","))
             JSONValue.writeString(e.key, to: &out)

@@ -249,6 +249,10 @@ public final class IngestLog: @unchecked Sendable {
 
     private func append(_ line: RecordBatch.Line, from client: String, to w: LogWriter, outcome: inout Outcome, now: Int64) throws {
         var record = line.record
+        // Pseudonymised first: the chains hold pseudonymised snapshots, and a delta is
+        // pseudonymised as posted (a few changed members) rather than the whole report it
+        // restores to; the snapshot is the same either way (`pseudonymised(_:with:)`).
+        if let privacy = settings.privacy { record = IngestLog.pseudonymised(record, with: privacy) }
         var restored: RestoredSnapshot?
         if record.kind == .stats, let key = StatsChainKey(record: record) {
             if let seq = record["seq"]?.int64Value, let last = lastSeq[key], seq <= last {
@@ -286,10 +290,6 @@ public final class IngestLog: @unchecked Sendable {
             lastActivity[key.call] = now
         }
         if record.kind == .end { forget(call: record.call) }
-        if let privacy = settings.privacy {
-            record = privacy.apply(to: record)
-            restored = nil  // the report may have changed: the writer indexes it afresh
-        }
         // The writer numbers snapshots itself (its own chains); the client's numbering is gone.
         if record.kind == .stats {
             record.body["seq"] = nil
@@ -297,6 +297,42 @@ public final class IngestLog: @unchecked Sendable {
         }
         try w.append(record, restored: restored)
         outcome.written += 1
+    }
+
+    /// `privacy.apply(to: record)`, and for a statistics delta also its object ids where they
+    /// are member names (`set`, `inc`, `unset`), pseudonymised as every string of a report is.
+    ///
+    /// What must stay true: restoring the pseudonymised delta against the pseudonymised base
+    /// gives the pseudonymised restored snapshot, as `apply` on the full report would. It holds
+    /// because a statistics record's pseudonymisation replaces string values one by one (each
+    /// through the address pseudonymiser, then the keyed identifiers) and never a member name:
+    /// every string a restored report holds comes from its base or from the delta, pseudonymised
+    /// by the same function; the ids the delta names objects by (keys of `set`, `inc` and
+    /// `unset`, values of `del`, `order` and `put`'s `id`) are mapped as the objects' `id`s
+    /// were; `unset` lists member names, which stay as posted. Two ids of one report that
+    /// pseudonymise alike (an address becomes an address, so two of them may) leave the chain
+    /// unindexed: its deltas are refused as missing their base, and the agent's full snapshots
+    /// that follow are written.
+    static func pseudonymised(_ record: LogRecord, with privacy: RecordPrivacy) -> LogRecord {
+        var out = privacy.apply(to: record)
+        guard out.kind == .stats, case .object(let posted)? = record["delta"], case .object(var delta)? = out["delta"] else {
+            return out
+        }
+        let secrets = KeyedIdentifiers.secrets(ofCallID: record.call)
+        func text(_ s: String) -> String {
+            let a = privacy.addresses.scrubbed(s) ?? s
+            return privacy.identifiers.scrubbed(a, secrets: secrets) ?? a
+        }
+        for member in ["set", "inc", "unset"] {
+            guard case .object(var byID)? = delta[member] else { continue }
+            for i in byID.entries.indices { byID.entries[i].key = text(byID.entries[i].key) }
+            if member == "unset", case .object(let names)? = posted[member], names.count == byID.count {
+                for i in byID.entries.indices { byID.entries[i].value = names.entries[i].value }
+            }
+            delta[member] = .object(byID)
+        }
+        out["delta"] = .object(delta)
+        return out
     }
 
     private func forget(call: String) {
