@@ -3,8 +3,9 @@ import PostgresDatabase
 /// `prune` and `forget` on PostgreSQL: what `SQLiteStore`'s removal promises (a call goes whole,
 /// rollups stay exact, the ledger keeps its entries), while workers may be writing.
 ///
-/// Each removed call is locked as a writer locks it (`storedCall`), in call-id order, so a worker
-/// merging more of the call waits and then finds it gone (and stores what it read as a new
+/// A removal holds the removal lock exclusively (`PostgresSchema.removalLock`): it starts when
+/// the writes in progress have committed, and writes that start meanwhile wait for its end, so
+/// a worker merging more of a removed call finds it gone (and stores what it read as a new
 /// call), never half of it; the rollup rebuild and the conversation links run under the commit
 /// lock, as a writer's do.
 extension PostgresStore: RetentionStore {
@@ -54,7 +55,7 @@ extension PostgresStore: RetentionStore {
     /// With `wholeDaysBefore`, the partitions of days before it are dropped whole: the tables
     /// are taken exclusively first, so no writer holds rows there that the list could miss.
     private func removeListedCalls(wholeDaysBefore: Int64?, list: () throws -> Void) throws -> (ids: [String], removal: RemovalCounts) {
-        try begin()
+        try beginRemoval()
         do {
             func run(_ sql: String) throws -> Int { try checked { try db.query(sql).changed } }
             func rows(_ sql: String) throws -> [[String?]] { try checked { try db.query(sql).rows } }
@@ -66,9 +67,8 @@ extension PostgresStore: RetentionStore {
                     "CREATE TEMP TABLE removed_calls (call_id TEXT PRIMARY KEY, call_key BIGINT, start_ts BIGINT, end_ts BIGINT) ON COMMIT DROP")
             }
             try list()
-            // Each call locked as a writer locks it (`storedCall`), in call-id order, then read:
-            // a writer merging more of one has finished, or waits and then finds it gone.
-            _ = try rows("SELECT count(pg_advisory_xact_lock(hashtextextended(call_id, 0))) FROM (SELECT call_id FROM removed_calls ORDER BY call_id) o")
+            // No writer is in a transaction now (`beginRemoval`): one merging more of a removed
+            // call finds it gone when it starts, and stores what it read as a new call.
             _ = try run(
                 "UPDATE removed_calls r SET call_key = c.call_key, start_ts = c.start_ts, end_ts = c.end_ts FROM calls c WHERE c.call_id = r.call_id")
             try checked { try db.execute("ANALYZE removed_calls") }

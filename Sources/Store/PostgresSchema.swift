@@ -12,6 +12,12 @@ enum PostgresSchema {
     /// The advisory lock key under which commits and rollup rebuilds are serialised
     /// (`PostgresStore.commit`, `refreshPendingRollups`).
     static let commitLock: Int64 = 0x6361_6c6c_0002
+    /// The advisory lock key every writing transaction holds shared (`PostgresStore.begin`) and
+    /// a removal holds exclusively (`removeListedCalls`): a removal waits for the writes in
+    /// progress and new ones wait for it, so no writer merges into a call what it read of it
+    /// before the call was removed. One lock, where a lock per removed call would need one
+    /// lock-table entry each (a week of calls exhausts `max_locks_per_transaction`).
+    static let removalLock: Int64 = 0x6361_6c6c_0003
 
     static var tables: String {
         """

@@ -187,7 +187,14 @@ public final class PostgresStore {
     // MARK: - Transactions
 
     public func begin() throws {
-        try checked { try db.execute("BEGIN") }
+        try checked { try db.execute("BEGIN; SELECT pg_advisory_xact_lock_shared(\(PostgresSchema.removalLock))") }
+        inTransaction = true
+    }
+
+    /// A transaction that removes calls: it waits for the writes in progress, and new ones
+    /// wait for its end (`PostgresSchema.removalLock`).
+    func beginRemoval() throws {
+        try checked { try db.execute("BEGIN; SELECT pg_advisory_xact_lock(\(PostgresSchema.removalLock))") }
         inTransaction = true
     }
 
