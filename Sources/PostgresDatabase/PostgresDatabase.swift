@@ -136,6 +136,20 @@ public final class PostgresConnection {
         return PostgresResult(result)
     }
 
+    /// Runs `sql` (no parameters) and hands each row to `body` as libpq holds it, without
+    /// making a string of every value first: for results of every call.
+    public func forEachRow(_ sql: String, _ body: (PostgresRow) throws -> Void) throws {
+        let result = PQexec(handle, sql)
+        defer { PQclear(result) }
+        let status = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        guard let result, status == PGRES_TUPLES_OK else { throw error(result, sql: sql) }
+        var row = PostgresRow(result: result, row: 0, columns: PQnfields(result))
+        for r in 0..<PQntuples(result) {
+            row.row = r
+            try body(row)
+        }
+    }
+
     /// The first column of the first row, if any (nil also for NULL).
     public func scalar(_ sql: String, _ parameters: [PostgresValue] = []) throws -> String? {
         let r = try query(sql, parameters)
@@ -180,6 +194,23 @@ public enum PostgresValue: Equatable, Sendable {
     case null
     case text(String)
     case bytes([UInt8])
+}
+
+/// One row of a result, read in place (valid only inside `forEachRow`'s body).
+public struct PostgresRow {
+    let result: OpaquePointer
+    var row: Int32
+    public let columns: Int32
+
+    /// The column's type OID (as `PostgresResult.types`).
+    public func type(_ column: Int32) -> UInt32 { UInt32(PQftype(result, column)) }
+    public func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) == 1 }
+    /// The value's text (libpq's text format), NUL-terminated.
+    public func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        let length = Int(PQgetlength(result, row, column))
+        let p = UnsafeRawPointer(PQgetvalue(result, row, column)!).assumingMemoryBound(to: UInt8.self)
+        return try body(UnsafeBufferPointer(start: p, count: length))
+    }
 }
 
 /// A statement's rows, every value as text (libpq's text format), with each column's type.

@@ -132,14 +132,29 @@ public struct ReportData {
         let sql =
             "SELECT start_ts / 86400000, " + ordered.map { "coalesce(\($0), 'unknown')" }.joined(separator: ", ")
             + ", " + metricColumns.joined(separator: ", ") + " FROM calls"
-        let rows = try db.selectRows(sql, [])
         var days: [Int64: Int] = [:], dayList: [Int64] = []
         var valueIndex = Array(repeating: [String: Int](), count: dimensions.count)
         var valueLists = Array(repeating: [String](), count: dimensions.count)
-        // Key: metric, day, dim (+1), value, bin packed into one integer for a flat dictionary.
-        var counts: [Int64: Int] = [:]
+        // Counts in blocks, one per (day, dimension value) and one per day for all calls; a
+        // block holds every metric's bins (at `binOffsets`). Found by (day, dim + 1, value)
+        // once per row and dimension, not once per bin: the histogram of a month of calls
+        // counts tens of millions of bins.
+        let binOffsets = histograms.indices.map { m in histograms[..<m].map(\.bins).reduce(0, +) }
+        let blockSize = histograms.map(\.bins).reduce(0, +)
+        var blockIndex: [BlockKey: Int] = [:]
+        var blockKeys: [BlockKey] = []
+        var counts: [Int32] = []
+        func block(_ key: BlockKey) -> Int {
+            if let known = blockIndex[key] { return known }
+            let b = blockKeys.count
+            blockIndex[key] = b
+            blockKeys.append(key)
+            counts.append(contentsOf: repeatElement(0, count: blockSize))
+            return b
+        }
         var dimValues = [Int](repeating: 0, count: dimensions.count)
-        for row in rows {
+        var bins = [Int](repeating: -1, count: histograms.count)
+        try db.forEachRow(sql, []) { row in
             let day = row[0].int64 ?? 0
             let d: Int
             if let known = days[day] {
@@ -160,17 +175,34 @@ public struct ReportData {
                     dimValues[i] = v
                 }
             }
+            var any = false
             for (m, h) in histograms.enumerated() {
-                guard let x = row[1 + dimensions.count + m].double, x.isFinite else { continue }
-                let bin = max(0, min(h.bins - 1, Int(((x - h.low) / h.width).rounded(.down))))
-                counts[pack(m, d, -1, 0, bin), default: 0] += 1
-                for i in dimensions.indices { counts[pack(m, d, i, dimValues[i], bin), default: 0] += 1 }
+                guard let x = row[1 + dimensions.count + m].double, x.isFinite else {
+                    bins[m] = -1
+                    continue
+                }
+                bins[m] = binOffsets[m] + max(0, min(h.bins - 1, Int(((x - h.low) / h.width).rounded(.down))))
+                any = true
+            }
+            guard any else { return }
+            for slot in -1..<dimensions.count {
+                let start = block(BlockKey(day: d, dimension: slot, value: slot < 0 ? 0 : dimValues[slot])) * blockSize
+                for bin in bins where bin >= 0 { counts[start + bin] += 1 }
             }
         }
+        // Each metric's cells in (day, dimension, value, bin) order.
+        let blockOrder = blockKeys.indices.sorted { blockKeys[$0] < blockKeys[$1] }
         var cells = Array(repeating: [JSONValue](), count: histograms.count)
-        for (key, n) in counts.sorted(by: { $0.key < $1.key }) {
-            let (m, d, dim, value, bin) = unpack(key)
-            cells[m].append(.array([.number(Double(d)), .number(Double(dim)), .number(Double(value)), .number(Double(bin)), .number(Double(n))]))
+        for (m, h) in histograms.enumerated() {
+            for b in blockOrder {
+                let k = blockKeys[b]
+                let place: [JSONValue] = [.number(Double(k.day)), .number(Double(k.dimension)), .number(Double(k.value))]
+                for bin in 0..<h.bins {
+                    let n = counts[b * blockSize + binOffsets[m] + bin]
+                    guard n > 0 else { continue }
+                    cells[m].append(.array(place + [.number(Double(bin)), .number(Double(n))]))
+                }
+            }
         }
         var values = JSONObject()
         for (i, name) in dimensions.enumerated() { values[name] = .array(valueLists[i].map { .string($0) }) }
@@ -187,13 +219,14 @@ public struct ReportData {
         ])
     }
 
-    private static func pack(_ m: Int, _ day: Int, _ dim: Int, _ value: Int, _ bin: Int) -> Int64 {
-        // 4 bits metric, 20 bits day, 5 bits dimension, 24 bits value, 8 bits bin.
-        Int64(m) << 57 | Int64(day) << 37 | Int64(dim + 1) << 32 | Int64(value) << 8 | Int64(bin)
-    }
+    /// A block of `distributions`' counts: a day (index into its days) and a dimension (-1:
+    /// all calls) with one of its values.
+    struct BlockKey: Hashable, Comparable {
+        var day: Int
+        var dimension: Int
+        var value: Int
 
-    private static func unpack(_ k: Int64) -> (Int, Int, Int, Int, Int) {
-        (Int(k >> 57), Int((k >> 37) & 0xFFFFF), Int((k >> 32) & 0x1F) - 1, Int((k >> 8) & 0xFFFFFF), Int(k & 0xFF))
+        static func < (a: BlockKey, b: BlockKey) -> Bool { (a.day, a.dimension, a.value) < (b.day, b.dimension, b.value) }
     }
 
     // MARK: - Worst calls and their drill-downs

@@ -20,7 +20,12 @@ public enum ReportPage {
     /// `<` becomes `\u003c` (valid inside JSON strings, the only place it can occur), so no
     /// `</script>` or `<!--` in the data can end the block early.
     static func escapeForScript(_ json: String) -> String {
-        json.replacingOccurrences(of: "<", with: "\\u003c")
+        var out: [UInt8] = []
+        out.reserveCapacity(json.utf8.count)
+        for byte in json.utf8 {
+            if byte == UInt8(ascii: "<") { out.append(contentsOf: "\\u003c".utf8) } else { out.append(byte) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static let body = """

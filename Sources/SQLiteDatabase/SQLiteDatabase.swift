@@ -128,6 +128,19 @@ public final class Database {
         return out
     }
 
+    /// Each row of a query in turn, as values: for results too large to hold at once. `body`
+    /// gets one array, refilled for each row.
+    public func eachRow(_ sql: String, _ values: [SQLValue] = [], _ body: ([SQLValue]) throws -> Void) throws {
+        let s = try Statement(db: self, sql: sql)
+        try s.bind(values)
+        var row: [SQLValue] = []
+        while try s.step() {
+            row.removeAll(keepingCapacity: true)
+            for i in 0..<s.columnCount { row.append(s.value(i)) }
+            try body(row)
+        }
+    }
+
     /// The first column of the first row, if any.
     public func scalar(_ sql: String, _ values: [SQLValue] = [], cached: Bool = false) throws -> SQLValue? {
         try rows(sql, values, cached: cached).first?.first

@@ -1,3 +1,4 @@
+import Foundation
 import Analysis
 import PostgresDatabase
 import SQLiteDatabase
@@ -16,13 +17,24 @@ public protocol QueryableStore: AnyObject {
 /// Rows of a read-only query with `?` parameters, from either store: what the HTML report reads.
 public protocol StoreRows {
     func selectRows(_ sql: String, _ values: [SQLValue]) throws -> [[SQLValue]]
+    /// Each row of `sql` in turn, for results too large to hold at once (every call).
+    func forEachRow(_ sql: String, _ values: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws
     /// Whether table or view `table` has column `column`: what a reader of a database written
     /// by an older schema version asks before naming a newer column.
     func hasColumn(_ table: String, _ column: String) throws -> Bool
 }
 
+extension StoreRows {
+    public func forEachRow(_ sql: String, _ values: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
+        for row in try selectRows(sql, values) { try body(row) }
+    }
+}
+
 extension Database: StoreRows {
     public func selectRows(_ sql: String, _ values: [SQLValue]) throws -> [[SQLValue]] { try rows(sql, values) }
+    public func forEachRow(_ sql: String, _ values: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
+        try eachRow(sql, values, body)
+    }
     public func hasColumn(_ table: String, _ column: String) throws -> Bool {
         try scalar("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(table), .text(column)])?.int64 == 1
     }
@@ -53,6 +65,39 @@ extension PostgresReader: StoreRows {
         return try checked {
             let r = try db.query(numbered, parameters)
             return r.rows.map { PostgresReader.values($0, types: r.types) }
+        }
+    }
+
+    /// Without parameters (the report's large reads have none), each value converted where
+    /// libpq holds it.
+    public func forEachRow(_ sql: String, _ values: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
+        guard values.isEmpty else {
+            for row in try selectRows(sql, values) { try body(row) }
+            return
+        }
+        var out: [SQLValue] = []
+        try checked {
+            try db.forEachRow(sql) { row in
+                out.removeAll(keepingCapacity: true)
+                for c in 0..<row.columns {
+                    guard !row.isNull(c) else {
+                        out.append(.null)
+                        continue
+                    }
+                    let type = row.type(c)
+                    out.append(
+                        row.withText(c) { text in
+                            // Numbers read from libpq's NUL-terminated text, without a String.
+                            if type == 701 || type == 700, let base = text.baseAddress {
+                                var end: UnsafeMutablePointer<CChar>?
+                                let d = base.withMemoryRebound(to: CChar.self, capacity: text.count + 1) { strtod($0, &end) }
+                                if let end, UnsafeRawPointer(end) == UnsafeRawPointer(base + text.count) { return .real(d) }
+                            }
+                            return PostgresReader.value(String(decoding: text, as: UTF8.self), type: type)
+                        })
+                }
+                try body(out)
+            }
         }
     }
 
@@ -100,15 +145,16 @@ public final class PostgresReader: QueryableStore {
     }
 
     static func values(_ row: [String?], types: [UInt32]) -> [SQLValue] {
-        zip(row, types).map { text, type in
-            guard let text else { return .null }
-            switch type {
-            case 20, 21, 23, 26: return Int64(text).map(SQLValue.integer) ?? .text(text)
-            case 700, 701, 1700: return Double(text).map(SQLValue.real) ?? .text(text)
-            case 16: return .integer(text == "t" ? 1 : 0)
-            case 17: return .blob(PostgresResult.bytes(fromHex: text))
-            default: return .text(text)
-            }
+        zip(row, types).map { text, type in text.map { value($0, type: type) } ?? .null }
+    }
+
+    static func value(_ text: String, type: UInt32) -> SQLValue {
+        switch type {
+        case 20, 21, 23, 26: Int64(text).map(SQLValue.integer) ?? .text(text)
+        case 700, 701, 1700: Double(text).map(SQLValue.real) ?? .text(text)
+        case 16: .integer(text == "t" ? 1 : 0)
+        case 17: .blob(PostgresResult.bytes(fromHex: text))
+        default: .text(text)
         }
     }
 
