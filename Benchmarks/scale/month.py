@@ -274,7 +274,7 @@ def main():
         script = os.path.join(ROOT, "Benchmarks/serve-load/snapshot-cpu.sh")
         if os.path.exists(script) and os.environ.get("SERVE_US") is None:
             out = subprocess.run(["bash", script], capture_output=True, text=True, cwd=ROOT).stdout
-            found = re.findall(r"([0-9.]+) µs of server CPU per snapshot", out)
+            found = re.findall(r"= ([0-9.]+) us per snapshot", out)
             serve_us = float(found[0]) if found else None
         if os.environ.get("SERVE_US"):
             serve_us = float(os.environ["SERVE_US"])

@@ -38,7 +38,13 @@ extension PostgresStore: RetentionStore {
 
     public func removeCalls(_ ids: [String]) throws -> RemovalCounts {
         try removeListedCalls(wholeDaysBefore: nil) {
-            _ = try checked { try db.query("INSERT INTO removed_calls(call_id) SELECT DISTINCT unnest($1::text[])", [.text(Self.textArray(ids))]) }
+            _ = try checked {
+                try db.query(
+                    """
+                    INSERT INTO removed_calls SELECT x.id, c.call_key, c.start_ts, c.end_ts
+                    FROM (SELECT DISTINCT unnest($1::text[]) AS id) x LEFT JOIN calls c ON c.call_id = x.id
+                    """, [.text(Self.textArray(ids))])
+            }
         }.removal
     }
 
@@ -47,11 +53,15 @@ extension PostgresStore: RetentionStore {
     /// rest of those calls' rows set by set.
     public func removeCalls(startedBefore timestamp: Int64) throws -> (ids: [String], removal: RemovalCounts) {
         try removeListedCalls(wholeDaysBefore: PostgresPartitions.day(timestamp)) {
-            _ = try checked { try db.query("INSERT INTO removed_calls(call_id) SELECT call_id FROM calls WHERE start_ts < $1", [.text(String(timestamp))]) }
+            _ = try checked {
+                try db.query(
+                    "INSERT INTO removed_calls SELECT call_id, call_key, start_ts, end_ts FROM calls WHERE start_ts < $1", [.text(String(timestamp))])
+            }
         }
     }
 
-    /// Removes the calls `list` puts in the temporary table `removed_calls`, in one transaction.
+    /// Removes the calls `list` puts in the temporary table `removed_calls` (with their keys and
+    /// bounds, read after the removal lock: no write is in progress), in one transaction.
     /// With `wholeDaysBefore`, the partitions of days before it are dropped whole: the tables
     /// are taken exclusively first, so no writer holds rows there that the list could miss.
     private func removeListedCalls(wholeDaysBefore: Int64?, list: () throws -> Void) throws -> (ids: [String], removal: RemovalCounts) {
@@ -69,8 +79,6 @@ extension PostgresStore: RetentionStore {
             try list()
             // No writer is in a transaction now (`beginRemoval`): one merging more of a removed
             // call finds it gone when it starts, and stores what it read as a new call.
-            _ = try run(
-                "UPDATE removed_calls r SET call_key = c.call_key, start_ts = c.start_ts, end_ts = c.end_ts FROM calls c WHERE c.call_id = r.call_id")
             try checked { try db.execute("ANALYZE removed_calls") }
             let ids = try rows("SELECT call_id FROM removed_calls ORDER BY start_ts NULLS LAST, call_id").compactMap { $0[0] }
             let starts = try rows("SELECT start_ts FROM removed_calls WHERE start_ts IS NOT NULL").compactMap { $0[0].flatMap { Int64($0) } }
