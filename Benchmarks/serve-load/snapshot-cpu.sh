@@ -20,7 +20,7 @@ CLIENTS="${CLIENTS:-8}"
 CALLS="${CALLS:-160}"
 MODES="${MODES:-plain key}"
 RECORDING="${RECORDING:-$root/../shared/data/chromium-call-30ms-2pct.jsonl.zst}"
-[ -f "$RECORDING" ] || RECORDING=/work/shared/data/chromium-call-30ms-2pct.jsonl.zst
+[ -f "$RECORDING" ] || { echo "no recording at $RECORDING: set RECORDING to ../shared/data/chromium-call-30ms-2pct.jsonl.zst beside the repository" >&2; exit 1; }
 [ -x "$BIN" ] || swift build -c release --product callstats
 
 work="$(mktemp -d)"
