@@ -119,7 +119,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
-        .target(name: "TestSupport", dependencies: ["CallLog"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CallLog", "Simulator"], path: "Tests/TestSupport"),
         // Hand-built W3C reports and log files read into call material, for the tests of the
         // modules that consume material.
         .target(name: "MaterialTestSupport", dependencies: ["CallLog", "MaterialScanning"], path: "Tests/MaterialTestSupport"),

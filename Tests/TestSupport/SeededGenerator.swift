@@ -1,20 +1,10 @@
-/// SplitMix64: a small deterministic generator, so that property tests replay the same cases and
-/// a relay drops the same packets on every run.
-public struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+import Simulator
 
-    public init(seed: UInt64) {
-        state = seed
-    }
+/// The simulator's SplitMix64, so that property tests replay the same cases and a relay drops
+/// the same packets on every run.
+public typealias SeededGenerator = SplitMix64
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// Uniform in [0, 1).
     public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
 }
